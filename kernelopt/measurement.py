@@ -1,0 +1,65 @@
+"""The one record every measurement produces, whatever the device.
+
+Failures are data: a crash, a timeout or a wrong answer is a Measurement with
+a status and the error text, never an exception through the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+OK = "ok"
+FAILED = "failed"
+INCORRECT = "incorrect"
+TIMEOUT = "timeout"
+INTERRUPTED = "interrupted"
+STATUSES = (OK, FAILED, INCORRECT, TIMEOUT, INTERRUPTED)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one run of a target on one commit produced.
+
+    ``metrics`` holds the aggregate numbers (the program's metric among them);
+    ``rows`` the per-config rows when the target reports several configs;
+    ``profile`` the profiler-shaped record (neuron-profile field names, percent
+    fields in 0-100) where the device has one.
+    """
+
+    status: str
+    metrics: dict[str, float] = field(default_factory=dict)
+    rows: tuple[dict[str, Any], ...] = ()
+    profile: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    log_tail: str = ""
+    device: str = ""
+    host: str = ""
+    duration_s: float = 0.0
+    deterministic: bool = False
+    artifacts: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown measurement status {self.status!r}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["rows"] = list(self.rows)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Measurement:
+        known = {f for f in cls.__dataclass_fields__}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["rows"] = tuple(kwargs.get("rows", ()))
+        return cls(**kwargs)
+
+    @classmethod
+    def failure(cls, status: str, error: str, **kw: Any) -> Measurement:
+        return cls(status=status, error=error, **kw)
