@@ -1,0 +1,278 @@
+"""The keep/revert rule: pure functions, no I/O.
+
+Gains are relative and signed so that positive always means better, whatever
+the metric's direction. A noisy target is judged on paired samples (candidate
+and BEST measured interleaved in the same session), so a lucky BEST sample
+cannot turn honest candidates into regressions, and one lucky candidate
+sample cannot be kept.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+BASELINE = "baseline"
+KEEP = "keep"
+TIE = "tie"
+REGRESSION = "regression"
+INCORRECT = "incorrect"
+FAILED = "failed"
+DIVERGED = "diverged"
+INTERRUPTED = "interrupted"
+VERDICTS = (BASELINE, KEEP, TIE, REGRESSION, INCORRECT, FAILED, DIVERGED, INTERRUPTED)
+
+# One-sided Student t quantiles at 99.9 % by degrees of freedom. A decision is
+# re-examined after every new pair, so each look must be strict for the whole
+# sequence to keep false keeps under 1 % (benchmarks/noise.py measures it).
+_T999 = (
+    (1, 318.3),
+    (2, 22.33),
+    (3, 10.21),
+    (4, 7.173),
+    (5, 5.893),
+    (6, 5.208),
+    (7, 4.785),
+    (8, 4.501),
+    (9, 4.297),
+    (10, 4.144),
+    (12, 3.930),
+    (15, 3.733),
+    (20, 3.552),
+    (30, 3.385),
+    (60, 3.232),
+    (120, 3.160),
+)
+_Z999 = 3.090
+# Futility: a candidate whose optimistic (one standard error) gain is still
+# inside the noise band will not become a keep; stop measuring it.
+_FUTILITY_SE = 1.0
+
+
+def _t(df: int) -> float:
+    for (d0, t0), (d1, t1) in itertools.pairwise(_T999):
+        if df <= d0:
+            return t0
+        if df < d1:
+            return t0 + (t1 - t0) * (df - d0) / (d1 - d0)
+    return _Z999 if df > 1000 else _T999[-1][1]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The run's pooled variance of paired log gains, with its degrees of freedom."""
+
+    var: float = 0.0
+    df: int = 0
+
+    def pooled(self, other: Spread) -> Spread:
+        df = self.df + other.df
+        if df == 0:
+            return Spread()
+        return Spread((self.var * self.df + other.var * other.df) / df, df)
+
+
+def spread_of(gains: Sequence[float]) -> Spread:
+    n = len(gains)
+    if n < 2:
+        return Spread()
+    mean = sum(gains) / n
+    return Spread(sum((g - mean) ** 2 for g in gains) / (n - 1), n - 1)
+
+
+def gain(candidate: float, best: float, better: str) -> float:
+    """Relative change of ``candidate`` vs ``best``; positive = better."""
+    if best == 0:
+        if candidate == best:
+            return 0.0
+        scale = abs(candidate)
+    else:
+        scale = abs(best)
+    delta = (candidate - best) / scale
+    return delta if better == "higher" else -delta
+
+
+def log_gain(candidate: float, best: float, better: str) -> float:
+    """Symmetric gain for positive metrics (log ratio), falling back to ``gain``."""
+    if candidate > 0 and best > 0:
+        g = math.log(candidate / best)
+        return g if better == "higher" else -g
+    return gain(candidate, best, better)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """A verdict (or None: measure another pair) and the evidence behind it."""
+
+    verdict: str | None
+    gain: float  # mean relative gain, positive = better
+    low: float  # confidence bounds on the gain
+    high: float
+    samples: int
+
+
+def assess_deterministic(candidate: float, best: float, better: str, noise: float) -> Assessment:
+    """One sample each is the truth: a small win repeats by construction, so it is kept."""
+    g = gain(candidate, best, better)
+    if g > 1e-12:
+        verdict = KEEP
+    elif g < -noise:
+        verdict = REGRESSION
+    else:
+        verdict = TIE
+    return Assessment(verdict, g, g, g, 1)
+
+
+def assess_paired(
+    pairs: Sequence[tuple[float, float]],
+    better: str,
+    noise: float,
+    confirm: int = 2,
+    max_samples: int = 24,
+    prior: Spread | None = None,
+) -> Assessment:
+    """Judge interleaved (candidate, best) samples; None asks for another pair.
+
+    keep: the gain is significantly above zero and beyond the noise threshold
+    (a win that repeats in the same direction). regression: significantly
+    below zero and beyond the noise. tie: confidently inside the noise band,
+    hopeless (even an optimistic reading stays inside it), or still undecided
+    after ``max_samples`` pairs. ``prior`` is the spread pooled from earlier
+    decisions of the same run, which narrows the bounds on few samples.
+    """
+    n = len(pairs)
+    gains = [log_gain(c, b, better) for c, b in pairs]
+    if n == 0:
+        return Assessment(None, 0.0, -math.inf, math.inf, 0)
+    mean = sum(gains) / n
+    if n < max(confirm, 2):
+        return Assessment(None, mean, -math.inf, math.inf, n)
+    spread = spread_of(gains).pooled(prior or Spread())
+    # A floor on the spread: identical samples must not look infinitely certain.
+    sd = max(math.sqrt(spread.var), noise / 10)
+    se = sd / math.sqrt(n)
+    half = _t(spread.df) * se
+    low, high = mean - half, mean + half
+    if low > 0 and mean > noise:
+        verdict: str | None = KEEP
+    elif high < 0 and mean < -noise:
+        verdict = REGRESSION
+    elif low > -noise and high < noise:
+        verdict = TIE
+    elif n >= 3 and mean > -noise and mean + _FUTILITY_SE * se < noise:
+        verdict = TIE
+    elif n >= max_samples:
+        verdict = TIE
+    else:
+        verdict = None
+    return Assessment(verdict, mean, low, high, n)
+
+
+@dataclass(frozen=True)
+class ClassJudgement:
+    verdict: str
+    gains: dict[str, float]
+    improved: tuple[str, ...] = ()
+    regressed: tuple[str, ...] = ()
+
+
+def combine_classes(
+    overall: Assessment, per_class: Mapping[str, Assessment], target_class: str | None = None
+) -> ClassJudgement | None:
+    """Fold per-class assessments into one verdict; None while any is undecided.
+
+    A keep needs the target (overall unless named) better and no class worse
+    than noise; some classes better while others regress is ``diverged``.
+    """
+    if overall.verdict is None or any(a.verdict is None for a in per_class.values()):
+        return None
+    gains = {k: a.gain for k, a in per_class.items()}
+    improved = tuple(sorted(k for k, a in per_class.items() if a.verdict == KEEP))
+    regressed = tuple(sorted(k for k, a in per_class.items() if a.verdict == REGRESSION))
+    target = per_class.get(target_class) if target_class else overall
+    target_verdict = target.verdict if target is not None else overall.verdict
+    if improved and regressed:
+        verdict = DIVERGED
+    elif regressed:
+        verdict = REGRESSION
+    elif target_verdict == KEEP or (improved and target_verdict != REGRESSION):
+        verdict = KEEP
+    elif target_verdict == REGRESSION:
+        verdict = REGRESSION
+    else:
+        verdict = TIE
+    return ClassJudgement(verdict, gains, improved, regressed)
+
+
+@dataclass(frozen=True)
+class Counters:
+    """The regression bookkeeping the seed keeps by hand."""
+
+    consecutive_regressions: int = 0
+    recent_regressions: tuple[dict[str, Any], ...] = ()
+    attempts: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "consecutive_regressions": self.consecutive_regressions,
+            "recent_regressions": list(self.recent_regressions),
+            "attempts": self.attempts,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Counters:
+        return cls(
+            consecutive_regressions=int(data.get("consecutive_regressions", 0)),
+            recent_regressions=tuple(data.get("recent_regressions", ())),
+            attempts=int(data.get("attempts", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    counters: Counters
+    stop: bool
+    stop_reason: str | None = None
+
+
+def update_counters(
+    counters: Counters,
+    verdict: str,
+    *,
+    max_consecutive: int,
+    window: int,
+    summary: Mapping[str, Any] | None = None,
+) -> Outcome:
+    """Apply one decided attempt to the counters.
+
+    keep, tie, failed and an abandoned incorrect candidate reset the streak
+    and clear the window; a regression extends both; diverged and interrupted
+    attempts leave the streak as it was (neither a win nor a clean regression).
+    """
+    attempts = counters.attempts + (0 if verdict == BASELINE else 1)
+    if verdict == REGRESSION:
+        recent = (*counters.recent_regressions, dict(summary or {}))[-window:]
+        new = Counters(counters.consecutive_regressions + 1, recent, attempts)
+        if new.consecutive_regressions >= max_consecutive:
+            reason = f"{new.consecutive_regressions} consecutive measured regressions"
+            return Outcome(new, True, reason)
+        return Outcome(new, False)
+    if verdict in (KEEP, TIE, FAILED, INCORRECT, BASELINE):
+        return Outcome(Counters(0, (), attempts), False)
+    return Outcome(replace(counters, attempts=attempts), False)
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: str
+    gain: float | None
+    counters: Counters
+    stop: bool = False
+    stop_reason: str | None = None
+    classes: dict[str, float] = field(default_factory=dict)
+    improved: tuple[str, ...] = ()
+    regressed: tuple[str, ...] = ()
+    samples: int = 1

@@ -1,0 +1,319 @@
+"""A program file: YAML front matter (what to tune) + markdown body (the agent brief)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kernelopt.schema import Problem, knob_space_problem, parse_duration, parse_percent, validate
+
+# Metrics an nki target produces: the sim/profiler record fields plus short aliases.
+NKI_METRIC_ALIASES = {"mfu": "mfu_estimated_percent", "time": "total_time"}
+NKI_METRICS = frozenset(
+    {
+        "total_time",
+        "total_active_time",
+        "mfu_estimated_percent",
+        "mfu_max_achievable_estimated_percent",
+        "mbu_estimated_percent",
+        "hfu_estimated_percent",
+        "roofline_efficiency",
+        "min_ms",
+        "median_ms",
+        *NKI_METRIC_ALIASES,
+    }
+)
+
+
+class ProgramError(ValueError):
+    """Every problem found in a program file, reported together."""
+
+    def __init__(self, path: Path | str, problems: list[Problem]):
+        self.path = Path(path)
+        self.problems = problems
+        lines = [f"{self.path}: {len(problems)} problem{'s' if len(problems) != 1 else ''}"]
+        lines += [f"  {p}" for p in problems]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class KnobFile:
+    file: str
+    space: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str
+    workload: str | None = None
+    kernel: str | None = None
+    func: str | None = None
+    command: str | None = None
+    results_format: str = "stdout"
+    results_path: str | None = None
+    correct: str | None = None
+    config_columns: tuple[str, ...] = ()
+    knobs: KnobFile | None = None
+    format: str | None = None
+
+
+@dataclass(frozen=True)
+class Device:
+    kind: str = "auto"
+    hosts: tuple[str, ...] = ()
+    poll_s: float = 600.0
+    max_wait_s: float = 3600.0
+    trust_new_hosts: bool = False
+
+
+@dataclass(frozen=True)
+class DecideConfig:
+    noise: float = 0.01
+    confirm: int = 2
+    max_samples: int = 24
+    max_consecutive_regressions: int = 5
+    recent_window: int = 5
+    repair_attempts: int = 3
+
+
+@dataclass(frozen=True)
+class StopConfig:
+    target: float | None = None
+    max_candidates: int | None = None
+    max_hours: float | None = None
+
+
+@dataclass(frozen=True)
+class Program:
+    path: Path
+    name: str
+    target: Target
+    metric: str
+    better: str
+    device: Device
+    decide: DecideConfig
+    stop: StopConfig
+    strategy: str
+    seed: int
+    timeout_s: float
+    body: str
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def metric_key(self) -> str:
+        """The field looked up in a measurement (aliases resolved for nki targets)."""
+        if self.target.kind == "nki":
+            return NKI_METRIC_ALIASES.get(self.metric, self.metric)
+        return self.metric
+
+
+def split_front_matter(text: str) -> tuple[str | None, str, int]:
+    """(front matter, body, line where the body starts); front matter None when absent."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return None, text, 1
+    for i in range(1, len(lines)):
+        if lines[i].strip() in ("---", "..."):
+            return "".join(lines[1:i]), "".join(lines[i + 1 :]), i + 2
+    return None, text, 1
+
+
+def load_program(path: str | Path, root: str | Path | None = None) -> Program:
+    """Parse and check ``path``. Files named in it are resolved against ``root``
+    (default: the git top level containing the program, else its folder)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ProgramError(path, [Problem("", "program file does not exist")])
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProgramError(path, [Problem("", f"cannot read it: {exc}")]) from None
+    front, body, _ = split_front_matter(text)
+    if front is None:
+        raise ProgramError(
+            path,
+            [
+                Problem(
+                    "",
+                    "no YAML front matter: the file must start with a '---' line and close it with another",
+                )
+            ],
+        )
+    try:
+        data = yaml.safe_load(front)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 2}" if mark is not None else "front matter"
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ProgramError(path, [Problem(where, f"invalid YAML: {problem}")]) from None
+    if data is None:
+        data = {}
+    values, problems = validate(data)
+    root = Path(root) if root is not None else _find_root(path)
+    if not problems:
+        problems += _cross_checks(values, root)
+    if problems:
+        raise ProgramError(path, problems)
+    return _build(path, values, body, data)
+
+
+def _find_root(path: Path) -> Path:
+    for parent in [path.resolve().parent, *path.resolve().parents]:
+        if (parent / ".git").exists():
+            return parent
+    return path.resolve().parent
+
+
+def _cross_checks(values: dict[str, Any], root: Path) -> list[Problem]:
+    problems: list[Problem] = []
+    target = values["target"]
+    kind = target["kind"]
+
+    def need(key: str) -> None:
+        if not target.get(key):
+            problems.append(Problem(f"target.{key}", f"required for target kind {kind!r}"))
+
+    def exists(key: str, rel: str | None) -> None:
+        if rel and not (root / rel).exists():
+            problems.append(
+                Problem(f"target.{key}", f"file does not exist: {rel} (relative to {root})")
+            )
+
+    if kind == "nki":
+        for key in ("workload", "kernel"):
+            need(key)
+            exists(key, target.get(key))
+        knobs = target.get("knobs")
+        if knobs is not None and not isinstance(knobs, str):
+            problems.append(Problem("target.knobs", "for nki targets, the path of knobs.json"))
+        elif knobs:
+            exists("knobs", knobs)
+        for key in ("command", "correct"):
+            if target.get(key):
+                problems.append(Problem(f"target.{key}", "only for command targets"))
+        metric = values["metric"]["name"]
+        if (
+            metric not in NKI_METRICS
+            and not metric.endswith("_percent")
+            and not metric.endswith("_time")
+        ):
+            options = ", ".join(sorted(NKI_METRICS))
+            problems.append(
+                Problem(
+                    "metric.name",
+                    f"an nki target never produces {metric!r} (it produces {options})",
+                )
+            )
+    else:
+        need("command")
+        for key in ("workload", "kernel", "func"):
+            if target.get(key):
+                problems.append(Problem(f"target.{key}", "only for nki targets"))
+        results = target["results"]
+        if results["format"] in ("csv", "json") and not results.get("path"):
+            problems.append(
+                Problem("target.results.path", f"required for {results['format']} results")
+            )
+        knobs = target.get("knobs")
+        if knobs is not None:
+            if not isinstance(knobs, dict):
+                problems.append(
+                    Problem(
+                        "target.knobs",
+                        "for command targets, {file: knobs.json, space: {NAME: [values]}}",
+                    )
+                )
+            else:
+                unknown = set(knobs) - {"file", "space"}
+                if unknown:
+                    problems.append(
+                        Problem(
+                            "target.knobs", f"unknown keys {sorted(unknown)} (allowed: file, space)"
+                        )
+                    )
+                if not isinstance(knobs.get("file"), str):
+                    problems.append(
+                        Problem(
+                            "target.knobs.file",
+                            "missing: the file the knob assignment is written to",
+                        )
+                    )
+                space = knobs.get("space")
+                if not isinstance(space, dict) or not space:
+                    problems.append(Problem("target.knobs.space", "missing: {NAME: [values], ...}"))
+                else:
+                    message = knob_space_problem(space)
+                    if message:
+                        problems.append(Problem("target.knobs.space", message))
+        if values["metric"]["name"] in target.get("config_columns", []):
+            problems.append(
+                Problem("target.config_columns", "the metric cannot also be a config column")
+            )
+    return problems
+
+
+def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Program:
+    t = v["target"]
+    knobs = t.get("knobs")
+    if isinstance(knobs, str):
+        knob_file = KnobFile(file=knobs)
+    elif isinstance(knobs, dict):
+        knob_file = KnobFile(
+            file=knobs["file"], space={k: tuple(vals) for k, vals in knobs["space"].items()}
+        )
+    else:
+        knob_file = None
+    target = Target(
+        kind=t["kind"],
+        workload=t.get("workload"),
+        kernel=t.get("kernel"),
+        func=t.get("func"),
+        command=t.get("command"),
+        results_format=t["results"]["format"],
+        results_path=t["results"].get("path"),
+        correct=t.get("correct"),
+        config_columns=tuple(t.get("config_columns") or ()),
+        knobs=knob_file,
+        format=t.get("format"),
+    )
+    d = v["device"]
+    device = Device(
+        kind=d["kind"],
+        hosts=tuple(d["hosts"]),
+        poll_s=parse_duration(d["poll"]),
+        max_wait_s=parse_duration(d["max_wait"]),
+        trust_new_hosts=d["trust_new_hosts"],
+    )
+    dc = v["decide"]
+    decide = DecideConfig(
+        noise=parse_percent(dc["noise"]),
+        confirm=dc["confirm"],
+        max_samples=max(dc["max_samples"], dc["confirm"]),
+        max_consecutive_regressions=dc["max_consecutive_regressions"],
+        recent_window=dc["recent_window"],
+        repair_attempts=dc["repair_attempts"],
+    )
+    s = v["stop"]
+    stop = StopConfig(
+        target=float(s["target"]) if s.get("target") is not None else None,
+        max_candidates=s.get("max_candidates"),
+        max_hours=float(s["max_hours"]) if s.get("max_hours") is not None else None,
+    )
+    return Program(
+        path=path,
+        name=v["name"],
+        target=target,
+        metric=v["metric"]["name"],
+        better=v["metric"]["better"],
+        device=device,
+        decide=decide,
+        stop=stop,
+        strategy=v["search"]["strategy"],
+        seed=v["search"]["seed"],
+        timeout_s=parse_duration(v["timeout"]),
+        body=body.strip() + "\n",
+        raw=raw,
+    )
