@@ -1,0 +1,123 @@
+"""The correctness gate: a kernel against its workload's numpy oracle, as data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernelopt.sim.errors import SimError
+from kernelopt.sim.runner import run_kernel
+from kernelopt.sim.trn2 import DEFAULT_PARAMS, Trn2Params
+from kernelopt.workload import Workload, make_inputs
+
+
+@dataclass(frozen=True)
+class SimReport:
+    """The verdict on one kernel: ``correct`` only when every seed matched.
+
+    ``error_kind`` is "isa", "capacity", "numerics" or "exception" when
+    something went wrong; ``profile`` comes from the first seed that ran.
+    """
+
+    correct: bool
+    max_abs_error: float | None
+    worst_seed: int | None
+    profile: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    error_kind: str | None = None
+    func: str = ""
+
+
+def _fp32(array: np.ndarray) -> np.ndarray:
+    return array.astype(np.float32) if array.dtype.kind in "fV" else array
+
+
+def _as_tuple(value: Any) -> tuple[np.ndarray, ...]:
+    if isinstance(value, tuple | list):
+        return tuple(np.asarray(v) for v in value)
+    return (np.asarray(value),)
+
+
+def _compare(
+    got: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...], atol: float, rtol: float
+) -> tuple[float, str | None]:
+    """Largest absolute error over all outputs and the first mismatch, if any."""
+    if len(got) != len(want):
+        return float("inf"), f"the kernel returns {len(got)} outputs, f_numpy {len(want)}"
+    worst, problem = 0.0, None
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        if g.shape != w.shape:
+            return float("inf"), f"output {i} has shape {g.shape}, f_numpy gives {w.shape}"
+        g32, w32 = _fp32(g).astype(np.float64), _fp32(w).astype(np.float64)
+        if np.isnan(g32).any() and not np.isnan(w32).any():
+            return float("inf"), f"output {i} contains NaN"
+        err = float(np.max(np.abs(g32 - w32))) if g32.size else 0.0
+        worst = max(worst, err)
+        if problem is None and not np.allclose(g32, w32, atol=atol, rtol=rtol, equal_nan=True):
+            bad = ~np.isclose(g32, w32, atol=atol, rtol=rtol, equal_nan=True)
+            problem = (
+                f"output {i} differs from f_numpy in {int(bad.sum())} of {bad.size} elements: "
+                f"max abs error {err:.4g} (atol {atol:g}, rtol {rtol:g})"
+            )
+    return worst, problem
+
+
+def check_kernel(
+    kernel_path: str | Path,
+    workload: Workload,
+    *,
+    func: str | None = None,
+    precision: str = "fp32",
+    seeds: Sequence[int] = (0,),
+    atol: float = 5e-3,
+    rtol: float = 5e-3,
+    mac_count: int | None = None,
+    params: Trn2Params = DEFAULT_PARAMS,
+) -> SimReport:
+    """Run the kernel on each seed's inputs and compare with ``workload.f_numpy``.
+
+    Never raises for a bad kernel or a failing oracle: the report carries the
+    error and its kind.
+    """
+    profile: dict[str, Any] = {}
+    name = func or ""
+    max_err: float | None = None
+    worst_seed: int | None = None
+    first_problem: str | None = None
+
+    def failed(error: str, kind: str) -> SimReport:
+        return SimReport(False, max_err, worst_seed, profile, error, kind, name)
+
+    for seed in seeds:
+        inputs = make_inputs(workload.input_specs, seed)
+        try:
+            run = run_kernel(
+                kernel_path,
+                inputs,
+                func=func,
+                precision=precision,
+                mac_count=mac_count,
+                params=params,
+            )
+        except SimError as exc:
+            return failed(str(exc), exc.kind)
+        if not profile:
+            profile, name = run.profile, run.func
+        try:
+            expected = workload.f_numpy(**{k: _fp32(v) for k, v in inputs.items()})
+        except Exception as exc:  # the workload is user code too
+            return failed(
+                f"{workload.path}: f_numpy failed: {type(exc).__name__}: {exc}", "exception"
+            )
+        err, problem = _compare(_as_tuple(run.outputs), _as_tuple(expected), atol, rtol)
+        if max_err is None or err > max_err:
+            max_err, worst_seed = err, seed
+        if problem is not None and first_problem is None:
+            first_problem = f"seed {seed}: {problem}"
+    if first_problem is not None:
+        return failed(first_problem, "numerics")
+    return SimReport(True, max_err, worst_seed, profile, None, None, name)

@@ -1,0 +1,35 @@
+"""Time for one instruction on its engine, from the Trainium2 parameters."""
+
+from __future__ import annotations
+
+from kernelopt.sim.trace import Instruction
+from kernelopt.sim.trn2 import Trn2Params
+
+
+def duration_ns(ins: Instruction, p: Trn2Params) -> float:
+    """Busy time of the engine (or DMA queue) running ``ins``, before throttling."""
+    engine = ins.engine
+    if engine == "tensor":
+        if ins.op == "nc_transpose":
+            cycles = max(ins.partitions, min(p.matmul_min_stationary_cycles, ins.free))
+        else:
+            # The moving tensor streams one column per cycle; a small stationary
+            # tile still pays for its load.
+            cycles = max(min(p.matmul_min_stationary_cycles, ins.stationary_free), ins.free)
+        if ins.wide:
+            cycles *= p.fp32_matmul_factor
+        return max(cycles, p.tensor_issue_floor_cycles) / p.tensor_clock_hz * 1e9
+    if engine == "dma":
+        row = max(ins.row_bytes, 1)
+        efficiency = row / (row + p.dma_row_overhead_bytes) * ins.transpose_efficiency
+        return p.dma_fixed_ns + ins.nbytes / (p.dma_bytes_per_ns * efficiency)
+    stream = ins.free * ins.inputs
+    if engine == "vector":
+        clock = p.vector_clock_hz
+    elif engine == "scalar":
+        clock = p.scalar_clock_hz
+    else:
+        clock = p.gpsimd_clock_hz
+        stream = stream * p.gpsimd_slowdown
+    cycles = p.engine_static_cycles + max(p.engine_min_cycles, stream)
+    return cycles / clock * 1e9

@@ -1,0 +1,408 @@
+"""``nki.isa`` for the simulator: rule checks, numpy semantics, one trace record per call.
+
+Every call checks its ISA rules first (so trace-only runs catch the same
+violations), then computes on float32 data unless the machine is trace-only,
+then appends an ``Instruction``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernelopt.sim.language import Op
+from kernelopt.sim.tensor import Tile
+from kernelopt.sim.trace import Instruction
+
+if TYPE_CHECKING:
+    from kernelopt.sim.machine import Machine
+
+_FAST_VECTOR_OPS = frozenset({"add", "multiply", "subtract"})
+_BF16 = "bfloat16"
+
+
+class Isa:
+    """The ISA calls, bound to one machine."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.m = machine
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _tile(self, op: str, role: str, value: Any) -> Tile:
+        if not isinstance(value, Tile):
+            self.m.fail("isa", f"{op}: {role} must be a tensor tile, got {type(value).__name__}")
+        return value
+
+    def _in(self, op: str, role: str, tile: Tile, *kinds: str) -> None:
+        if tile.buffer.kind not in kinds:
+            wanted = " or ".join(k.upper() for k in kinds)
+            self.m.fail(
+                "isa",
+                f"{op}: {role} must be in {wanted}, got {tile.buffer.kind.upper()} tensor "
+                f"{tile.alloc.name!r}",
+            )
+
+    def _same_shape(self, op: str, dst: Tile, role: str, other: Tile) -> None:
+        if dst.shape != other.shape:
+            self.m.fail("isa", f"{op}: shape mismatch: dst {dst.shape} vs {role} {other.shape}")
+
+    def _op(self, name: str, value: Any, arity: int) -> Op:
+        if not isinstance(value, Op) or value.arity != arity:
+            kind = (
+                "a binary nl op (nl.add, nl.multiply, ...)"
+                if arity == 2
+                else ("an activation (nl.exp, nl.relu, ...)")
+            )
+            self.m.fail("isa", f"{name}: op must be {kind}, got {value!r}")
+        return value
+
+    def _column(self, op: str, role: str, value: Any, partitions: int) -> Tile | float:
+        """A scalar operand: a Python number or a [P, 1] on-chip tile."""
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return float(value)
+        tile = self._tile(op, role, value)
+        self._in(op, role, tile, "sbuf", "psum")
+        if tile.shape != (partitions, 1):
+            self.m.fail(
+                "isa",
+                f"{op}: {role} must be a scalar or a [{partitions}, 1] tile, got {tile.shape}",
+            )
+        return tile
+
+    def _value(self, operand: Tile | float, what: str) -> Any:
+        if isinstance(operand, Tile):
+            return self.m.read(operand, what)
+        return operand
+
+    def _emit(
+        self, op: str, engine: str, reads: list[Tile], writes: list[Tile], **cost: Any
+    ) -> None:
+        self.m.emit(
+            Instruction(
+                op=op,
+                engine=engine,
+                line=self.m.line(),
+                reads=tuple(t.region for t in reads),
+                writes=tuple(t.region for t in writes),
+                **cost,
+            )
+        )
+
+    # --- TensorE ------------------------------------------------------------------------
+
+    def nc_matmul(
+        self, dst: Any, stationary: Any, moving: Any, accumulate: bool | None = None
+    ) -> None:
+        m, op = self.m, "nc_matmul"
+        m.check_capacity()
+        dst = self._tile(op, "dst", dst)
+        stationary = self._tile(op, "stationary", stationary)
+        moving = self._tile(op, "moving", moving)
+        self._in(op, "dst", dst, "psum")
+        self._in(op, "stationary", stationary, "sbuf")
+        self._in(op, "moving", moving, "sbuf")
+        for role, t in (("dst", dst), ("stationary", stationary), ("moving", moving)):
+            if t.ndim != 2:
+                m.fail("isa", f"{op}: {role} must be 2-D, got shape {t.shape}")
+        k, mm = stationary.shape
+        k2, n = moving.shape
+        p = m.params
+        if k > p.partitions:
+            m.fail("isa", f"{op}: partition (contraction) size K={k} > {p.partitions}")
+        if mm > p.stationary_fmax:
+            m.fail("isa", f"{op}: stationary free size M={mm} > {p.stationary_fmax}")
+        if n > p.moving_fmax:
+            m.fail("isa", f"{op}: moving free size N={n} > {p.moving_fmax}")
+        if k2 != k:
+            m.fail("isa", f"{op}: contraction mismatch: stationary K={k}, moving K={k2}")
+        if dst.shape != (mm, n):
+            m.fail("isa", f"{op}: shape mismatch: dst {dst.shape}, expected ({mm}, {n})")
+        if dst.dtype != np.float32:
+            m.fail("isa", f"{op}: PSUM accumulation must be fp32, dst is {dst.dtype}")
+        written = dst.alloc.written[dst.index]
+        if accumulate is None:
+            acc = bool(written.any())
+            partial = acc and not bool(written.all())
+        else:
+            acc, partial = bool(accumulate), False
+        a = m.read(stationary, op)
+        b = m.read(moving, op)
+        reads = [stationary, moving]
+        if acc:
+            reads.append(dst)
+            if partial:
+                old = dst.alloc.data[dst.index] if dst.alloc.data is not None else None
+            else:
+                old = m.read(dst, op)
+        if a is not None and b is not None:
+            prod = a.T @ b
+            if acc and partial:
+                prod = np.where(written, old + prod, prod)
+            elif acc:
+                prod += old
+            m.write(dst, prod)
+        else:
+            m.write(dst, None)
+        wide = stationary.dtype.itemsize >= 4 or moving.dtype.itemsize >= 4
+        self._emit(
+            op,
+            "tensor",
+            reads,
+            [dst],
+            partitions=k,
+            free=n,
+            stationary_free=mm,
+            wide=wide,
+            macs=k * mm * n,
+        )
+
+    def nc_transpose(self, dst: Any, data: Any) -> None:
+        m, op = self.m, "nc_transpose"
+        m.check_capacity()
+        dst = self._tile(op, "dst", dst)
+        data = self._tile(op, "data", data)
+        self._in(op, "dst", dst, "psum")
+        self._in(op, "data", data, "sbuf")
+        if data.ndim != 2:
+            m.fail("isa", f"{op}: data must be 2-D, got shape {data.shape}")
+        pdim, fdim = data.shape
+        if fdim > m.params.partitions:
+            m.fail("isa", f"{op}: data free size {fdim} > {m.params.partitions}")
+        if dst.shape != (fdim, pdim):
+            m.fail("isa", f"{op}: shape mismatch: dst {dst.shape}, expected ({fdim}, {pdim})")
+        if dst.dtype not in (data.dtype, np.float32):
+            m.fail("isa", f"{op}: dst dtype {dst.dtype} must be fp32 or match data {data.dtype}")
+        values = m.read(data, op)
+        m.write(dst, None if values is None else values.T)
+        self._emit(
+            op,
+            "tensor",
+            [data],
+            [dst],
+            partitions=pdim,
+            free=fdim,
+            wide=data.dtype.itemsize >= 4,
+            macs=0,
+        )
+
+    # --- DMA -------------------------------------------------------------------------------
+
+    def dma_copy(self, dst: Any, src: Any) -> None:
+        m, op = self.m, "dma_copy"
+        m.check_capacity()
+        dst = self._tile(op, "dst", dst)
+        src = self._tile(op, "src", src)
+        if dst.shape != src.shape:
+            squeeze = tuple(d for d in dst.shape if d != 1) == tuple(d for d in src.shape if d != 1)
+            if not squeeze:
+                m.fail("isa", f"{op}: shape mismatch: dst {dst.shape} vs src {src.shape}")
+        values = m.read(src, op)
+        m.write(dst, None if values is None else values.reshape(dst.shape))
+        self._emit_dma(op, dst, src, 1.0)
+
+    def dma_transpose(self, dst: Any, src: Any) -> None:
+        m, op = self.m, "dma_transpose"
+        m.check_capacity()
+        dst = self._tile(op, "dst", dst)
+        src = self._tile(op, "src", src)
+        self._in(op, "dst", dst, "sbuf")
+        self._in(op, "src", src, "hbm", "sbuf")
+        if src.ndim != 2 or dst.ndim != 2:
+            m.fail("isa", f"{op}: 2-D tiles only, got dst {dst.shape} and src {src.shape}")
+        if dst.dtype != src.dtype:
+            m.fail("isa", f"{op}: dtypes must match: dst {dst.dtype} vs src {src.dtype}")
+        if dst.shape != src.shape[::-1]:
+            m.fail("isa", f"{op}: shape mismatch: dst {dst.shape}, expected {src.shape[::-1]}")
+        values = m.read(src, op)
+        m.write(dst, None if values is None else values.T)
+        p = m.params
+        eff = (
+            p.dma_transpose_hbm_efficiency
+            if src.buffer.kind == "hbm"
+            else (p.dma_transpose_sbuf_efficiency)
+        )
+        self._emit_dma(op, dst, src, eff)
+
+    def _emit_dma(self, op: str, dst: Tile, src: Tile, efficiency: float) -> None:
+        self._emit(
+            op,
+            "dma",
+            [src],
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            nbytes=max(src.nbytes, dst.nbytes),
+            row_bytes=min(src.row_bytes(), dst.row_bytes()),
+            hbm_read=src.nbytes if src.buffer.kind == "hbm" else 0,
+            hbm_write=dst.nbytes if dst.buffer.kind == "hbm" else 0,
+            transpose_efficiency=efficiency,
+        )
+
+    # --- VectorE / ScalarE / GpSimd -------------------------------------------------------
+
+    def _elementwise_operands(self, op: str, dst: Any, **operands: Any) -> tuple[Tile, list[Tile]]:
+        self.m.check_capacity()
+        dst = self._tile(op, "dst", dst)
+        self._in(op, "dst", dst, "sbuf", "psum")
+        tiles = []
+        for role, value in operands.items():
+            t = self._tile(op, role, value)
+            self._in(op, role, t, "sbuf", "psum")
+            self._same_shape(op, dst, role, t)
+            tiles.append(t)
+        return dst, tiles
+
+    def tensor_tensor(self, dst: Any, data1: Any, data2: Any, op: Any) -> None:
+        name = "tensor_tensor"
+        fn = self._op(name, op, 2)
+        dst, (a, b) = self._elementwise_operands(name, dst, data1=data1, data2=data2)
+        va, vb = self.m.read(a, name), self.m.read(b, name)
+        self.m.write(dst, None if va is None else fn.fn(va, vb))
+        # One pass when an input is in PSUM or both are bf16 SBUF with add/mul/sub.
+        fast = "psum" in (a.buffer.kind, b.buffer.kind) or (
+            fn.name in _FAST_VECTOR_OPS and a.dtype.name == _BF16 and b.dtype.name == _BF16
+        )
+        self._emit(
+            name,
+            "vector",
+            [a, b],
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            inputs=1 if fast else 2,
+        )
+
+    def tensor_scalar(
+        self,
+        dst: Any,
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        reverse0: bool = False,
+        op1: Any = None,
+        operand1: Any = None,
+        reverse1: bool = False,
+    ) -> None:
+        name = "tensor_scalar"
+        dst, (src,) = self._elementwise_operands(name, dst, data=data)
+        steps = [
+            (
+                self._op(name, op0, 2),
+                self._column(name, "operand0", operand0, src.partitions),
+                reverse0,
+            )
+        ]
+        if op1 is not None:
+            steps.append(
+                (
+                    self._op(name, op1, 2),
+                    self._column(name, "operand1", operand1, src.partitions),
+                    reverse1,
+                )
+            )
+        reads = [src] + [operand for _, operand, _ in steps if isinstance(operand, Tile)]
+        value = self.m.read(src, name)
+        for fn, operand, reverse in steps:
+            other = self._value(operand, name)
+            if value is not None:
+                value = fn.fn(other, value) if reverse else fn.fn(value, other)
+        self.m.write(dst, value)
+        self._emit(name, "vector", reads, [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def tensor_copy(self, dst: Any, src: Any) -> None:
+        name = "tensor_copy"
+        dst, (s,) = self._elementwise_operands(name, dst, src=src)
+        self.m.write(dst, self.m.read(s, name))
+        self._emit(name, "vector", [s], [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def activation(self, dst: Any, op: Any, data: Any, bias: Any = None, scale: Any = 1.0) -> None:
+        name = "activation"
+        fn = self._op(name, op, 1)
+        dst, (src,) = self._elementwise_operands(name, dst, data=data)
+        reads = [src]
+        scale_v = self._column(name, "scale", scale, src.partitions)
+        bias_v = None if bias is None else self._column(name, "bias", bias, src.partitions)
+        for operand in (scale_v, bias_v):
+            if isinstance(operand, Tile):
+                reads.append(operand)
+        value = self.m.read(src, name)
+        sv = self._value(scale_v, name)
+        bv = None if bias_v is None else self._value(bias_v, name)
+        if value is not None:
+            x = value * sv if sv is not None else value
+            if bv is not None:
+                x = x + bv
+            self.m.write(dst, fn.fn(x))
+        else:
+            self.m.write(dst, None)
+        self._emit(name, "scalar", reads, [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def tensor_reduce(
+        self, dst: Any, op: Any, data: Any, axis: Any, keepdims: bool = False
+    ) -> None:
+        m, name = self.m, "tensor_reduce"
+        m.check_capacity()
+        fn = self._op(name, op, 2)
+        if fn.reduce is None:
+            m.fail(
+                "isa",
+                f"{name}: {fn!r} cannot reduce; use nl.add, nl.maximum, nl.minimum or nl.multiply",
+            )
+        dst = self._tile(name, "dst", dst)
+        src = self._tile(name, "data", data)
+        self._in(name, "dst", dst, "sbuf", "psum")
+        self._in(name, "data", src, "sbuf", "psum")
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        norm = []
+        for a in axes:
+            if not isinstance(a, int) or not -src.ndim <= a < src.ndim:
+                m.fail("isa", f"{name}: axis {a!r} out of range for data of shape {src.shape}")
+            norm.append(a % src.ndim)
+        if 0 in norm:
+            m.fail("isa", f"{name}: cannot reduce the partition axis (axis 0); free axes only")
+        kept = tuple((1 if keepdims else None) if i in norm else d for i, d in enumerate(src.shape))
+        expected = tuple(d for d in kept if d is not None)
+        if dst.shape != expected:
+            m.fail("isa", f"{name}: shape mismatch: dst {dst.shape}, expected {expected}")
+        value = m.read(src, name)
+        m.write(
+            dst, None if value is None else fn.reduce(value, axis=tuple(norm), keepdims=keepdims)
+        )
+        self._emit(name, "vector", [src], [dst], partitions=src.partitions, free=src.free_size)
+
+    def memset(self, dst: Any, value: Any) -> None:
+        m, name = self.m, "memset"
+        m.check_capacity()
+        dst = self._tile(name, "dst", dst)
+        self._in(name, "dst", dst, "sbuf", "psum")
+        if not isinstance(value, numbers.Real):
+            m.fail("isa", f"{name}: value must be a number, got {value!r}")
+        self._fill(dst, float(value))
+
+    def zero_fill(self, tile: Tile) -> None:
+        """``nl.zeros``: a memset on chip; HBM zeros come with the allocation."""
+        if tile.buffer.on_chip:
+            self._fill(tile, 0.0)
+        else:
+            self.m.write(tile, 0.0)
+
+    def _fill(self, dst: Tile, value: float) -> None:
+        self.m.write(dst, value)
+        self._emit("memset", "gpsimd", [], [dst], partitions=dst.partitions, free=dst.free_size)
+
+
+ISA_CALLS = (
+    "nc_matmul",
+    "nc_transpose",
+    "dma_copy",
+    "dma_transpose",
+    "tensor_tensor",
+    "tensor_scalar",
+    "tensor_copy",
+    "activation",
+    "tensor_reduce",
+    "memset",
+)

@@ -1,0 +1,193 @@
+"""Run one NKI kernel file on numpy and time it with the cost model."""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernelopt.sim.errors import SimError
+from kernelopt.sim.language import BUFFERS
+from kernelopt.sim.machine import Machine
+from kernelopt.sim.namespace import JitKernel, build_modules, kernel_builtins
+from kernelopt.sim.profile import build_profile
+from kernelopt.sim.schedule import Timeline, schedule
+from kernelopt.sim.tensor import Tile
+from kernelopt.sim.trace import AllocationInfo, Instruction
+from kernelopt.sim.trn2 import DEFAULT_PARAMS, Trn2Params
+
+Outputs = np.ndarray | tuple[np.ndarray, ...] | None
+
+
+@dataclass(frozen=True)
+class SimRun:
+    """One simulated execution.
+
+    ``outputs`` is None in trace-only mode (``compute=False``); ``trace`` lists
+    every executed instruction in program order, ``timeline`` when each ran.
+    """
+
+    func: str
+    outputs: Outputs
+    profile: dict[str, Any]
+    trace: tuple[Instruction, ...]
+    allocations: tuple[AllocationInfo, ...]
+    timeline: Timeline
+
+
+def _exception_line(exc: BaseException, file: str) -> int:
+    if isinstance(exc, SyntaxError) and exc.filename == file:
+        return exc.lineno or 0
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == file]
+    return frames[-1].lineno or 0 if frames else 0
+
+
+def _as_sim_error(exc: Exception, file: str) -> SimError:
+    if isinstance(exc, SimError):
+        return exc
+    return SimError(
+        f"{type(exc).__name__}: {exc}", file=file, line=_exception_line(exc, file), kind="exception"
+    )
+
+
+def _pick(namespace: dict[str, Any], func: str | None, file: str) -> tuple[str, Any]:
+    kernels = {n: v.func for n, v in namespace.items() if isinstance(v, JitKernel)}
+    if func is not None:
+        target = namespace.get(func)
+        if isinstance(target, JitKernel):
+            return func, target.func
+        if inspect.isfunction(target):
+            return func, target
+        raise SimError(
+            f"no function {func!r} in the kernel (@nki.jit functions: "
+            f"{', '.join(sorted(kernels)) or 'none'})",
+            file=file,
+            line=0,
+            kind="exception",
+        )
+    if len(kernels) != 1:
+        found = ", ".join(sorted(kernels)) or "none"
+        raise SimError(
+            f"expected exactly one @nki.jit function, found {found}; choose one with func=",
+            file=file,
+            line=0,
+            kind="exception",
+        )
+    return next(iter(kernels.items()))
+
+
+def _bind_inputs(
+    machine: Machine, fn: Any, name: str, inputs: dict[str, np.ndarray], file: str
+) -> dict[str, Tile]:
+    params = inspect.signature(fn).parameters
+    required = [p for p, v in params.items() if v.default is inspect.Parameter.empty]
+    missing = [p for p in required if p not in inputs]
+    extra = [k for k in inputs if k not in params]
+    if missing or extra:
+        raise SimError(
+            f"inputs do not match {name}({', '.join(params)}): "
+            f"missing {missing or 'none'}, unexpected {extra or 'none'}",
+            file=file,
+            line=fn.__code__.co_firstlineno,
+            kind="exception",
+        )
+    tiles = {}
+    for param, array in inputs.items():
+        array = np.asarray(array)
+        store = np.int32 if array.dtype.kind in "iu" else np.float32
+        data = np.ascontiguousarray(array, dtype=store) if machine.compute else None
+        tiles[param] = machine.allocate(
+            array.shape, array.dtype, BUFFERS["hbm"], param, data=data, filled=True
+        )
+    return tiles
+
+
+def _collect(machine: Machine, result: Any, fn: Any, native: bool, file: str) -> Outputs:
+    items = result if isinstance(result, tuple | list) else (result,)
+    line = fn.__code__.co_firstlineno
+    arrays = []
+    for i, tile in enumerate(items):
+        if not isinstance(tile, Tile) or tile.buffer.kind != "hbm":
+            raise SimError(
+                f"the kernel must return HBM tensors; return value {i} is {tile!r}",
+                file=file,
+                line=line,
+                kind="exception",
+            )
+        written = tile.alloc.written[tile.index]
+        if not written.all():
+            raise SimError(
+                f"output {tile.alloc.name!r} {tile.shape}: {int((~written).sum())} of "
+                f"{written.size} elements were never written",
+                file=file,
+                line=line,
+                kind="numerics",
+            )
+        if tile.alloc.data is not None:
+            values = np.array(tile.alloc.data[tile.index])
+            arrays.append(values.astype(tile.dtype) if native else values)
+    if not machine.compute:
+        return None
+    return tuple(arrays) if isinstance(result, tuple | list) else arrays[0]
+
+
+def run_kernel(
+    kernel_path: str | Path,
+    inputs: dict[str, np.ndarray],
+    *,
+    func: str | None = None,
+    precision: str = "fp32",
+    compute: bool = True,
+    mac_count: int | None = None,
+    params: Trn2Params = DEFAULT_PARAMS,
+) -> SimRun:
+    """Execute ``func`` (or the file's only ``@nki.jit`` function) on ``inputs``.
+
+    ``precision="fp32"`` computes and stores every float in fp32;
+    ``"native"`` rounds each store to the declared dtype. ``compute=False``
+    skips the array math but checks the same rules and yields the same
+    trace and profile. Raises ``SimError`` for any kernel problem.
+    """
+    path = Path(kernel_path).resolve()
+    file = str(path)
+    try:
+        source = path.read_text()
+    except OSError as exc:
+        raise SimError(f"cannot read kernel: {exc}", file=file, line=0, kind="exception") from None
+    machine = Machine(file, params, precision, compute)
+    modules = build_modules(machine)
+    namespace: dict[str, Any] = {
+        "__name__": "kernelopt_sim_kernel",
+        "__file__": file,
+        "__builtins__": kernel_builtins(modules),
+    }
+    try:
+        exec(compile(source, file, "exec"), namespace)
+        name, fn = _pick(namespace, func, file)
+        tiles = _bind_inputs(machine, fn, name, inputs, file)
+        result = fn(**tiles)
+        outputs = _collect(machine, result, fn, precision == "native", file)
+    except Exception as exc:  # the kernel is user code: every failure becomes a SimError
+        raise _as_sim_error(exc, file) from None
+    finally:
+        namespace.clear()
+    trace = tuple(machine.trace)
+    allocations = tuple(machine.allocations)
+    timeline = schedule(trace, allocations, params)
+    # ml_dtypes floats (bfloat16, fp8) report kind "V".
+    float_inputs = [a.dtype for a in map(np.asarray, inputs.values()) if a.dtype.kind in "fV"]
+    fp32_inputs = bool(float_inputs) and all(d.itemsize >= 4 for d in float_inputs)
+    profile = build_profile(trace, timeline, params, mac_count=mac_count, fp32_inputs=fp32_inputs)
+    profile["precision"] = precision
+    return SimRun(
+        func=name,
+        outputs=outputs,
+        profile=profile,
+        trace=trace,
+        allocations=allocations,
+        timeline=timeline,
+    )

@@ -1,0 +1,85 @@
+"""Every Trainium2 number the simulator uses, named once, with where it comes from.
+
+Sources: the public NKI architecture and performance guides and the Trn2
+product pages, as summarised in the project's NEURON.md ("Trainium2 numbers"
+and "Facts for the cost model"). Values the guides only document for
+NeuronCore-v2 are marked (v2); values that are our own estimate are marked
+(estimate) and were tuned against the public calibration points listed in
+docs/sim.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Trn2Params:
+    # --- on-chip memory (per NeuronCore) ---
+    partitions: int = 128  # SBUF/PSUM partition count; also the matmul K limit
+    # SBUF bytes per partition: 192 KiB per the v2 docs; the Trn2 guide says 224 KiB.
+    sbuf_partition_bytes: int = 192 * 1024
+    psum_partition_bytes: int = 16 * 1024  # 8 banks x 2 KiB
+    psum_bank_bytes: int = 2 * 1024  # one bank holds 512 fp32 per partition
+
+    # --- TensorE ---
+    tensor_clock_hz: float = 2.4e9
+    stationary_fmax: int = 128  # stationary free size (M) limit
+    moving_fmax: int = 512  # moving free size (N) limit
+    # A matmul costs max(min(64, M), N) cycles at 16-bit ...
+    matmul_min_stationary_cycles: int = 64
+    # ... and four times that with 4-byte operands.
+    fp32_matmul_factor: float = 4.0
+    # Issue interval floor between TensorE instructions (v2).
+    tensor_issue_floor_cycles: int = 64
+    # TensorE starts throttled (~50 %) and ramps over the first ~3 us of a busy
+    # period; it re-throttles after ~3 us of low use. Modelled as 2x cost for
+    # instructions starting within the warm-up window of a busy period.
+    tensor_warmup_ns: float = 3000.0
+    tensor_throttle_factor: float = 2.0
+    tensor_rethrottle_idle_ns: float = 3000.0
+
+    # --- VectorE / ScalarE / GpSimd ---
+    vector_clock_hz: float = 0.96e9
+    scalar_clock_hz: float = 1.2e9
+    gpsimd_clock_hz: float = 1.2e9
+    # max(64, N) cycles for one input of free size N (v2 rule of thumb).
+    engine_min_cycles: int = 64
+    # ~100 cycles static overhead per instruction (v2).
+    engine_static_cycles: int = 100
+    # GpSimd processes fewer elements per cycle than VectorE (estimate).
+    gpsimd_slowdown: float = 2.0
+
+    # --- DMA ---
+    dma_queues: int = 16  # 16 DMA engines per core
+    dma_bytes_per_ns: float = 23.0  # per engine; 16 x 23 ~ 368 GB/s per core
+    # Fixed cost per transfer: descriptor set-up and semaphore latency.
+    dma_fixed_ns: float = 1300.0
+    # Efficiency by bytes per partition row: row / (row + overhead). 512 gives
+    # 2 KiB -> 80 %, 4 KiB -> 89 %, 256 B -> 33 % (guide: < 256 B severely
+    # overhead-bound, 2 KiB ~ 80 %, >= 4 KiB ~ saturating).
+    dma_row_overhead_bytes: float = 512.0
+    dma_transpose_hbm_efficiency: float = 0.9  # HBM -> SBUF, up to 90 % of copy
+    dma_transpose_sbuf_efficiency: float = 0.5  # SBUF -> SBUF, up to 50 %
+    hbm_bytes_per_ns: float = 368.0  # HBM per core: 2.9 TB/s / 8 cores
+
+    # --- synchronisation and buffering ---
+    # Semaphore hand-off between two engines (estimate).
+    sync_latency_ns: float = 60.0
+    # Physical copies the compiler keeps for a tile allocated in a loop body:
+    # iteration i reuses the copy of iteration i - depth (estimate).
+    rotation_depth: int = 2
+
+    # --- peak rates for utilisation figures ---
+    peak_bf16_flops: float = 79e12  # 2 * 128 * 128 * 2.4e9 per core
+    fp32_peak_divisor: float = 4.0  # fp32 runs at a quarter of the 16-bit rate
+    core_clock_hz: float = 2.4e9  # clock used for neuroncore_cycle_count
+
+    def __post_init__(self) -> None:
+        if self.rotation_depth < 1:
+            raise ValueError(f"rotation_depth must be >= 1, got {self.rotation_depth}")
+        if self.dma_queues < 1:
+            raise ValueError(f"dma_queues must be >= 1, got {self.dma_queues}")
+
+
+DEFAULT_PARAMS = Trn2Params()
