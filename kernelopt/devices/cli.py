@@ -1,0 +1,97 @@
+"""`kernelopt gate`: which devices are idle right now."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kernelopt.devices.base import DeviceStatus, GateError
+from kernelopt.devices.registry import GATES, survey_all
+from kernelopt.hosts.base import Host, HostError
+from kernelopt.hosts.local import LocalHost
+from kernelopt.hosts.ssh import SSHHost
+
+
+def open_hosts(
+    names: tuple[str, ...], *, ssh_config: str | None = None, trust_new_hosts: bool = False
+) -> list[Host]:
+    """LocalHost for "local"/"localhost" (or no names), SSHHost for anything else."""
+    if not names:
+        return [LocalHost()]
+    return [
+        LocalHost(name)
+        if name in ("local", "localhost")
+        else SSHHost(name, config_path=ssh_config, trust_new_hosts=trust_new_hosts)
+        for name in names
+    ]
+
+
+def _line(status: DeviceStatus) -> str:
+    state = "idle" if status.idle else "BUSY"
+    util = "-" if status.utilization is None else f"{status.utilization:.0f}%"
+    memory = "-" if status.memory_used is None else f"{status.memory_used:g}"
+    binding = " ".join(f"{k}={v}" for k, v in status.binding.items()) or "-"
+    text = (
+        f"{status.host:<16} {status.kind}:{status.device:<6} {state:<5} "
+        f"util {util:>5}  mem {memory:>7}  {binding}"
+    )
+    if not status.idle:
+        text += f"\n{'':<18}{status.reason}"
+    elif status.processes:
+        names = ", ".join(f"{p.command} (pid {p.pid})" for p in status.processes)
+        text += f"\n{'':<18}processes on this host: {names}"
+    return text
+
+
+@click.command("gate")
+@click.option(
+    "--kind",
+    type=click.Choice(["auto", *GATES]),
+    default="auto",
+    show_default=True,
+    help="Device kind; auto uses the first of neuron-ls, nvidia-smi, rocm-smi found.",
+)
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="ALIAS",
+    help="ssh config alias to survey (repeatable); default: this machine.",
+)
+@click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh config file to use.")
+@click.option("--trust-new-hosts", is_flag=True, help="Accept and save unknown host keys.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of devices.")
+def gate_command(
+    kind: str,
+    hosts: tuple[str, ...],
+    ssh_config: str | None,
+    trust_new_hosts: bool,
+    as_json: bool,
+) -> None:
+    """Show each device's state: idle or busy, processes, utilization.
+
+    Exits 0 when at least one device is idle, 1 otherwise.
+
+    \b
+    Example:
+      kernelopt gate --kind neuron --host gym-3 --host gym-4
+      kernelopt gate --json
+    """
+    opened = open_hosts(hosts, ssh_config=ssh_config, trust_new_hosts=trust_new_hosts)
+    try:
+        statuses = survey_all(kind, opened)
+    except (GateError, HostError, FileNotFoundError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        for host in opened:
+            host.close()
+    if as_json:
+        click.echo(json.dumps([s.as_dict() for s in statuses], indent=2))
+    else:
+        for status in statuses:
+            click.echo(_line(status))
+        if not statuses:
+            click.echo("no devices found")
+    sys.exit(0 if any(s.idle for s in statuses) else 1)

@@ -1,0 +1,226 @@
+"""The Neuron gate: devices from neuron-ls, utilization from neuron-monitor.
+
+Binding choice: the unit kernelopt locks is a whole Neuron device (so no other
+kernelopt measurement shares its HBM bandwidth), and a measurement is bound to
+the device's first logical NeuronCore: with LNC=1 one physical core ("4"),
+with LNC=2 the pair of physical cores behind it ("4,5").
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from kernelopt.devices.base import (
+    DeviceStatus,
+    GateError,
+    ProcessInfo,
+    run_tool,
+    tool_failure,
+    tool_line,
+)
+from kernelopt.devices.own_pids import own_pids
+from kernelopt.hosts.base import Host
+from kernelopt.hosts.local import LocalHost
+
+NEURON_BIN = "/opt/aws/neuron/bin"
+NEW_ARGS = ("neuron-ls", "--output-format", "json")
+OLD_ARGS = ("neuron-ls", "--json-output")
+_TOOL_COMMANDS = ("neuron-ls", "neuron-top", "neuron-monitor")
+
+# neuron-monitor prints one JSON document per line, forever: read the first line
+# through a FIFO, then stop the monitor instead of waiting for it to end.
+_ONE_MONITOR_DOC = (
+    'd=$(mktemp -d) && mkfifo "$d/p" && { neuron-monitor > "$d/p" 2>/dev/null & m=$!; '
+    'IFS= read -r line < "$d/p"; kill "$m" 2>/dev/null; rm -rf "$d"; printf "%s\\n" "$line"; }'
+)
+
+
+class NeuronGate:
+    kind = "neuron"
+
+    def __init__(
+        self,
+        *,
+        search_path: Sequence[str] = (NEURON_BIN,),
+        ignore_pids: frozenset[int] = frozenset(),
+        busy_utilization: float = 5.0,
+        use_monitor: bool = True,
+        timeout: float = 30.0,
+    ) -> None:
+        self.search_path = tuple(search_path)
+        self.ignore_pids = ignore_pids
+        self.busy_utilization = busy_utilization
+        self.use_monitor = use_monitor
+        self.timeout = timeout
+
+    def survey(self, host: Host) -> list[DeviceStatus]:
+        devices, command = self._list_devices(host)
+        ignored = self.ignore_pids | (own_pids() if isinstance(host, LocalHost) else frozenset())
+        usage = self._core_utilization(host, ignored) if self.use_monitor else None
+        return [
+            self._status(host, device, index, command, ignored, usage)
+            for index, device in enumerate(devices)
+        ]
+
+    def _list_devices(self, host: Host) -> tuple[list[dict[str, Any]], str]:
+        result = run_tool(host, NEW_ARGS, search_path=self.search_path, timeout=self.timeout)
+        argv = NEW_ARGS
+        if result.returncode != 0:
+            # Older neuron-ls (before Neuron 2.34) only knows --json-output.
+            argv = OLD_ARGS
+            result = run_tool(host, OLD_ARGS, search_path=self.search_path, timeout=self.timeout)
+            if result.returncode != 0:
+                raise tool_failure(host, OLD_ARGS, result)
+        command = shlex.join(argv)
+        return parse_neuron_ls(result.stdout, command=command, host=host.name), command
+
+    def _core_utilization(self, host: Host, ignored: frozenset[int]) -> dict[int, float] | None:
+        result = host.run(tool_line(_ONE_MONITOR_DOC, self.search_path), timeout=self.timeout)
+        line = result.stdout.strip()
+        if result.timed_out or not line:
+            return None  # utilization is optional: neuron-monitor absent or silent
+        return parse_neuron_monitor(line, host=host.name, ignore_pids=ignored)
+
+    def _status(
+        self,
+        host: Host,
+        device: dict[str, Any],
+        index: int,
+        command: str,
+        ignored: frozenset[int],
+        usage: dict[int, float] | None,
+    ) -> DeviceStatus:
+        where = f"`{command}` on host {host.name}, device entry {index}"
+        number = _require(device, "neuron_device", int, where)
+        cores = _require(device, "neuroncore_ids", list, where)
+        if not cores or not all(isinstance(c, int) for c in cores):
+            raise GateError(f"{where}: neuroncore_ids must be a non-empty list of integers")
+        lnc = device.get("logical_neuroncore_config", 1)
+        if not isinstance(lnc, int) or lnc < 1:
+            raise GateError(f"{where}: logical_neuroncore_config must be a positive integer")
+        processes = tuple(
+            ProcessInfo(pid, name, f"runtime {version}")
+            for pid, name, version in _processes(device, where)
+            if pid not in ignored and version != "NA" and not name.startswith(_TOOL_COMMANDS)
+        )
+        utilization = None
+        if usage is not None:
+            utilization = max((usage.get(core, 0.0) for core in cores), default=0.0)
+        binding = {"NEURON_RT_VISIBLE_CORES": ",".join(str(c) for c in cores[:lnc])}
+        reason = "idle"
+        if processes:
+            names = ", ".join(f"{p.command} (pid {p.pid})" for p in processes)
+            reason = f"neuron processes attached: {names}"
+        elif utilization is not None and utilization > self.busy_utilization:
+            reason = f"utilization {utilization:.0f}% > {self.busy_utilization:g}%"
+        return DeviceStatus(
+            host=host.name,
+            device=str(number),
+            idle=reason == "idle",
+            utilization=utilization,
+            memory_used=None,
+            processes=processes,
+            binding=binding,
+            reason=reason,
+            kind=self.kind,
+        )
+
+
+def parse_neuron_ls(text: str, *, command: str, host: str) -> list[dict[str, Any]]:
+    """The device list, at top level (older format) or under a key (newer format)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        first = text.strip().splitlines()[0][:80] if text.strip() else "(empty output)"
+        raise GateError(
+            f"`{command}` on host {host} did not print JSON ({error.msg} at line {error.lineno}); "
+            f"output starts with: {first}"
+        ) from None
+    if isinstance(data, list):
+        devices = data
+    elif isinstance(data, dict):
+        devices = _find_device_list(data)
+        if devices is None:
+            raise GateError(
+                f"`{command}` on host {host}: no device list in the JSON object "
+                f"(keys: {', '.join(sorted(data)) or 'none'}); expected a list of objects "
+                "with a 'neuron_device' key"
+            )
+    else:
+        raise GateError(f"`{command}` on host {host}: expected a JSON list or object")
+    for index, entry in enumerate(devices):
+        if not isinstance(entry, dict):
+            raise GateError(f"`{command}` on host {host}: device entry {index} is not an object")
+    return devices
+
+
+def _find_device_list(data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The newer format's wrapper key is not documented, so look for the value
+    that is a list of device objects; an empty list counts under a known key."""
+    known = ("neuron_devices", "devices")
+    for key in [*[k for k in known if k in data], *[k for k in data if k not in known]]:
+        value = data[key]
+        if not isinstance(value, list):
+            continue
+        if not value and key in known:
+            return value
+        if value and all(isinstance(v, dict) and "neuron_device" in v for v in value):
+            return value
+    return None
+
+
+def _processes(device: dict[str, Any], where: str) -> list[tuple[int, str, str]]:
+    raw = device.get("neuron_processes") or []
+    if not isinstance(raw, list):
+        raise GateError(f"{where}: neuron_processes must be a list")
+    found = []
+    for entry in raw:
+        if not isinstance(entry, dict) or not isinstance(entry.get("pid"), int):
+            raise GateError(f"{where}: each neuron_processes entry needs an integer 'pid'")
+        version = str(entry.get("neuron_runtime_version", ""))
+        found.append((entry["pid"], str(entry.get("command", "")), version))
+    return found
+
+
+def _require(entry: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in entry:
+        raise GateError(f"{where}: missing key '{key}'")
+    value = entry[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise GateError(f"{where}: '{key}' should be {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def parse_neuron_monitor(
+    line: str, *, host: str, ignore_pids: frozenset[int] = frozenset()
+) -> dict[int, float]:
+    """Per-core utilization (0-100) from one neuron-monitor document, the busiest
+    runtime winning when several share a core; our own runtimes are skipped."""
+    try:
+        doc = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise GateError(
+            f"neuron-monitor on host {host} did not print a JSON document ({error.msg})"
+        ) from None
+    runtimes = doc.get("neuron_runtime_data") if isinstance(doc, dict) else None
+    if not isinstance(runtimes, list):
+        raise GateError(f"neuron-monitor on host {host}: missing list 'neuron_runtime_data'")
+    usage: dict[int, float] = {}
+    for runtime in runtimes:
+        if not isinstance(runtime, dict) or runtime.get("pid") in ignore_pids:
+            continue
+        counters = (runtime.get("report") or {}).get("neuroncore_counters") or {}
+        for core, values in (counters.get("neuroncores_in_use") or {}).items():
+            try:
+                value = float(values["neuroncore_utilization"])
+                number = int(core)
+            except (KeyError, TypeError, ValueError):
+                raise GateError(
+                    f"neuron-monitor on host {host}: core {core!r} lacks a numeric "
+                    "'neuroncore_utilization'"
+                ) from None
+            usage[number] = max(usage.get(number, 0.0), value)
+    return usage
