@@ -196,12 +196,10 @@ def combine_classes(
     target_verdict = target.verdict if target is not None else overall.verdict
     if improved and regressed:
         verdict = DIVERGED
-    elif regressed:
+    elif regressed or target_verdict == REGRESSION:
         verdict = REGRESSION
-    elif target_verdict == KEEP or (improved and target_verdict != REGRESSION):
+    elif target_verdict == KEEP:
         verdict = KEEP
-    elif target_verdict == REGRESSION:
-        verdict = REGRESSION
     else:
         verdict = TIE
     return ClassJudgement(verdict, gains, improved, regressed)

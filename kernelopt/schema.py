@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kernelopt.durations import parse_duration
+
 MISSING: Any = object()
 
 
@@ -58,26 +60,6 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "percent": (str, int, float),
     "mapping": (dict,),
 }
-
-_DURATION = re.compile(
-    r"^\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m(?!s))?\s*(?:(\d+(?:\.\d+)?)\s*s)?\s*$"
-)
-
-
-def parse_duration(value: Any) -> float:
-    """Seconds from ``30s``, ``10m``, ``1h``, ``1h30m`` or a bare number of seconds."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a duration like 30s, 10m or 1h, got {value!r}")
-    if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError(f"a duration cannot be negative, got {value!r}")
-        return float(value)
-    text = str(value).strip()
-    match = _DURATION.match(text)
-    if not text or match is None or not any(match.groups()):
-        raise ValueError(f"expected a duration like 30s, 10m or 1h, got {value!r}")
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
 
 
 def parse_percent(value: Any) -> float:
@@ -397,5 +379,3 @@ def reference(section: Section = SCHEMA, path: str = "") -> list[tuple[str, str,
 
 def knob_space_problem(space: Any) -> str | None:
     return _knob_space_ok(space)
-
-

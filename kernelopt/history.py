@@ -1,0 +1,418 @@
+"""The git model: a run's branch, worktree, candidate commits, notes and refs.
+
+Run = (program name, tag). Branch ``kernelopt/<name>-<tag>`` lives in a
+worktree under the repository's git directory, so the user's checkout, its
+index and its uncommitted changes are never touched. Every attempt is a
+commit with ``refs/kernelopt/<run>/attempts/<n>`` pointing at it and a note
+in ``refs/notes/kernelopt`` holding its measurement and verdict. The branch
+only ever holds the baseline and kept work; ``refs/kernelopt/<run>/best`` is
+BEST_COMMIT. Everything the runner knows is rebuilt from refs and notes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import git as gitpython
+
+from kernelopt.decide import BASELINE, KEEP, Counters, Spread
+
+NOTES_REF = "refs/notes/kernelopt"
+LEDGER = "performance.md"
+
+
+class HistoryError(RuntimeError):
+    """A git operation kernelopt needs failed; the message says which and why."""
+
+
+def default_tag(today: dt.date | None = None) -> str:
+    today = today or dt.date.today()
+    return today.strftime("%b%d").lower()
+
+
+def find_repo(start: str | Path = ".") -> Path:
+    """The top level of the git work tree containing ``start``."""
+    try:
+        repo = gitpython.Repo(start, search_parent_directories=True)
+    except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError):
+        raise HistoryError(f"{Path(start).resolve()} is not inside a git repository") from None
+    if repo.working_tree_dir is None:
+        raise HistoryError(f"{start}: a bare repository has no work tree to tune")
+    return Path(repo.working_tree_dir)
+
+
+class Git:
+    """Runs git in one directory. Plain subprocess: it is the hot path."""
+
+    def __init__(self, cwd: Path):
+        self.cwd = Path(cwd)
+        self.env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+
+    def __call__(self, *args: str, input: str | bytes | None = None, check: bool = True) -> str:
+        data = input.encode() if isinstance(input, str) else input
+        proc = subprocess.run(
+            ["git", *args], cwd=self.cwd, input=data, capture_output=True, env=self.env
+        )
+        if check and proc.returncode != 0:
+            err = proc.stderr.decode(errors="replace").strip()
+            raise HistoryError(f"git {' '.join(args[:3])} failed in {self.cwd}: {err}")
+        return proc.stdout.decode(errors="replace")
+
+    def ok(self, *args: str) -> bool:
+        return (
+            subprocess.run(
+                ["git", *args], cwd=self.cwd, capture_output=True, env=self.env
+            ).returncode
+            == 0
+        )
+
+    def raw(self, *args: str, input: str | None = None) -> bytes:
+        data = input.encode() if input is not None else None
+        proc = subprocess.run(
+            ["git", *args], cwd=self.cwd, input=data, capture_output=True, env=self.env
+        )
+        if proc.returncode != 0:
+            err = proc.stderr.decode(errors="replace").strip()
+            raise HistoryError(f"git {' '.join(args[:3])} failed in {self.cwd}: {err}")
+        return proc.stdout
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt as its note tells it."""
+
+    attempt: int
+    commit: str
+    note: dict[str, Any]
+
+    @property
+    def verdict(self) -> str:
+        return str(self.note.get("verdict", ""))
+
+    @property
+    def kind(self) -> str:
+        return str(self.note.get("kind", ""))
+
+    @property
+    def hypothesis(self) -> str:
+        return str(self.note.get("hypothesis", ""))
+
+    @property
+    def metric(self) -> float | None:
+        value = self.note.get("metric")
+        return float(value) if value is not None else None
+
+    @property
+    def measurement(self) -> dict[str, Any]:
+        return dict(self.note.get("measurement") or {})
+
+    @property
+    def counters(self) -> Counters:
+        return Counters.from_json(self.note.get("counters") or {})
+
+
+@dataclass(frozen=True)
+class RunState:
+    """Everything the runner knows, rebuilt from refs and notes alone."""
+
+    run_id: str
+    best_commit: str | None
+    attempts: tuple[AttemptRecord, ...] = ()
+    pending: tuple[tuple[int, str], ...] = ()  # attempt refs with no note yet
+    stop: dict[str, Any] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.best_commit is not None
+
+    @property
+    def best(self) -> AttemptRecord | None:
+        for record in reversed(self.attempts):
+            if record.verdict in (KEEP, BASELINE):
+                return record
+        return None
+
+    @property
+    def baseline(self) -> AttemptRecord | None:
+        for record in self.attempts:
+            if record.verdict == BASELINE:
+                return record
+        return None
+
+    @property
+    def counters(self) -> Counters:
+        return self.attempts[-1].counters if self.attempts else Counters()
+
+    @property
+    def next_attempt(self) -> int:
+        numbers = [r.attempt for r in self.attempts] + [n for n, _ in self.pending]
+        return max(numbers, default=-1) + 1
+
+    @property
+    def spread(self) -> Spread:
+        pooled = Spread()
+        for record in self.attempts:
+            s = record.note.get("spread")
+            if s:
+                pooled = pooled.pooled(Spread(float(s["var"]), int(s["df"])))
+        return pooled
+
+    def by_content(self) -> dict[str, AttemptRecord]:
+        """The latest measured attempt per content key (for dedup)."""
+        out: dict[str, AttemptRecord] = {}
+        for record in self.attempts:
+            key = record.note.get("content_key")
+            if key and record.verdict not in ("interrupted", "failed"):
+                out[key] = record
+        return out
+
+
+def _trailers(run_id: str, attempt: int, kind: str) -> str:
+    return f"Kernelopt-Run: {run_id}\nKernelopt-Attempt: {attempt}\nKernelopt-Kind: {kind}\n"
+
+
+def candidate_message(run_id: str, attempt: int, kind: str, hypothesis: str) -> str:
+    first, _, rest = hypothesis.strip().partition("\n")
+    subject = f"kernelopt #{attempt} {kind}: {first.strip() or '(no hypothesis given)'}"
+    if len(subject) > 120:
+        subject = subject[:117] + "..."
+    body = hypothesis.strip() if (rest.strip() or len(first) > 100) else ""
+    parts = [subject, ""]
+    if body:
+        parts += [body, ""]
+    return "\n".join(parts) + _trailers(run_id, attempt, kind)
+
+
+class RunRepo:
+    """One run's branch, worktree and records inside a user's repository."""
+
+    def __init__(self, repo_root: str | Path, run_id: str, worktree: str | Path | None = None):
+        self.root = Path(repo_root).resolve()
+        self.run_id = run_id
+        self.git = Git(self.root)
+        common = Path(self.git("rev-parse", "--git-common-dir").strip())
+        self.common_dir = common if common.is_absolute() else (self.root / common).resolve()
+        self.branch = f"kernelopt/{run_id}"
+        self.ref_prefix = f"refs/kernelopt/{run_id}"
+        self.worktree = (
+            Path(worktree).resolve()
+            if worktree
+            else self.common_dir / "kernelopt" / "worktrees" / run_id
+        )
+        self.wt = Git(self.worktree)
+
+    # -- set-up -----------------------------------------------------------
+
+    def exists(self) -> bool:
+        return self.git.ok("rev-parse", "--verify", "-q", f"refs/heads/{self.branch}")
+
+    def ensure_worktree(self, start: str = "HEAD") -> None:
+        """Create the branch and its worktree, or re-attach an existing one.
+
+        ``git worktree add`` writes only under the git directory and the new
+        worktree path: the user's checkout and index are left as they are.
+        """
+        if self.worktree.exists() and (self.worktree / ".git").exists():
+            return
+        self.git("worktree", "prune")
+        self.worktree.parent.mkdir(parents=True, exist_ok=True)
+        if self.exists():
+            self.git("worktree", "add", "-q", str(self.worktree), self.branch)
+        else:
+            if not self.git.ok("rev-parse", "--verify", "-q", f"{start}^{{commit}}"):
+                raise HistoryError(
+                    f"{self.root}: {start} names no commit; commit something first (kernelopt tunes committed code)"
+                )
+            self.git("worktree", "add", "-q", "-b", self.branch, str(self.worktree), start)
+
+    # -- refs and notes -------------------------------------------------------
+
+    def ref(self, name: str) -> str:
+        return f"{self.ref_prefix}/{name}"
+
+    def read_ref(self, name: str) -> str | None:
+        out = self.git("rev-parse", "--verify", "-q", self.ref(name), check=False).strip()
+        return out or None
+
+    def set_ref(self, name: str, sha: str) -> None:
+        self.git("update-ref", self.ref(name), sha)
+
+    def write_note(self, sha: str, data: Mapping[str, Any]) -> None:
+        text = json.dumps(data, sort_keys=True, indent=1, default=str)
+        self.git("notes", "--ref", NOTES_REF, "add", "-f", "-F", "-", sha, input=text)
+
+    def read_note(self, sha: str) -> dict[str, Any] | None:
+        out = self.git("notes", "--ref", NOTES_REF, "show", sha, check=False)
+        return json.loads(out) if out.strip() else None
+
+    def head(self) -> str:
+        return self.wt("rev-parse", "HEAD").strip()
+
+    # -- state ---------------------------------------------------------------
+
+    def load_state(self) -> RunState:
+        """Rebuild the run from refs and notes (one for-each-ref, one cat-file batch)."""
+        listing = self.git(
+            "for-each-ref", "--format=%(refname) %(objectname)", f"{self.ref_prefix}/"
+        )
+        attempts: dict[int, str] = {}
+        best = None
+        stop_sha = None
+        for line in listing.splitlines():
+            name, sha = line.split()
+            tail = name[len(self.ref_prefix) + 1 :]
+            if tail == "best":
+                best = sha
+            elif tail == "stop":
+                stop_sha = sha
+            elif tail.startswith("attempts/"):
+                attempts[int(tail.split("/", 1)[1])] = sha
+        notes = self._notes_for([*attempts.values(), *([stop_sha] if stop_sha else [])])
+        records = []
+        pending = []
+        for n in sorted(attempts):
+            sha = attempts[n]
+            note = notes.get(sha)
+            if note is None:
+                pending.append((n, sha))
+            else:
+                records.append(AttemptRecord(n, sha, note))
+        stop = notes.get(stop_sha) if stop_sha else None
+        return RunState(self.run_id, best, tuple(records), tuple(pending), stop)
+
+    def _notes_for(self, shas: Iterable[str]) -> dict[str, dict[str, Any]]:
+        wanted = set(shas)
+        if not wanted or not self.git.ok("rev-parse", "--verify", "-q", NOTES_REF):
+            return {}
+        blob_of: dict[str, str] = {}
+        for line in self.git("notes", "--ref", NOTES_REF, "list").splitlines():
+            blob, target = line.split()
+            if target in wanted:
+                blob_of[target] = blob
+        if not blob_of:
+            return {}
+        order = list(blob_of.items())
+        payload = "".join(f"{blob}\n" for _, blob in order)
+        raw = self.git.raw("cat-file", "--batch", input=payload)
+        out: dict[str, dict[str, Any]] = {}
+        pos = 0
+        for target, _ in order:
+            header_end = raw.index(b"\n", pos)
+            size = int(raw[pos:header_end].split()[2])
+            body = raw[header_end + 1 : header_end + 1 + size]
+            pos = header_end + 1 + size + 1
+            try:
+                out[target] = json.loads(body)
+            except json.JSONDecodeError:
+                continue  # a note kernelopt did not write: not an attempt record
+        return out
+
+    # -- candidates ------------------------------------------------------------
+
+    def write_files(self, files: Mapping[str, str]) -> None:
+        for rel, text in files.items():
+            path = (self.worktree / rel).resolve()
+            if self.worktree not in path.parents:
+                raise HistoryError(f"candidate file {rel!r} is outside the worktree")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+
+    def is_dirty(self) -> bool:
+        return bool(self.wt("status", "--porcelain", "--untracked-files=all").strip())
+
+    def changed_files(self, base: str = "HEAD") -> list[str]:
+        self.wt("add", "-A")
+        return [
+            line for line in self.wt("diff", "--cached", "--name-only", base).splitlines() if line
+        ]
+
+    def commit_attempt(
+        self,
+        attempt: int,
+        kind: str,
+        hypothesis: str,
+        *,
+        allow_empty: bool = False,
+        parent: str | None = None,
+    ) -> str | None:
+        """Commit the worktree as attempt ``attempt`` and record its ref.
+
+        The commit object and the attempt ref exist before the branch moves,
+        so a runner killed at any instant leaves either no attempt (dirty
+        worktree, reset on resume) or a complete, reachable one. Returns None
+        when there is nothing to commit and ``allow_empty`` is false.
+        """
+        self.wt("add", "-A")
+        tree = self.wt("write-tree").strip()
+        head = self.head()
+        parent = parent or head
+        if not allow_empty and tree == self.wt("rev-parse", f"{parent}^{{tree}}").strip():
+            return None
+        message = candidate_message(self.run_id, attempt, kind, hypothesis)
+        sha = self.wt("commit-tree", tree, "-p", parent, "-F", "-", input=message).strip()
+        self.set_ref(f"attempts/{attempt}", sha)
+        self.wt("update-ref", f"refs/heads/{self.branch}", sha, head)
+        return sha
+
+    def content_key(self, sha: str, device_kind: str) -> str:
+        """Identity of what is measured: the tree without the ledger, and the device kind."""
+        listing = self.git("ls-tree", "-r", sha)
+        kept = [line for line in listing.splitlines() if not line.endswith(f"\t{LEDGER}")]
+        digest = hashlib.sha1(("\n".join(kept) + f"\n{device_kind}").encode()).hexdigest()
+        return digest[:20]
+
+    def files_of(self, sha: str, parent: str | None = None) -> list[str]:
+        base = parent or f"{sha}^"
+        out = self.git("diff", "--name-only", base, sha, check=False)
+        return [line for line in out.splitlines() if line]
+
+    def reset_to(self, sha: str) -> None:
+        """Point the branch and worktree at ``sha``, dropping leftovers of a candidate."""
+        self.wt("reset", "-q", "--hard", sha)
+        self.wt("clean", "-q", "-fd")
+
+    def commit_ledger(self, subject: str, body: str, trailers: Mapping[str, str]) -> str:
+        """Commit the worktree's performance.md change on the branch."""
+        self.wt("add", LEDGER)
+        lines = [subject, ""]
+        if body:
+            lines += [body, ""]
+        lines += [f"{k}: {v}" for k, v in trailers.items()]
+        self.wt("commit", "-q", "--no-verify", "-F", "-", input="\n".join(lines) + "\n")
+        return self.head()
+
+    def export_tree(self, sha: str, dest: Path) -> None:
+        """Write ``sha``'s tree into ``dest`` (git archive), replacing what was there."""
+        data = self.git.raw("archive", "--format=tar", sha)
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(dest, filter="data")
+
+    def log_subjects(self, rev: str, limit: int | None = None) -> Sequence[str]:
+        args = ["log", "--format=%h %s", rev]
+        if limit:
+            args.insert(1, f"-{limit}")
+        return self.git(*args).splitlines()
+
+
+def list_runs(repo_root: Path) -> list[str]:
+    out = Git(repo_root)("for-each-ref", "--format=%(refname)", "refs/kernelopt/")
+    runs = []
+    for line in out.splitlines():
+        parts = line.split("/")
+        if len(parts) >= 4 and parts[3] == "best" and parts[2] not in runs:
+            runs.append(parts[2])
+    return runs

@@ -1,0 +1,919 @@
+"""The runner: baseline, then propose -> commit -> measure -> decide -> record.
+
+Each step leaves git in a state the next start can finish from: the attempt
+ref exists before the branch moves, the note before the keep commit, the keep
+commit before the best ref moves. ``Runner.resume`` completes whatever a
+killed runner left half done, so state never lives anywhere but in git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from kernelopt import ledger
+from kernelopt.decide import (
+    BASELINE,
+    DIVERGED,
+    FAILED,
+    INCORRECT,
+    INTERRUPTED,
+    KEEP,
+    REGRESSION,
+    Assessment,
+    Counters,
+    assess_deterministic,
+    assess_paired,
+    combine_classes,
+    log_gain,
+    spread_of,
+    update_counters,
+)
+from kernelopt.history import LEDGER, AttemptRecord, HistoryError, RunRepo, RunState
+from kernelopt.measurement import Measurement
+from kernelopt.program import Program
+from kernelopt.proposers.base import Candidate, Observation, Proposer, ProposerState
+
+
+class Target(Protocol):
+    """How a tree is measured. ``deterministic`` targets are measured once per side."""
+
+    deterministic: bool
+    device: str
+
+    def measure(self, tree: Path) -> Measurement: ...
+
+
+class RunBusy(RuntimeError):
+    """Another kernelopt process holds this run."""
+
+
+class RunStopped(RuntimeError):
+    """The run already stopped; its reason is the message."""
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    attempt: int
+    commit: str
+    kind: str
+    hypothesis: str
+    verdict: str
+    metric: float | None
+    best_metric: float | None
+    previous_best: float | None
+    gain: float | None
+    consecutive_regressions: int
+    recent_regressions: int
+    stop: bool
+    stop_reason: str | None = None
+    error: str = ""
+    classes: dict[str, float] = field(default_factory=dict)
+    improved: tuple[str, ...] = ()
+    regressed: tuple[str, ...] = ()
+    samples: int = 1
+    reused_from: int | None = None
+    files: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "commit": self.commit,
+            "kind": self.kind,
+            "hypothesis": self.hypothesis,
+            "verdict": self.verdict,
+            "metric": self.metric,
+            "best_metric": self.best_metric,
+            "previous_best": self.previous_best,
+            "gain": self.gain,
+            "consecutive_regressions": self.consecutive_regressions,
+            "recent_regressions": self.recent_regressions,
+            "stop": self.stop,
+            "stop_reason": self.stop_reason,
+            "error": self.error,
+            "classes": self.classes,
+            "improved": list(self.improved),
+            "regressed": list(self.regressed),
+            "samples": self.samples,
+            "reused_from": self.reused_from,
+            "files": list(self.files),
+        }
+
+
+class Reporter(Protocol):
+    def event(self, name: str, **data: Any) -> None: ...
+
+
+class SilentReporter:
+    def event(self, name: str, **data: Any) -> None:
+        pass
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+
+
+def metric_of(m: Measurement, key: str) -> float | None:
+    for source in (m.metrics, m.profile):
+        value = source.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+class Runner:
+    """Drives one run of one program in its own branch and worktree."""
+
+    def __init__(
+        self,
+        program: Program,
+        repo_root: Path,
+        target: Target,
+        *,
+        tag: str,
+        worktree: Path | None = None,
+        reporter: Reporter | None = None,
+        remeasure: bool = False,
+        gate: Callable[[], contextlib.AbstractContextManager[Mapping[str, str]]] | None = None,
+    ):
+        self.program = program
+        self.target = target
+        self.run_id = f"{program.name}-{tag}"
+        self.repo = RunRepo(repo_root, self.run_id, worktree)
+        self.reporter = reporter or SilentReporter()
+        self.remeasure = remeasure
+        self.gate = gate
+        self.state: RunState | None = None
+        self._lock_fd: int | None = None
+
+    # -- locking -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One kernelopt process per run at a time (flock; released if we die)."""
+        lock_dir = self.repo.common_dir / "kernelopt" / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        path = lock_dir / f"{self.run_id}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip()
+            os.close(fd)
+            raise RunBusy(
+                f"run {self.run_id} is in use by another kernelopt process (pid {holder or '?'})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    # -- setup and resume ---------------------------------------------------------
+
+    def open(self, *, agent_mode: bool = False) -> RunState:
+        """Attach the worktree and finish whatever a killed runner left half done."""
+        self.repo.ensure_worktree()
+        state = self.repo.load_state()
+        if state.started:
+            self._finish_last(state, agent_mode=agent_mode)
+            state = self.repo.load_state()
+        self.state = state
+        return state
+
+    def _finish_last(self, state: RunState, *, agent_mode: bool) -> None:
+        best_ref = state.best_commit
+        assert best_ref is not None
+        last = state.attempts[-1] if state.attempts else None
+        if (
+            last is not None
+            and last.verdict in (KEEP, BASELINE)
+            and not self._kept_after(last, best_ref)
+        ):
+            # Killed between the note and the keep commit: redo the keep commit.
+            self.repo.reset_to(last.commit)
+            self._commit_keep(last.attempt, last.commit, last.note)
+            return
+        if not agent_mode and (self.repo.head() != best_ref or self.repo.is_dirty()):
+            self.repo.reset_to(best_ref)
+
+    def _kept_after(self, record: Any, best_ref: str) -> bool:
+        parent = self.repo.git("rev-parse", f"{best_ref}^", check=False).strip()
+        if parent == record.commit:
+            return True
+        # A later ledger commit (a stop summary) may sit on top of the keep commit.
+        return self.repo.git.ok("merge-base", "--is-ancestor", record.commit, best_ref) and (
+            record.commit != best_ref
+        )
+
+    # -- the baseline ---------------------------------------------------------
+
+    def ensure_baseline(self) -> AttemptResult | None:
+        """Measure the unmodified code as attempt 0 unless that is done already."""
+        assert self.state is not None
+        if self.state.started:
+            return None
+        pending = dict(self.state.pending)
+        sha = pending.get(0)
+        if sha is None:
+            sha = self.repo.commit_attempt(
+                0, "baseline", "measure the unmodified code", allow_empty=True, parent=None
+            )
+            assert sha is not None
+        else:
+            self.repo.reset_to(sha)
+        result = self._evaluate(0, sha, "baseline", "measure the unmodified code", None, None)
+        return result
+
+    # -- one candidate --------------------------------------------------------
+
+    def try_worktree(self, hypothesis: str, kind: str = "edit") -> AttemptResult:
+        """The agent's verb: the worktree's uncommitted change as one candidate."""
+        state = self._require_state()
+        self._record_pending_as_interrupted(state)
+        state = self.state
+        assert state is not None and state.best_commit is not None
+        n = state.next_attempt
+        sha = self.repo.commit_attempt(n, kind, hypothesis, parent=state.best_commit)
+        if sha is None:
+            sha = self.repo.commit_attempt(
+                n, kind, hypothesis, allow_empty=True, parent=state.best_commit
+            )
+            assert sha is not None
+            failure = Measurement.failure(FAILED, "no change: the worktree equals BEST_COMMIT")
+            return self._decide_and_record(n, sha, kind, hypothesis, None, None, [(failure, None)])
+        return self._evaluate(n, sha, kind, hypothesis, None, None)
+
+    def try_candidate(self, candidate: Candidate) -> AttemptResult:
+        """Write a proposer's candidate into the worktree, commit it, measure it."""
+        state = self._require_state()
+        assert state.best_commit is not None
+        n = state.next_attempt
+        self.repo.write_files(candidate.files)
+        sha = self.repo.commit_attempt(
+            n, candidate.kind, candidate.hypothesis, parent=state.best_commit
+        )
+        if sha is None:
+            sha = self.repo.commit_attempt(
+                n, candidate.kind, candidate.hypothesis, allow_empty=True, parent=state.best_commit
+            )
+            assert sha is not None
+        return self._evaluate(
+            n, sha, candidate.kind, candidate.hypothesis, candidate.knobs, candidate.signature
+        )
+
+    def measure_pending(self) -> list[AttemptResult]:
+        """Measure attempts that were committed but never decided (killed mid-measure)."""
+        state = self._require_state()
+        results = []
+        for n, sha in state.pending:
+            if n == 0:
+                continue
+            kind, hypothesis = self._read_commit(sha)
+            self.repo.reset_to(sha)
+            results.append(self._evaluate(n, sha, kind, hypothesis, None, None))
+        return results
+
+    def _record_pending_as_interrupted(self, state: RunState) -> None:
+        for n, sha in state.pending:
+            if n == 0:
+                continue
+            kind, hypothesis = self._read_commit(sha)
+            failure = Measurement.failure("interrupted", "the runner stopped before measuring it")
+            self._decide_and_record(
+                n, sha, kind, hypothesis, None, None, [(failure, None)], reset=False
+            )
+
+    def _read_commit(self, sha: str) -> tuple[str, str]:
+        body = self.repo.git("log", "-1", "--format=%B", sha)
+        kind = "edit"
+        for line in body.splitlines():
+            if line.startswith("Kernelopt-Kind:"):
+                kind = line.split(":", 1)[1].strip()
+        subject = body.splitlines()[0] if body else ""
+        hypothesis = subject.split(": ", 1)[1] if ": " in subject else subject
+        return kind, hypothesis
+
+    def _require_state(self) -> RunState:
+        if self.state is None:
+            self.open()
+        assert self.state is not None
+        if not self.state.started:
+            raise HistoryError(
+                f"run {self.run_id} has no baseline yet: start it with `kernelopt run`"
+            )
+        if self.state.stop:
+            raise RunStopped(f"run {self.run_id} stopped: {self.state.stop.get('reason')}")
+        return self.state
+
+    # -- measuring and deciding --------------------------------------------------
+
+    def _measure(self, tree: Path) -> Measurement:
+        if self.gate is None:
+            return self.target.measure(tree)
+        with self.gate():
+            return self.target.measure(tree)
+
+    def _best_tree(self) -> Path:
+        """BEST's tree, exported beside the worktree, for interleaved re-measurement."""
+        assert self.state is not None and self.state.best_commit is not None
+        dest = self.repo.common_dir / "kernelopt" / "best" / self.run_id
+        marker = dest.parent / f"{self.run_id}.commit"
+        best = self.state.best_commit
+        if not (dest.exists() and marker.exists() and marker.read_text() == best):
+            self.repo.export_tree(best, dest)
+            marker.write_text(best)
+        return dest
+
+    def _evaluate(
+        self,
+        n: int,
+        sha: str,
+        kind: str,
+        hypothesis: str,
+        knobs: dict[str, Any] | None,
+        signature: str | None,
+    ) -> AttemptResult:
+        assert self.state is not None
+        started = time.monotonic()
+        device = getattr(self.target, "device", "")
+        content_key = self.repo.content_key(sha, device)
+        reused = None if (self.remeasure or n == 0) else self.state.by_content().get(content_key)
+        measure_time = 0.0
+        samples: list[tuple[Measurement, Measurement | None]] = []
+        self.reporter.event("measuring", attempt=n, kind=kind, hypothesis=hypothesis)
+        try:
+            if reused is not None and (
+                self.target.deterministic
+                or reused.note.get("best_commit") == self.state.best_commit
+            ):
+                samples = [(Measurement.from_json(reused.measurement), None)]
+            else:
+                reused = None
+                t0 = time.monotonic()
+                first = self._measure(self.repo.worktree)
+                measure_time += time.monotonic() - t0
+                samples = [(first, None)]
+                if n > 0 and first.ok and not self.target.deterministic:
+                    samples, extra_time = self._paired(first)
+                    measure_time += extra_time
+        except KeyboardInterrupt:
+            failure = Measurement.failure("interrupted", "interrupted by the user (Ctrl-C)")
+            self._decide_and_record(n, sha, kind, hypothesis, knobs, signature, [(failure, None)])
+            raise
+        return self._decide_and_record(
+            n,
+            sha,
+            kind,
+            hypothesis,
+            knobs,
+            signature,
+            samples,
+            content_key=content_key,
+            reused_from=reused.attempt if reused else None,
+            timings={"measure_s": measure_time, "started": started},
+        )
+
+    def _paired(
+        self, first: Measurement
+    ) -> tuple[list[tuple[Measurement, Measurement | None]], float]:
+        """Interleave candidate and BEST measurements until the rule decides."""
+        assert self.state is not None
+        cfg = self.program.decide
+        key = self.program.metric_key
+        best_tree = self._best_tree()
+        prior = self.state.spread
+        samples: list[tuple[Measurement, Measurement | None]] = []
+        cand = first
+        spent = 0.0
+        while True:
+            t0 = time.monotonic()
+            best = self._measure(best_tree)
+            spent += time.monotonic() - t0
+            samples.append((cand, best))
+            if not (cand.ok and best.ok):
+                return samples, spent
+            pairs = [(metric_of(c, key), metric_of(b, key)) for c, b in samples if b is not None]
+            if any(c is None or b is None for c, b in pairs):
+                return samples, spent
+            verdict = self._assess_pairs(samples, prior)
+            if verdict is not None:
+                return samples, spent
+            t0 = time.monotonic()
+            cand = self._measure(self.repo.worktree)
+            spent += time.monotonic() - t0
+            if not cand.ok:
+                samples.append((cand, None))
+                return samples, spent
+            self.reporter.event("sample", count=len(samples) + 1)
+            _ = cfg
+
+    def _assess_pairs(
+        self, samples: list[tuple[Measurement, Measurement | None]], prior: Any
+    ) -> str | None:
+        cfg = self.program.decide
+        key = self.program.metric_key
+        pairs = [(metric_of(c, key), metric_of(b, key)) for c, b in samples if b is not None]
+        overall = assess_paired(
+            pairs, self.program.better, cfg.noise, cfg.confirm, cfg.max_samples, prior
+        )  # type: ignore[arg-type]
+        per_class = self._class_assessments(samples, prior)
+        judged = combine_classes(overall, per_class) if per_class else None
+        if per_class:
+            return judged.verdict if judged else None
+        return overall.verdict
+
+    def _class_assessments(
+        self, samples: list[tuple[Measurement, Measurement | None]], prior: Any
+    ) -> dict[str, Assessment]:
+        cfg = self.program.decide
+        keys: set[str] = set()
+        for c, b in samples:
+            if b is not None:
+                keys |= set(c.extra.get("classes") or {}) & set(b.extra.get("classes") or {})
+        out = {}
+        for k in sorted(keys):
+            pairs = [
+                (c.extra["classes"][k], b.extra["classes"][k])
+                for c, b in samples
+                if b is not None
+                and k in c.extra.get("classes", {})
+                and k in b.extra.get("classes", {})
+            ]
+            out[k] = assess_paired(
+                pairs, self.program.better, cfg.noise, cfg.confirm, cfg.max_samples, prior
+            )
+        return out
+
+    def _decide_and_record(
+        self,
+        n: int,
+        sha: str,
+        kind: str,
+        hypothesis: str,
+        knobs: dict[str, Any] | None,
+        signature: str | None,
+        samples: list[tuple[Measurement, Measurement | None]],
+        *,
+        content_key: str | None = None,
+        reused_from: int | None = None,
+        timings: dict[str, float] | None = None,
+        reset: bool = True,
+    ) -> AttemptResult:
+        assert self.state is not None
+        cfg = self.program.decide
+        key = self.program.metric_key
+        better = self.program.better
+        state = self.state
+        best_record = state.best
+        previous_best = best_record.metric if best_record else None
+        cand = samples[-1][0] if samples else Measurement.failure(FAILED, "not measured")
+        cand_values = [metric_of(c, key) for c, _ in samples if c.ok]
+        metric = (
+            sum(v for v in cand_values if v is not None) / len(cand_values)
+            if cand_values and all(v is not None for v in cand_values)
+            else None
+        )
+        error = cand.error
+        verdict: str
+        gain: float | None = None
+        classes: dict[str, float] = {}
+        improved: tuple[str, ...] = ()
+        regressed: tuple[str, ...] = ()
+        spread = None
+        failed_sample = next(
+            (c for c, b in samples if not c.ok or (b is not None and not b.ok)), None
+        )
+        if failed_sample is not None:
+            bad = (
+                failed_sample
+                if not failed_sample.ok
+                else next(b for _, b in samples if b is not None and not b.ok)
+            )
+            if bad.status == INCORRECT:
+                verdict = INCORRECT
+            elif bad.status == "interrupted":
+                verdict = INTERRUPTED
+            else:
+                verdict = FAILED
+            error = bad.error if bad is failed_sample else f"re-measuring BEST failed: {bad.error}"
+            cand = bad if bad is failed_sample else cand
+        elif metric is None:
+            verdict = FAILED
+            produced = ", ".join(sorted({*cand.metrics, *cand.profile})) or "nothing"
+            error = f"the target did not produce the metric {key!r} (it produced: {produced})"
+        elif n == 0:
+            verdict = BASELINE
+        elif reused_from is not None and not self.target.deterministic:
+            reused = next(r for r in state.attempts if r.attempt == reused_from)
+            verdict = reused.verdict
+            gain = reused.note.get("gain")
+        elif self.target.deterministic or all(b is None for _, b in samples):
+            assert previous_best is not None
+            overall = assess_deterministic(metric, previous_best, better, cfg.noise)
+            gain = overall.gain
+            best_classes = (
+                (best_record.measurement.get("extra") or {}).get("classes") or {}
+                if best_record
+                else {}
+            )
+            per_class = {
+                k: assess_deterministic(v, best_classes[k], better, cfg.noise)
+                for k, v in (cand.extra.get("classes") or {}).items()
+                if k in best_classes
+            }
+            judged = combine_classes(overall, per_class) if per_class else None
+            verdict = judged.verdict if judged else str(overall.verdict)
+            if judged:
+                classes, improved, regressed = judged.gains, judged.improved, judged.regressed
+        else:
+            pairs = [(metric_of(c, key), metric_of(b, key)) for c, b in samples if b is not None]
+            overall = assess_paired(
+                pairs, better, cfg.noise, cfg.confirm, cfg.max_samples, state.spread
+            )  # type: ignore[arg-type]
+            per_class = self._class_assessments(samples, state.spread)
+            judged = combine_classes(overall, per_class) if per_class else None
+            verdict = (judged.verdict if judged else overall.verdict) or "tie"
+            gain = overall.gain
+            if judged:
+                classes, improved, regressed = judged.gains, judged.improved, judged.regressed
+            gains = [log_gain(c, b, better) for c, b in pairs]  # type: ignore[arg-type]
+            s = spread_of(gains)
+            spread = {"var": s.var, "df": s.df}
+        files = tuple(self.repo.files_of(sha, state.best_commit)) if state.best_commit else ()
+        summary = {
+            "attempt": n,
+            "time": _now(),
+            "hypothesis": hypothesis,
+            "files": list(files),
+            "best": previous_best,
+            "candidate": metric,
+            "gain": gain,
+            "best_commit": state.best_commit,
+            "commit": sha,
+            "notes": "; ".join(f"{k} {v * 100:+.1f}%" for k, v in classes.items()),
+        }
+        outcome = update_counters(
+            state.counters,
+            verdict,
+            max_consecutive=cfg.max_consecutive_regressions,
+            window=cfg.recent_window,
+            summary=summary,
+        )
+        new_best = metric if verdict in (KEEP, BASELINE) else previous_best
+        note = {
+            "kernelopt": 1,
+            "run": self.run_id,
+            "program": self._program_rel(),
+            "attempt": n,
+            "kind": kind,
+            "hypothesis": hypothesis,
+            "verdict": verdict,
+            "metric_name": self.program.metric,
+            "metric": metric,
+            "best_metric": new_best,
+            "previous_best": previous_best,
+            "best_commit": state.best_commit,
+            "gain": gain,
+            "classes": classes,
+            "improved": list(improved),
+            "regressed": list(regressed),
+            "counters": outcome.counters.to_json(),
+            "stop_reason": outcome.stop_reason,
+            "device": getattr(self.target, "device", ""),
+            "deterministic": self.target.deterministic,
+            "measurement": cand.to_json(),
+            "samples": [
+                {"candidate": metric_of(c, key), "best": metric_of(b, key) if b else None}
+                for c, b in samples
+            ],
+            "spread": spread,
+            "content_key": content_key,
+            "reused_from": reused_from,
+            "knobs": knobs,
+            "signature": signature,
+            "files": list(files),
+            "error": error,
+            "time": _now(),
+        }
+        if timings:
+            note["timings"] = {"measure_s": round(timings.get("measure_s", 0.0), 4)}
+        self.repo.write_note(sha, note)
+        if verdict in (KEEP, BASELINE):
+            self._commit_keep(n, sha, note)
+        elif reset:
+            self.repo.reset_to(state.best_commit)  # type: ignore[arg-type]
+        # Advance the state in memory: rebuilding it from every note per
+        # candidate would make each attempt cost more as the history grows.
+        self.state = RunState(
+            self.run_id,
+            self.repo.read_ref("best"),
+            (*state.attempts, AttemptRecord(n, sha, note)),
+            tuple(p for p in state.pending if p[0] != n),
+            None,
+        )
+        if outcome.stop:
+            self.record_stop(outcome.stop_reason or "stopped")
+        result = AttemptResult(
+            attempt=n,
+            commit=sha,
+            kind=kind,
+            hypothesis=hypothesis,
+            verdict=verdict,
+            metric=metric,
+            best_metric=new_best,
+            previous_best=previous_best,
+            gain=gain,
+            consecutive_regressions=outcome.counters.consecutive_regressions,
+            recent_regressions=len(outcome.counters.recent_regressions),
+            stop=outcome.stop,
+            stop_reason=outcome.stop_reason,
+            error=error,
+            classes=classes,
+            improved=improved,
+            regressed=regressed,
+            samples=len(samples),
+            reused_from=reused_from,
+            files=files,
+        )
+        self.reporter.event("attempt", result=result)
+        return result
+
+    def _commit_keep(self, n: int, sha: str, note: Mapping[str, Any]) -> None:
+        """Append the ledger row for a kept attempt and move BEST there."""
+        path = self.repo.worktree / LEDGER
+        text = ""
+        verdict = note["verdict"]
+        if verdict == BASELINE:
+            text += ledger.run_section(
+                self.run_id,
+                str(self.program.path.name),
+                str(note.get("device")),
+                str(note.get("time")),
+            )
+        gain = note.get("gain")
+        classes = note.get("improved") or []
+        row = ledger.LedgerRow(
+            date=str(note.get("time", ""))[:10],
+            commit=sha,
+            status="baseline" if verdict == BASELINE else "keep",
+            target=self._target_label(),
+            config_class=", ".join(classes) if classes else "all",
+            kernel=self._kernel_label(),
+            metric=ledger.format_metric(
+                self.program.metric, note.get("metric"), str(note.get("device"))
+            ),
+            change=ledger.format_change(gain),
+            why=str(note.get("hypothesis", "")),
+        )
+        text += ledger.render_row(row)
+        ledger.append(path, text)
+        if verdict == BASELINE:
+            subject = f"kernelopt: baseline {ledger.format_metric(self.program.metric, note.get('metric'), str(note.get('device')))}"
+        else:
+            subject = f"kernelopt: keep #{n} ({ledger.format_change(gain)} {self.program.metric}): {str(note.get('hypothesis', ''))[:80]}"
+        body = (
+            f"Attempt #{n} ({sha[:10]}) measured {self.program.metric} "
+            f"{note.get('metric')} against {note.get('previous_best')} at BEST."
+        )
+        head = self.repo.commit_ledger(
+            subject, body, {"Kernelopt-Run": self.run_id, "Kernelopt-Kept": str(n)}
+        )
+        self.repo.set_ref("best", head)
+
+    def _program_rel(self) -> str:
+        path = self.program.path.resolve()
+        for base in (self.repo.root, self.repo.worktree):
+            if base in path.parents:
+                return str(path.relative_to(base))
+        return str(path)
+
+    def _target_label(self) -> str:
+        t = self.program.target
+        return t.command or t.kernel or t.kind
+
+    def _kernel_label(self) -> str:
+        t = self.program.target
+        if t.kernel:
+            return Path(t.kernel).parent.name or Path(t.kernel).stem
+        return self.program.name
+
+    def record_stop(self, reason: str) -> None:
+        """Append the Stop Summary to performance.md and mark the run stopped."""
+        state = self.repo.load_state()
+        best = state.best
+        best_metrics: dict[str, Any] = {self.program.metric: best.metric if best else None}
+        if state.baseline and best:
+            best_metrics["baseline"] = state.baseline.metric
+        text = ledger.render_stop_summary(
+            self.run_id,
+            _now(),
+            reason,
+            state.best_commit or "",
+            best_metrics,
+            list(state.counters.recent_regressions),
+        )
+        ledger.append(self.repo.worktree / LEDGER, text)
+        head = self.repo.commit_ledger(
+            f"kernelopt: stop {self.run_id}: {reason}",
+            "",
+            {"Kernelopt-Run": self.run_id, "Kernelopt-Stop": reason},
+        )
+        self.repo.write_note(head, {"kernelopt": 1, "stop": True, "reason": reason, "time": _now()})
+        self.repo.set_ref("stop", head)
+        self.repo.set_ref("best", head)
+        self.state = self.repo.load_state()
+
+    # -- the loop ---------------------------------------------------------------
+
+    def proposer_state(self) -> ProposerState:
+        state = self._require_state()
+        best = state.best
+        history = tuple(
+            Observation(
+                attempt=r.attempt,
+                kind=r.kind,
+                verdict=r.verdict,
+                metric=r.metric,
+                knobs=r.note.get("knobs"),
+                signature=r.note.get("signature"),
+                profile=dict(r.measurement.get("profile") or {}),
+            )
+            for r in state.attempts
+        )
+        tried = frozenset(r.note["signature"] for r in state.attempts if r.note.get("signature"))
+        return ProposerState(
+            best_metric=best.metric if best else None,
+            best_knobs=best.note.get("knobs") if best else None,
+            better=self.program.better,
+            history=history,
+            tried=tried,
+            seed=self.program.seed,
+        )
+
+    def stop_reason(
+        self, started_at: float, invocation_count: int, max_candidates: int | None
+    ) -> str | None:
+        state = self.state
+        assert state is not None
+        stop = self.program.stop
+        best = state.best
+        if stop.target is not None and best is not None and best.metric is not None:
+            reached = (
+                best.metric >= stop.target
+                if self.program.better == "higher"
+                else best.metric <= stop.target
+            )
+            if reached:
+                return f"target reached: {self.program.metric} {best.metric:.4g} (target {stop.target:g})"
+        attempts = state.counters.attempts
+        if stop.max_candidates is not None and attempts >= stop.max_candidates:
+            return f"candidate budget used: {attempts} of {stop.max_candidates}"
+        if max_candidates is not None and invocation_count >= max_candidates:
+            return f"--max-candidates {max_candidates} reached"
+        if stop.max_hours is not None and state.baseline is not None:
+            t0 = dt.datetime.fromisoformat(str(state.baseline.note.get("time")))
+            hours = (dt.datetime.now(dt.UTC) - t0).total_seconds() / 3600
+            if hours >= stop.max_hours:
+                return f"time budget used: {hours:.2f} h of {stop.max_hours:g} h"
+        return None
+
+    def run(self, proposer: Proposer | None, max_candidates: int | None = None) -> RunSummary:
+        """Baseline, then candidates until a stop condition; resumable at any point."""
+        started = time.monotonic()
+        self.open()
+        assert self.state is not None
+        if self.state.stop:
+            return self.summary(f"already stopped: {self.state.stop.get('reason')}", stopped=True)
+        baseline = self.ensure_baseline()
+        if baseline is not None and baseline.verdict != BASELINE:
+            return self.summary(
+                f"the baseline could not be measured: {baseline.error}", failed=True
+            )
+        count = 0
+        for result in self.measure_pending():
+            count += 1
+            if proposer is not None:
+                proposer.observe([self._observation(result)])
+            if result.stop:
+                return self.summary(result.stop_reason or "stopped", stopped=True)
+        if proposer is None:
+            return self.summary(
+                "no proposer: this program has no knob space (use `kernelopt try` or --agent)"
+            )
+        while True:
+            reason = self.stop_reason(started, count, max_candidates)
+            if reason:
+                return self.summary(reason)
+            batch = proposer.propose(self.proposer_state())
+            if not batch:
+                return self.summary("the proposer has nothing left to try")
+            for candidate in batch:
+                reason = self.stop_reason(started, count, max_candidates)
+                if reason:
+                    return self.summary(reason)
+                if candidate.signature and candidate.signature in self.proposer_state().tried:
+                    continue
+                result = self.try_candidate(candidate)
+                count += 1
+                proposer.observe([self._observation(result, candidate)])
+                if result.stop:
+                    return self.summary(result.stop_reason or "stopped", stopped=True)
+
+    def _observation(
+        self, result: AttemptResult, candidate: Candidate | None = None
+    ) -> Observation:
+        record = next(
+            (r for r in (self.state.attempts if self.state else ()) if r.attempt == result.attempt),
+            None,
+        )
+        return Observation(
+            attempt=result.attempt,
+            kind=result.kind,
+            verdict=result.verdict,
+            metric=result.metric,
+            knobs=candidate.knobs if candidate else None,
+            signature=candidate.signature if candidate else None,
+            profile=dict(record.measurement.get("profile") or {}) if record else {},
+        )
+
+    def summary(self, reason: str, *, stopped: bool = False, failed: bool = False) -> RunSummary:
+        state = self.repo.load_state()
+        self.state = state
+        best = state.best
+        base = state.baseline
+        return RunSummary(
+            run_id=self.run_id,
+            branch=self.repo.branch,
+            worktree=str(self.repo.worktree),
+            reason=reason,
+            stopped=stopped or state.stop is not None,
+            failed=failed,
+            attempts=len([r for r in state.attempts if r.attempt > 0]),
+            kept=len([r for r in state.attempts if r.verdict == KEEP]),
+            regressions=len([r for r in state.attempts if r.verdict == REGRESSION]),
+            best_commit=state.best_commit,
+            best_metric=best.metric if best else None,
+            baseline_metric=base.metric if base else None,
+            metric=self.program.metric,
+            better=self.program.better,
+            diverged=len([r for r in state.attempts if r.verdict == DIVERGED]),
+        )
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    branch: str
+    worktree: str
+    reason: str
+    stopped: bool
+    failed: bool
+    attempts: int
+    kept: int
+    regressions: int
+    best_commit: str | None
+    best_metric: float | None
+    baseline_metric: float | None
+    metric: str
+    better: str
+    diverged: int = 0
+
+    @property
+    def improvement(self) -> float | None:
+        if self.best_metric is None or self.baseline_metric in (None, 0):
+            return None
+        from kernelopt.decide import gain
+
+        return gain(self.best_metric, self.baseline_metric, self.better)  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id,
+            "branch": self.branch,
+            "worktree": self.worktree,
+            "reason": self.reason,
+            "stopped": self.stopped,
+            "failed": self.failed,
+            "attempts": self.attempts,
+            "kept": self.kept,
+            "regressions": self.regressions,
+            "diverged": self.diverged,
+            "best_commit": self.best_commit,
+            "best_metric": self.best_metric,
+            "baseline_metric": self.baseline_metric,
+            "improvement": self.improvement,
+            "metric": self.metric,
+        }
+
+
+__all__ = ["AttemptResult", "Counters", "RunBusy", "RunStopped", "RunSummary", "Runner", "Target"]

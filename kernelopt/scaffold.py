@@ -1,0 +1,96 @@
+"""`kernelopt init`: a program template written from the schema, plus the folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelopt.ledger import HEADER
+
+COMMAND_TEMPLATE = """---
+kernelopt: 1
+name: {name}
+target:
+  kind: command
+  # Run in the root of each candidate's tree; must finish within `timeout`.
+  command: python ir/{name}/bench.py
+  # csv | json | stdout ("key: value" lines)
+  results: {{format: stdout}}
+  # Must hold on every row of the results, e.g. "err == 0".
+  # correct: "err == 0"
+  # Columns naming a config class, when the benchmark reports several configs.
+  # config_columns: [n]
+  # A knob file the runner may rewrite, and the values each knob may take.
+  # knobs: {{file: ir/{name}/knobs.json, space: {{BLOCK: [32, 64, 128]}}}}
+metric: {{name: time_us, better: lower}}
+device: {{kind: none}}
+decide: {{noise: 1%, confirm: 2, max_consecutive_regressions: 5, recent_window: 5, repair_attempts: 3}}
+stop: {{max_candidates: 100, max_hours: 8}}
+timeout: 10m
+---
+"""
+
+NKI_TEMPLATE = """---
+kernelopt: 1
+name: {name}
+target:
+  kind: nki
+  workload: ir/{name}/workload.py
+  kernel: ir/{name}/kernel.py
+  knobs: ir/{name}/knobs.json
+metric: {{name: mfu, better: higher}}
+device: {{kind: auto}}
+decide: {{noise: 1%, max_consecutive_regressions: 5, recent_window: 5, repair_attempts: 3}}
+stop: {{target: 89.0, max_candidates: 500, max_hours: 8}}
+timeout: 10m
+---
+"""
+
+AGENT_BODY = """
+# Tuning {name}
+
+You are tuning one kernel, autonomously, one hypothesis at a time. kernelopt
+keeps the record: every attempt is a commit, kept results go to
+performance.md, and regressions are reverted for you.
+
+## How to work
+
+1. Run `kernelopt status --json` in the run's worktree. Read `best_metric`,
+   `consecutive_regressions`, `recent_regressions` and `best_profile`.
+2. Pick exactly one bottleneck from what you read and write one sentence:
+   what you will change and why it should be faster.
+3. Edit only the files this program tunes ({files}). Never edit the benchmark,
+   the workload's math or its shapes, and never reduce the work.
+4. Run `kernelopt try -m "<your sentence>" --json`. It commits, measures,
+   keeps or reverts. Read `verdict`, `gain` and `consecutive_regressions`.
+5. Exit codes of `kernelopt try`: 0 keep, 10 tie, 11 regression, 12 incorrect
+   (fix the numerics while keeping the idea, then try again), 13 failed (read
+   `error`), 14 diverged (some config classes better, others worse: specialise
+   by config), 15 interrupted, 20 the run has stopped.
+6. Repeat from step 1. Do not stop and do not ask whether to continue: stop
+   only when `kernelopt try` exits 20.
+"""
+
+
+def scaffold(root: Path, name: str, kind: str) -> list[tuple[Path, bool]]:
+    """Create what is missing; return (path, created) for each file considered."""
+    out: list[tuple[Path, bool]] = []
+    files = (
+        f"ir/{name}/kernel.py, ir/{name}/knobs.json"
+        if kind == "nki"
+        else f"ir/{name}/ (the kernel and its knobs)"
+    )
+    template = NKI_TEMPLATE if kind == "nki" else COMMAND_TEMPLATE
+    wanted = {
+        root / "programs" / f"{name}.md": template.format(name=name)
+        + AGENT_BODY.format(name=name, files=files),
+        root / "performance.md": HEADER,
+    }
+    (root / "ir" / name).mkdir(parents=True, exist_ok=True)
+    for path, text in wanted.items():
+        if path.exists():
+            out.append((path, False))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        out.append((path, True))
+    return out

@@ -1,0 +1,172 @@
+"""Wiring a program to a runner: which target, which device, which proposer."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelopt.history import Git, HistoryError, RunRepo, find_repo, list_runs
+from kernelopt.loop import Runner, Target
+from kernelopt.program import Program, load_program
+from kernelopt.proposers.base import Proposer
+from kernelopt.targets import LocalCommand, command_target
+
+
+class SessionError(ValueError):
+    """The program cannot be run as asked; the message says what to change."""
+
+
+def choose_device(program: Program) -> tuple[str, str]:
+    """(device kind, why) for ``device.kind: auto`` and explicit kinds."""
+    kind = program.device.kind
+    if program.target.kind == "command":
+        if kind in ("auto", "none"):
+            return "none", "this machine (command target, no device gate configured)"
+        return kind, f"{kind} (from the program)"
+    if kind in ("auto", "sim"):
+        if kind == "sim":
+            return "sim", "kernelopt's NKI simulator with a Trainium2 cost model (from the program)"
+        return "sim", (
+            "kernelopt's NKI simulator with a Trainium2 cost model "
+            "(no Neuron device or host configured)"
+        )
+    return kind, f"{kind} (from the program)"
+
+
+def make_target(program: Program, root: Path, device: str) -> Target:
+    if program.target.kind == "command":
+        if device not in ("none",):
+            raise SessionError(
+                f"{program.path}: device.kind {device!r} is not available for command targets yet; use none"
+            )
+        return LocalCommand(command_target(program))
+    if device != "sim":
+        raise SessionError(
+            f"{program.path}: device.kind {device!r} is not available for nki targets yet; use sim"
+        )
+    from kernelopt.targets.nki import NkiTarget
+
+    return NkiTarget.from_program(program, root)
+
+
+def make_proposer(program: Program, root: Path) -> Proposer | None:
+    target = program.target
+    if target.kind == "command":
+        if target.knobs is None or not target.knobs.space:
+            return None
+        from kernelopt.proposers.space import KnobSpace, RandomProposer, SweepProposer
+
+        space = KnobSpace(target.knobs.file, {k: list(v) for k, v in target.knobs.space.items()})
+        current = space.default(root)
+        if program.strategy == "random":
+            return RandomProposer(space, program.seed, current)
+        return SweepProposer(space, current)
+    from kernelopt.proposers.nki import NkiKnobProposer
+    from kernelopt.workload import load_workload
+
+    assert target.workload and target.knobs
+    workload = load_workload(root / target.workload)
+    return NkiKnobProposer(
+        workload, knobs_path=target.knobs.file, kernel_path=target.kernel, seed=program.seed
+    )
+
+
+@dataclass
+class Session:
+    program: Program
+    root: Path
+    run_id: str
+    device: str
+    device_reason: str
+    runner: Runner
+    proposer: Proposer | None
+
+    @classmethod
+    def create(cls, program: Program, *, tag: str, worktree: str | None = None) -> Session:
+        root = find_repo(program.path.resolve().parent)
+        device, reason = choose_device(program)
+        target = make_target(program, root, device)
+        runner = Runner(
+            program, root, target, tag=tag, worktree=Path(worktree) if worktree else None
+        )
+        # Programs are read from the worktree copy by `kernelopt try`; record the path.
+        proposer = make_proposer(program, root)
+        return cls(program, root, runner.run_id, device, reason, runner, proposer)
+
+    @classmethod
+    def attach(cls, program: Program, root: Path, run_id: str) -> Session:
+        tag = run_id[len(program.name) + 1 :] if run_id.startswith(program.name + "-") else run_id
+        device, reason = choose_device(program)
+        target = make_target(program, root, device)
+        runner = Runner(program, root, target, tag=tag)
+        if runner.run_id != run_id:
+            raise SessionError(f"program {program.name!r} does not belong to run {run_id!r}")
+        return cls(program, root, run_id, device, reason, runner, None)
+
+
+def describe_device(session: Session) -> str:
+    return f"{session.device}: {session.device_reason}"
+
+
+def current_run(cwd: Path) -> tuple[Path, str]:
+    """(main repository root, run id) when ``cwd`` is inside a run's worktree."""
+    git = Git(cwd)
+    try:
+        branch = git("rev-parse", "--abbrev-ref", "HEAD").strip()
+        common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+    except HistoryError:
+        raise SessionError(f"{cwd} is not inside a git repository") from None
+    if not branch.startswith("kernelopt/"):
+        raise SessionError(
+            f"{cwd} is not a kernelopt run worktree (branch {branch!r}); "
+            "cd into the worktree `kernelopt status` shows"
+        )
+    root = (
+        common.parent
+        if common.name == ".git"
+        else Path(Git(common)("rev-parse", "--show-toplevel").strip())
+    )
+    return root, branch.split("/", 1)[1]
+
+
+def resolve_run(cwd: Path, run_id: str | None) -> tuple[Path, str]:
+    """The run named, the run whose worktree we are in, or the repository's only run."""
+    if run_id is None:
+        try:
+            return current_run(cwd)
+        except SessionError:
+            pass
+    root = find_repo(cwd)
+    common = Path(Git(root)("rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+    if common.name == ".git":
+        root = common.parent
+    runs = list_runs(root)
+    if run_id is not None:
+        if run_id not in runs:
+            known = ", ".join(runs) or "none yet"
+            raise SessionError(f"no run {run_id!r} in {root} (runs: {known})")
+        return root, run_id
+    if len(runs) == 1:
+        return root, runs[0]
+    if not runs:
+        raise SessionError(
+            f"no kernelopt runs in {root} yet: start one with `kernelopt run PROGRAM`"
+        )
+    raise SessionError(f"several runs in {root}; pick one with --run ({', '.join(runs)})")
+
+
+def program_for_run(root: Path, run_id: str) -> Program:
+    """The program a run was started with, read from the run's own worktree."""
+    repo = RunRepo(root, run_id)
+    state = repo.load_state()
+    if not state.attempts:
+        raise SessionError(f"run {run_id} has no baseline yet: start it with `kernelopt run`")
+    rel = state.attempts[0].note.get("program")
+    if not rel:
+        raise SessionError(f"run {run_id}: its baseline does not name a program; pass --program")
+    path = repo.worktree / rel
+    return load_program(path, root=repo.worktree)
+
+
+__all__ = ["Session", "SessionError", "current_run", "json", "resolve_run"]
