@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Measurement
 from kernelopt.targets.expr import Expression, ExpressionError, parse_expression
@@ -100,6 +100,40 @@ def run_local(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float)
     )
 
 
+class CommandHost(Protocol):
+    """The part of ``kernelopt.hosts.Host`` a runner needs."""
+
+    def run(
+        self,
+        argv: Sequence[str] | str,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+    ) -> Any: ...
+
+
+def host_runner(host: CommandHost) -> Runner:
+    """A runner that runs the command through a Host, with ``cwd`` a path on that host.
+
+    CSV/JSON results are still read from the local ``tree``: with a remote host,
+    use stdout results or bring the files back before they are read.
+    """
+
+    def run(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float) -> CommandRun:
+        result = host.run(["bash", "-c", command], env=dict(env), cwd=str(cwd), timeout=timeout_s)
+        output = result.stdout + (result.stderr if result.stderr else "")
+        return CommandRun(
+            returncode=None if result.timed_out else result.returncode,
+            output=output,
+            duration_s=result.duration_s,
+            timed_out=result.timed_out,
+        )
+
+    return run
+
+
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
     try:
         os.killpg(pgid, sig)
@@ -174,7 +208,8 @@ class CommandTarget:
             run = (runner or run_local)(
                 self.command, tree, {**self.env, **(env or {})}, self.timeout_s
             )
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:
+            # RuntimeError covers a host whose transport failed (kernelopt.hosts.HostError).
             return Measurement.failure(FAILED, f"could not run {self.command!r} in {tree}: {exc}")
         tail = _tail(run.output)
         common: dict[str, Any] = {"log_tail": tail, "duration_s": run.duration_s}

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT
-from kernelopt.targets.command import CommandRun, CommandTarget, ResultsSpec, run_local
+from kernelopt.targets.command import (
+    CommandRun,
+    CommandTarget,
+    ResultsSpec,
+    host_runner,
+    run_local,
+)
 
 CSV = ResultsSpec("csv", "results/*.csv")
 
@@ -194,3 +200,24 @@ def test_bad_results_specs_are_rejected(fmt: str, path: str | None, message: str
 def test_a_tree_that_does_not_exist_is_a_failure_not_an_exception(tmp_path: Path) -> None:
     m = target("true").measure(tmp_path / "missing")
     assert m.status == FAILED and "could not run" in m.error and "missing" in m.error
+
+
+def test_host_runner_measures_through_a_local_host(tmp_path: Path) -> None:
+    from kernelopt.hosts import LocalHost
+
+    rows = "n,time_us\\n1,4\\n2,8\\n"
+    t = target(write_csv(rows) + '; echo "done $WHO"', env={"WHO": "me"})
+    m = t.measure(tmp_path, runner=host_runner(LocalHost()))
+    assert m.status == OK, m.error
+    assert m.metrics == {"time_us": 6.0} and m.log_tail == "done me"
+    m = target("sleep 5", timeout_s=0.3).measure(tmp_path, runner=host_runner(LocalHost()))
+    assert m.status == TIMEOUT
+
+
+def test_a_host_whose_transport_fails_gives_a_failed_measurement(tmp_path: Path) -> None:
+    class Unreachable:
+        def run(self, argv: object, **kw: object) -> None:
+            raise RuntimeError("host gym-9: connection refused")
+
+    m = target("true").measure(tmp_path, runner=host_runner(Unreachable()))
+    assert m.status == FAILED and "connection refused" in m.error
