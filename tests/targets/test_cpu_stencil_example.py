@@ -58,7 +58,7 @@ def tree(tmp_path: Path) -> Path:
 def test_bench_writes_the_declared_columns_and_passes_its_check(tree: Path) -> None:
     m = program_target().measure(tree, env=FAST)
     assert m.status == OK, m.error + "\n" + m.log_tail
-    assert set(m.rows[0]) == {"n", "block", "order", "time_us", "err"}
+    assert set(m.rows[0]) == {"n", "block", "order", "time_us", "median_us", "err"}
     assert [r["n"] for r in m.rows] == [40, 67]
     knobs = json.loads((tree / "ir/cpu_stencil/knobs.json").read_text())
     assert all(r["block"] == knobs["BLOCK"] and r["order"] == knobs["ORDER"] for r in m.rows)
