@@ -211,6 +211,21 @@ class RunRepo:
             else self.common_dir / "kernelopt" / "worktrees" / run_id
         )
         self.wt = Git(self.worktree)
+        self._ensure_identity()
+
+    def _ensure_identity(self) -> None:
+        """Commits need an author; fall back to a kernelopt identity when git has none."""
+        if self.git("config", "user.email", check=False).strip():
+            return
+        fallback = {
+            "GIT_AUTHOR_NAME": "kernelopt",
+            "GIT_AUTHOR_EMAIL": "kernelopt@localhost",
+            "GIT_COMMITTER_NAME": "kernelopt",
+            "GIT_COMMITTER_EMAIL": "kernelopt@localhost",
+        }
+        for git in (self.git, self.wt):
+            for key, value in fallback.items():
+                git.env.setdefault(key, value)
 
     # -- set-up -----------------------------------------------------------
 
