@@ -45,9 +45,9 @@ def make_target(program: Program, root: Path, device: str) -> Target:
         raise SessionError(
             f"{program.path}: device.kind {device!r} is not available for nki targets yet; use sim"
         )
-    from kernelopt.targets.nki import NkiTarget
+    from kernelopt.targets.nki import NkiSimTarget
 
-    return NkiTarget.from_program(program, root)
+    return NkiSimTarget.from_program(program, root)
 
 
 def make_proposer(program: Program, root: Path) -> Proposer | None:
@@ -62,10 +62,12 @@ def make_proposer(program: Program, root: Path) -> Proposer | None:
         if program.strategy == "random":
             return RandomProposer(space, program.seed, current)
         return SweepProposer(space, current)
+    if target.knobs is None:
+        return None
     from kernelopt.proposers.nki import NkiKnobProposer
     from kernelopt.workload import load_workload
 
-    assert target.workload and target.knobs
+    assert target.workload
     workload = load_workload(root / target.workload)
     return NkiKnobProposer(
         workload, knobs_path=target.knobs.file, kernel_path=target.kernel, seed=program.seed
