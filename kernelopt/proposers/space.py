@@ -150,12 +150,18 @@ class SweepProposer:
         self.space = space
         self._centre: Assignment = {**space.first(), **dict(current)}
         self._proposed: set[str] = set()
+        # The walk order depends only on the centre; recomputing it on every
+        # call would cost a full pass over the space per candidate.
+        self._order: tuple[str, list[Assignment]] | None = None
 
     def propose(self, state: ProposerState) -> list[Candidate] | None:
         centre = {**self._centre, **(state.best_knobs or {})}
         skip = set(state.tried) | self._proposed | {signature_of(centre)}
         batch: list[Candidate] = []
-        for assignment in self._ordered(centre):
+        key = signature_of(centre)
+        if self._order is None or self._order[0] != key:
+            self._order = (key, self._ordered(centre))
+        for assignment in self._order[1]:
             signature = signature_of(assignment)
             if signature in skip:
                 continue

@@ -1,9 +1,10 @@
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from kernelopt.proposers.base import Observation, ProposerState, signature_of
+from kernelopt.proposers.base import Observation, Proposer, ProposerState, signature_of
 from kernelopt.proposers.space import KnobSpace, RandomProposer, SweepProposer
 
 SPACE = {"BLOCK": [8, 16, 32, 64, 128], "ORDER": ["ij", "ji"]}
@@ -170,3 +171,32 @@ def test_random_scales_to_spaces_too_large_to_list() -> None:
     space = KnobSpace("k.json", {f"K{i}": list(range(10)) for i in range(12)})
     got = RandomProposer(space, seed=3).propose(state(batch=5))
     assert got is not None and len({c.signature for c in got}) == 5
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda space, current: SweepProposer(space, current),
+        lambda space, current: RandomProposer(space, seed=5, current=current),
+    ],
+    ids=["sweep", "random"],
+)
+def test_proposer_contract(make: Callable[[KnobSpace, dict], Proposer]) -> None:
+    """What the loop relies on, for every knob proposer."""
+    space = KnobSpace("ir/k.json", {"A": [1, 2, 3], "B": ["x", "y"], "C": [True, False]})
+    current = {"A": 2, "B": "x", "C": True, "keep": "me"}
+    proposer = make(space, current)
+    assert isinstance(proposer, Proposer)
+    seen: list = []
+    tried = {signature_of(current)}
+    while (batch := proposer.propose(state(tried, batch=2))) is not None:
+        assert 1 <= len(batch) <= 2
+        for c in batch:
+            assert c.kind == "knob" and c.signature not in tried
+            assert json.loads(c.files["ir/k.json"]) == c.knobs
+            assert c.knobs["keep"] == "me" and c.hypothesis
+            tried.add(c.signature)
+            seen.append(c)
+        proposer.observe([])
+    assert len(seen) == space.size - 1
+    assert proposer.propose(state(tried)) is None
