@@ -62,11 +62,13 @@ def newest_fresh(root: Path, pattern: str, before: Mapping[Path, FileStamp]) -> 
 
 def read_csv(path: Path) -> tuple[Row, ...]:
     try:
-        frame = pd.read_csv(path)
+        # Hand-written benchmarks often emit "n, time_us" or a byte-order mark.
+        frame = pd.read_csv(path, skipinitialspace=True, encoding="utf-8-sig")
     except pd.errors.EmptyDataError:
         raise ResultsError(f"{path}: the results file is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{path}: not a readable CSV file: {exc}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
     if frame.empty:
         raise ResultsError(f"{path}: the CSV has a header but no rows")
     return tuple(clean_row(r) for r in frame.to_dict(orient="records"))

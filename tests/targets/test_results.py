@@ -30,6 +30,12 @@ def test_csv_rows_are_plain_json_safe_values(tmp_path: Path) -> None:
     json.dumps(rows, allow_nan=False)
 
 
+def test_csv_tolerates_spaces_after_commas_and_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    path.write_bytes("\ufeffn, time_us , err\n256, 10.5, 0\n".encode())
+    assert read_csv(path) == ({"n": 256, "time_us": 10.5, "err": 0},)
+
+
 @pytest.mark.parametrize(("text", "message"), [("", "empty"), ("n,time_us\n", "no rows")])
 def test_csv_without_rows_is_an_error_naming_the_file(
     tmp_path: Path, text: str, message: str
