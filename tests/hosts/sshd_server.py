@@ -16,6 +16,10 @@ from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
 
+# A command that kills the sshd process serving its own session: under SSHHost
+# the command's parent is `setsid -w`, whose parent is the per-connection sshd.
+KILL_OWN_SESSION = ["sh", "-c", "kill -9 $(awk '{print $4}' /proc/$PPID/stat); sleep 5"]
+
 
 def sshd_missing_reason() -> str | None:
     """Why the SSH tests cannot run here, or None when they can."""

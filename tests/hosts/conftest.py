@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sshd_server import LoopbackSSHD, sshd_missing_reason
+
+from kernelopt.hosts import Host, LocalHost, SSHHost
+
+ALIASES = ("gym-1", "gym-2", "gym-3")
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackSSHD]:
+    reason = sshd_missing_reason()
+    if reason:
+        pytest.skip(f"SSH tests need a local OpenSSH server: {reason}")
+    server = LoopbackSSHD(tmp_path_factory.mktemp("sshd"), ALIASES).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def ssh_host(sshd: LoopbackSSHD) -> Iterator[SSHHost]:
+    host = SSHHost("gym-1", config_path=sshd.ssh_config)
+    yield host
+    host.close()
+
+
+@pytest.fixture(params=["local", "ssh"])
+def host(request: pytest.FixtureRequest) -> Host:
+    if request.param == "local":
+        return LocalHost()
+    return request.getfixturevalue("ssh_host")
+
+
+@pytest.fixture
+def scratch(host: Host) -> Iterator[str]:
+    path = host.mkdtemp()
+    yield path
+    host.remove_tree(path)
+
+
+@pytest.fixture
+def fresh_known_hosts(sshd: LoopbackSSHD, tmp_path: Path) -> Path:
+    """An empty known_hosts, so the loopback server is an unknown host."""
+    path = tmp_path / "known_hosts"
+    path.write_text("")
+    return path

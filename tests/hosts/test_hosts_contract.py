@@ -1,0 +1,89 @@
+"""The Host contract, run against LocalHost and SSHHost (loopback sshd)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kernelopt.hosts import Host, HostError
+
+
+def test_list_argv_runs_without_a_shell_reading_it(host: Host) -> None:
+    result = host.run(["printf", "%s|", "a b", "$HOME", "*", ""])
+    assert result.ok and result.stdout == "a b|$HOME|*||"
+    assert result.duration_s >= 0 and not result.timed_out
+
+
+def test_string_is_a_shell_command_line(host: Host) -> None:
+    result = host.run("echo one && echo two >&2; exit 3")
+    assert result.returncode == 3 and result.stdout == "one\n" and result.stderr == "two\n"
+    assert not result.ok
+
+
+def test_env_adds_to_the_environment_and_cwd_applies(host: Host, scratch: str) -> None:
+    result = host.run(
+        'printf "%s %s %s" "$KO_A" "$(pwd)" "${PATH:+path-kept}"',
+        env={"KO_A": "x y"},
+        cwd=scratch,
+    )
+    assert result.stdout == f"x y {scratch} path-kept"
+
+
+def test_stdin_bytes_reach_the_command(host: Host) -> None:
+    assert host.run(["wc", "-c"], stdin=b"12345").stdout.strip() == "5"
+
+
+def test_missing_program_and_missing_cwd_are_results(host: Host) -> None:
+    assert host.run(["kernelopt-no-such-program"]).returncode == 127
+    missing = host.run(["true"], cwd="/nonexistent/kernelopt")
+    assert missing.returncode != 0 and not missing.timed_out
+
+
+def test_timeout_kills_the_whole_process_group(host: Host, scratch: str) -> None:
+    marker = f"{scratch}/survivor"
+    started = time.monotonic()
+    result = host.run(
+        ["sh", "-c", f"(sleep 0.8; touch {marker}) & sleep 30"],
+        timeout=0.3,
+    )
+    assert result.timed_out and not result.ok
+    assert time.monotonic() - started < 5
+    time.sleep(1.0)
+    # the background child was in the group: it never got to create the marker
+    assert host.run(["test", "-e", marker]).returncode == 1
+
+
+def test_output_before_a_timeout_is_kept(host: Host) -> None:
+    result = host.run(["sh", "-c", "echo early; sleep 30"], timeout=0.3)
+    assert result.timed_out and result.stdout == "early\n"
+
+
+def test_files_round_trip(host: Host, scratch: str) -> None:
+    data = bytes(range(256)) * 100
+    host.put_bytes(data, f"{scratch}/blob")
+    assert host.get_bytes(f"{scratch}/blob") == data
+    assert host.run(["wc", "-c", f"{scratch}/blob"]).stdout.split()[0] == str(len(data))
+
+
+def test_missing_file_is_a_host_error_naming_the_path(host: Host) -> None:
+    with pytest.raises(HostError, match="/nonexistent/kernelopt/file"):
+        host.get_bytes("/nonexistent/kernelopt/file")
+    with pytest.raises(HostError, match="/nonexistent/kernelopt/out"):
+        host.put_bytes(b"x", "/nonexistent/kernelopt/out")
+
+
+def test_mkdtemp_and_remove_tree(host: Host) -> None:
+    first, second = host.mkdtemp(prefix="ko-test-"), host.mkdtemp(prefix="ko-test-")
+    assert first != second and "ko-test-" in first
+    host.put_bytes(b"x", f"{first}/f")
+    host.run(["mkdir", "-p", f"{first}/a/b"])
+    host.remove_tree(first)
+    host.remove_tree(second)
+    assert host.run(["test", "-e", first]).returncode == 1
+    host.remove_tree(first)  # removing what is gone is fine
+
+
+def test_bad_env_name_is_refused(host: Host) -> None:
+    with pytest.raises(ValueError, match="invalid environment variable name"):
+        host.run(["true"], env={"A;B": "x"})

@@ -1,0 +1,107 @@
+"""HostPool: order, one job per device at a time, host faults retried elsewhere."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+from sshd_server import KILL_OWN_SESSION, LoopbackSSHD
+
+from kernelopt.hosts import Host, HostPool, LocalHost, SSHHost
+
+
+def local_pool(count: int) -> HostPool[str]:
+    return HostPool([(LocalHost(f"h{n}"), f"dev{n}") for n in range(count)])
+
+
+def test_results_come_back_in_job_order_and_use_every_slot() -> None:
+    def measure(job: int, host: Host, lease: str) -> int:
+        time.sleep(0.01 * (job % 3))
+        return job * job
+
+    results = local_pool(3).map(list(range(12)), measure)
+    assert [r.value for r in results] == [n * n for n in range(12)]
+    assert [r.index for r in results] == list(range(12))
+    assert all(r.ok and r.attempts == 1 for r in results)
+    assert len({r.host for r in results}) == 3
+
+
+def test_never_two_jobs_on_one_device_at_once() -> None:
+    active: Counter[str] = Counter()
+    peak: Counter[str] = Counter()
+    guard = threading.Lock()
+
+    def measure(job: int, host: Host, lease: str) -> None:
+        with guard:
+            active[lease] += 1
+            peak[lease] = max(peak[lease], active[lease])
+        time.sleep(0.005)
+        with guard:
+            active[lease] -= 1
+
+    local_pool(4).map(list(range(40)), measure)
+    assert set(peak.values()) == {1}
+
+
+def test_jobs_run_concurrently_across_slots() -> None:
+    started = time.monotonic()
+    local_pool(4).map(list(range(4)), lambda job, host, lease: time.sleep(0.3))
+    assert time.monotonic() - started < 0.9
+
+
+def test_host_fault_is_retried_once_on_another_slot() -> None:
+    def measure(job: int, host: Host, lease: str) -> str:
+        if host.name == "h0":
+            raise ConnectionResetError("transport dropped")
+        return f"{job}@{host.name}"
+
+    results = local_pool(2).map([0, 1, 2, 3], measure)
+    assert all(r.ok and r.host == "h1" for r in results)
+    assert [r.value for r in results] == [f"{n}@h1" for n in range(4)]
+    assert any(r.attempts == 2 for r in results)
+
+
+def test_fault_everywhere_is_a_failure_marked_host_fault() -> None:
+    def measure(job: int, host: Host, lease: str) -> str:
+        raise OSError(f"broken {host.name}")
+
+    (result,) = local_pool(2).map(["job"], measure)
+    assert result.host_fault and not result.ok and result.value is None
+    assert result.attempts == 2 and "OSError: broken" in result.error
+
+
+def test_single_slot_retries_on_itself() -> None:
+    calls: list[int] = []
+
+    def measure(job: int, host: Host, lease: str) -> int:
+        calls.append(job)
+        if len(calls) == 1:
+            raise EOFError("dropped")
+        return job
+
+    (result,) = local_pool(1).map([7], measure)
+    assert result.value == 7 and result.attempts == 2 and calls == [7, 7]
+
+
+def test_empty_batch() -> None:
+    assert local_pool(2).map([], lambda job, host, lease: job) == []
+
+
+def test_killed_ssh_session_retries_the_job_on_another_host(sshd: LoopbackSSHD) -> None:
+    hosts = [SSHHost(alias, config_path=sshd.ssh_config) for alias in ("gym-1", "gym-2")]
+    killed: list[str] = []
+
+    def measure(job: int, host: Host, lease: str) -> str:
+        if host.name == "gym-1" and not killed:
+            killed.append(host.name)
+            host.run(KILL_OWN_SESSION)
+        return host.run(["echo", f"job{job}"]).stdout.strip()
+
+    results = HostPool([(hosts[0], "neuron:0"), (hosts[1], "neuron:0")]).map([0, 1], measure)
+    retried = [r for r in results if r.attempts == 2]
+    assert killed == ["gym-1"] and len(retried) == 1
+    assert retried[0].host == "gym-2" and retried[0].ok
+    assert [r.value for r in results] == ["job0", "job1"]
+    for host in hosts:
+        host.close()
