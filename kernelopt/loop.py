@@ -27,8 +27,9 @@ from kernelopt.decide import (
     INTERRUPTED,
     KEEP,
     REGRESSION,
-    Assessment,
+    TIE,
     Counters,
+    Spread,
     assess_deterministic,
     assess_paired,
     combine_classes,
@@ -49,6 +50,22 @@ class Target(Protocol):
     device: str
 
     def measure(self, tree: Path) -> Measurement: ...
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A verdict (None: measure more) with the gains behind it."""
+
+    verdict: str | None
+    gain: float | None = None
+    classes: dict[str, float] = field(default_factory=dict)
+    improved: tuple[str, ...] = ()
+    regressed: tuple[str, ...] = ()
+    spread: Spread | None = None
+
+
+def _classes(m: Measurement) -> dict[str, float]:
+    return dict(m.extra.get("classes") or {})
 
 
 class RunBusy(RuntimeError):
@@ -388,10 +405,7 @@ class Runner:
     ) -> tuple[list[tuple[Measurement, Measurement | None]], float]:
         """Interleave candidate and BEST measurements until the rule decides."""
         assert self.state is not None
-        cfg = self.program.decide
-        key = self.program.metric_key
         best_tree = self._best_tree()
-        prior = self.state.spread
         samples: list[tuple[Measurement, Measurement | None]] = []
         cand = first
         spent = 0.0
@@ -400,13 +414,7 @@ class Runner:
             best = self._measure(best_tree)
             spent += time.monotonic() - t0
             samples.append((cand, best))
-            if not (cand.ok and best.ok):
-                return samples, spent
-            pairs = [(metric_of(c, key), metric_of(b, key)) for c, b in samples if b is not None]
-            if any(c is None or b is None for c, b in pairs):
-                return samples, spent
-            verdict = self._assess_pairs(samples, prior)
-            if verdict is not None:
+            if not (cand.ok and best.ok) or self._judge_paired(samples).verdict is not None:
                 return samples, spent
             t0 = time.monotonic()
             cand = self._measure(self.repo.worktree)
@@ -415,44 +423,63 @@ class Runner:
                 samples.append((cand, None))
                 return samples, spent
             self.reporter.event("sample", count=len(samples) + 1)
-            _ = cfg
 
-    def _assess_pairs(
-        self, samples: list[tuple[Measurement, Measurement | None]], prior: Any
-    ) -> str | None:
+    def _judge_paired(self, samples: list[tuple[Measurement, Measurement | None]]) -> Judgement:
+        """The noise rule over interleaved pairs, overall and per config class."""
+        assert self.state is not None
         cfg = self.program.decide
         key = self.program.metric_key
-        pairs = [(metric_of(c, key), metric_of(b, key)) for c, b in samples if b is not None]
-        overall = assess_paired(
-            pairs, self.program.better, cfg.noise, cfg.confirm, cfg.max_samples, prior
-        )  # type: ignore[arg-type]
-        per_class = self._class_assessments(samples, prior)
-        judged = combine_classes(overall, per_class) if per_class else None
-        if per_class:
-            return judged.verdict if judged else None
-        return overall.verdict
-
-    def _class_assessments(
-        self, samples: list[tuple[Measurement, Measurement | None]], prior: Any
-    ) -> dict[str, Assessment]:
-        cfg = self.program.decide
-        keys: set[str] = set()
-        for c, b in samples:
-            if b is not None:
-                keys |= set(c.extra.get("classes") or {}) & set(b.extra.get("classes") or {})
-        out = {}
-        for k in sorted(keys):
-            pairs = [
-                (c.extra["classes"][k], b.extra["classes"][k])
-                for c, b in samples
-                if b is not None
-                and k in c.extra.get("classes", {})
-                and k in b.extra.get("classes", {})
-            ]
-            out[k] = assess_paired(
-                pairs, self.program.better, cfg.noise, cfg.confirm, cfg.max_samples, prior
+        better = self.program.better
+        prior = self.state.spread
+        measured = [(c, b) for c, b in samples if b is not None]
+        pairs = [(metric_of(c, key), metric_of(b, key)) for c, b in measured]
+        if any(c is None or b is None for c, b in pairs):
+            return Judgement(FAILED)
+        values = [(float(c), float(b)) for c, b in pairs]  # type: ignore[arg-type]
+        overall = assess_paired(values, better, cfg.noise, cfg.confirm, cfg.max_samples, prior)
+        names = set(_classes(measured[0][0])) if measured else set()
+        for c, b in measured:
+            names &= set(_classes(c)) & set(_classes(b))
+        per_class = {
+            k: assess_paired(
+                [(_classes(c)[k], _classes(b)[k]) for c, b in measured],
+                better,
+                cfg.noise,
+                cfg.confirm,
+                cfg.max_samples,
+                prior,
             )
-        return out
+            for k in sorted(names)
+        }
+        spread = spread_of([log_gain(c, b, better) for c, b in values])
+        if not per_class:
+            return Judgement(overall.verdict, overall.gain, spread=spread)
+        judged = combine_classes(overall, per_class)
+        if judged is None:
+            return Judgement(None, overall.gain, spread=spread)
+        return Judgement(
+            judged.verdict, overall.gain, judged.gains, judged.improved, judged.regressed, spread
+        )
+
+    def _judge_deterministic(self, cand: Measurement, metric: float) -> Judgement:
+        """One sample per side is the truth: compare with BEST's recorded numbers."""
+        best = self.state.best if self.state else None
+        assert best is not None and best.metric is not None
+        cfg = self.program.decide
+        better = self.program.better
+        overall = assess_deterministic(metric, best.metric, better, cfg.noise)
+        best_classes = (best.measurement.get("extra") or {}).get("classes") or {}
+        per_class = {
+            k: assess_deterministic(v, best_classes[k], better, cfg.noise)
+            for k, v in _classes(cand).items()
+            if k in best_classes
+        }
+        judged = combine_classes(overall, per_class) if per_class else None
+        if judged is None:
+            return Judgement(overall.verdict, overall.gain)
+        return Judgement(
+            judged.verdict, overall.gain, judged.gains, judged.improved, judged.regressed
+        )
 
     def _decide_and_record(
         self,
@@ -472,7 +499,6 @@ class Runner:
         assert self.state is not None
         cfg = self.program.decide
         key = self.program.metric_key
-        better = self.program.better
         state = self.state
         best_record = state.best
         previous_best = best_record.metric if best_record else None
@@ -484,12 +510,7 @@ class Runner:
             else None
         )
         error = cand.error
-        verdict: str
-        gain: float | None = None
-        classes: dict[str, float] = {}
-        improved: tuple[str, ...] = ()
-        regressed: tuple[str, ...] = ()
-        spread = None
+        judgement = Judgement(None)
         failed_sample = next(
             (c for c, b in samples if not c.ok or (b is not None and not b.ok)), None
         )
@@ -501,7 +522,7 @@ class Runner:
             )
             if bad.status == INCORRECT:
                 verdict = INCORRECT
-            elif bad.status == "interrupted":
+            elif bad.status == INTERRUPTED:
                 verdict = INTERRUPTED
             else:
                 verdict = FAILED
@@ -516,39 +537,18 @@ class Runner:
         elif reused_from is not None and not self.target.deterministic:
             reused = next(r for r in state.attempts if r.attempt == reused_from)
             verdict = reused.verdict
-            gain = reused.note.get("gain")
+            judgement = Judgement(verdict, reused.note.get("gain"))
         elif self.target.deterministic or all(b is None for _, b in samples):
-            assert previous_best is not None
-            overall = assess_deterministic(metric, previous_best, better, cfg.noise)
-            gain = overall.gain
-            best_classes = (
-                (best_record.measurement.get("extra") or {}).get("classes") or {}
-                if best_record
-                else {}
-            )
-            per_class = {
-                k: assess_deterministic(v, best_classes[k], better, cfg.noise)
-                for k, v in (cand.extra.get("classes") or {}).items()
-                if k in best_classes
-            }
-            judged = combine_classes(overall, per_class) if per_class else None
-            verdict = judged.verdict if judged else str(overall.verdict)
-            if judged:
-                classes, improved, regressed = judged.gains, judged.improved, judged.regressed
+            judgement = self._judge_deterministic(cand, metric)
+            verdict = judgement.verdict or TIE
         else:
-            pairs = [(metric_of(c, key), metric_of(b, key)) for c, b in samples if b is not None]
-            overall = assess_paired(
-                pairs, better, cfg.noise, cfg.confirm, cfg.max_samples, state.spread
-            )  # type: ignore[arg-type]
-            per_class = self._class_assessments(samples, state.spread)
-            judged = combine_classes(overall, per_class) if per_class else None
-            verdict = (judged.verdict if judged else overall.verdict) or "tie"
-            gain = overall.gain
-            if judged:
-                classes, improved, regressed = judged.gains, judged.improved, judged.regressed
-            gains = [log_gain(c, b, better) for c, b in pairs]  # type: ignore[arg-type]
-            s = spread_of(gains)
-            spread = {"var": s.var, "df": s.df}
+            judgement = self._judge_paired(samples)
+            verdict = judgement.verdict or TIE
+        gain = judgement.gain
+        classes, improved, regressed = judgement.classes, judgement.improved, judgement.regressed
+        spread = (
+            {"var": judgement.spread.var, "df": judgement.spread.df} if judgement.spread else None
+        )
         files = tuple(self.repo.files_of(sha, state.best_commit)) if state.best_commit else ()
         summary = {
             "attempt": n,
