@@ -191,7 +191,7 @@ def candidate_message(run_id: str, attempt: int, kind: str, hypothesis: str) -> 
     parts = [subject, ""]
     if body:
         parts += [body, ""]
-    return "\n".join(parts) + _trailers(run_id, attempt, kind)
+    return "\n".join(parts) + "\n" + _trailers(run_id, attempt, kind)
 
 
 class RunRepo:

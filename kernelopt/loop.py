@@ -37,6 +37,9 @@ from kernelopt.decide import (
     spread_of,
     update_counters,
 )
+from kernelopt.decide import (
+    gain as relative_gain,
+)
 from kernelopt.history import LEDGER, AttemptRecord, HistoryError, RunRepo, RunState
 from kernelopt.measurement import Measurement
 from kernelopt.program import Program
@@ -545,6 +548,18 @@ class Runner:
             judgement = self._judge_paired(samples)
             verdict = judgement.verdict or TIE
         gain = judgement.gain
+        if metric is not None and verdict != BASELINE and reused_from is None:
+            # Shown and recorded as the plain relative change against BEST (the
+            # mean of BEST's interleaved samples when it was re-measured); the
+            # rule itself works on log ratios.
+            best_values = [metric_of(b, key) for _, b in samples if b is not None and b.ok]
+            reference = (
+                sum(v for v in best_values if v is not None) / len(best_values)
+                if best_values and all(v is not None for v in best_values)
+                else previous_best
+            )
+            if reference is not None:
+                gain = relative_gain(metric, reference, self.program.better)
         classes, improved, regressed = judgement.classes, judgement.improved, judgement.regressed
         spread = (
             {"var": judgement.spread.var, "df": judgement.spread.df} if judgement.spread else None
