@@ -7,7 +7,8 @@ from kernelopt.sim.trn2 import Trn2Params
 
 
 def duration_ns(ins: Instruction, p: Trn2Params) -> float:
-    """Busy time of the engine (or DMA queue) running ``ins``, before throttling."""
+    """Busy time of the engine running ``ins`` (before TensorE throttling), or
+    for a DMA the time its bytes hold the core's shared DMA bandwidth."""
     engine = ins.engine
     if engine == "tensor":
         if ins.op == "nc_transpose":
@@ -20,9 +21,11 @@ def duration_ns(ins: Instruction, p: Trn2Params) -> float:
             cycles *= p.fp32_matmul_factor
         return max(cycles, p.tensor_issue_floor_cycles) / p.tensor_clock_hz * 1e9
     if engine == "dma":
+        # Data phase only: the fixed latency is added by the scheduler, which
+        # lets it overlap other transfers.
         row = max(ins.row_bytes, 1)
         efficiency = row / (row + p.dma_row_overhead_bytes) * ins.transpose_efficiency
-        return p.dma_fixed_ns + ins.nbytes / (p.dma_bytes_per_ns * efficiency)
+        return ins.nbytes / (p.dma_bytes_per_ns * p.dma_queues * efficiency)
     stream = ins.free * ins.inputs
     if engine == "vector":
         clock = p.vector_clock_hz

@@ -15,6 +15,7 @@ buffer serialise and a loop-body allocation pipeline.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from kernelopt.sim.cost import duration_ns
@@ -63,6 +64,37 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
+class _Channel:
+    """Busy intervals of the shared DMA bandwidth, sorted, disjoint, merged
+    when they touch (so a saturated channel is one interval)."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def reserve(self, earliest: float, duration: float) -> float:
+        starts, ends = self.starts, self.ends
+        i = bisect_right(ends, earliest)
+        t = earliest
+        while i < len(starts) and starts[i] - t < duration:
+            t = max(t, ends[i])
+            i += 1
+        stop = t + duration
+        joins_prev = i > 0 and ends[i - 1] >= t
+        joins_next = i < len(starts) and starts[i] <= stop
+        if joins_prev and joins_next:
+            ends[i - 1] = ends[i]
+            del starts[i], ends[i]
+        elif joins_prev:
+            ends[i - 1] = stop
+        elif joins_next:
+            starts[i] = t
+        else:
+            starts.insert(i, t)
+            ends.insert(i, stop)
+        return t
+
+
 def schedule(
     trace: list[Instruction] | tuple[Instruction, ...],
     allocations: list[AllocationInfo] | tuple[AllocationInfo, ...],
@@ -73,12 +105,17 @@ def schedule(
     # Reads of one box merge into one entry: inputs are read many times, never written.
     reads: list[dict[Box, tuple[float, str]]] = [{} for _ in range(n_alloc)]
     release = [0.0] * n_alloc  # when every access so far has finished
+    # Latest end among the listed writes / reads (an upper bound after pruning):
+    # a scan is skipped when nothing listed can still delay the instruction.
+    wmax = [0.0] * n_alloc
+    rmax = [0.0] * n_alloc
     release_engine = [""] * n_alloc
     touched = bytearray(n_alloc)
     reuses = [a.reuses for a in allocations]
     engine_free = dict.fromkeys(ENGINES, 0.0)
     busy = dict.fromkeys(ENGINES, 0.0)
     queues = [0.0] * params.dma_queues
+    channel = _Channel()
     sync = params.sync_latency_ns
     tensor_last_end = float("-inf")
     tensor_period_start = 0.0
@@ -97,25 +134,32 @@ def schedule(
             if not touched[aid] and reuses[aid] >= 0:
                 r = reuses[aid]
                 ready = max(ready, after(release[r], release_engine[r]))
-            for wbox, wend, weng in writes[aid]:
-                if wend > ready and _overlaps(box, wbox):
-                    ready = max(ready, after(wend, weng))
+            if wmax[aid] > ready:
+                for wbox, wend, weng in writes[aid]:
+                    if wend > ready and _overlaps(box, wbox):
+                        ready = max(ready, after(wend, weng))
         for aid, box in ins.writes:
             if not touched[aid] and reuses[aid] >= 0:
                 r = reuses[aid]
                 ready = max(ready, after(release[r], release_engine[r]))
-            for obox, oend, oeng in writes[aid]:
-                if oend > ready and _overlaps(box, obox):
-                    ready = max(ready, after(oend, oeng))
-            for obox, (oend, oeng) in reads[aid].items():
-                if oend > ready and _overlaps(box, obox):
-                    ready = max(ready, after(oend, oeng))
+            if wmax[aid] > ready:
+                for obox, oend, oeng in writes[aid]:
+                    if oend > ready and _overlaps(box, obox):
+                        ready = max(ready, after(oend, oeng))
+            if rmax[aid] > ready:
+                for obox, (oend, oeng) in reads[aid].items():
+                    if oend > ready and _overlaps(box, obox):
+                        ready = max(ready, after(oend, oeng))
 
         duration = duration_ns(ins, params)
         if engine == "dma":
+            # A queue holds the transfer from issue to completion; the data
+            # phase, after the fixed latency, takes a slot of the shared
+            # bandwidth (the earliest gap long enough).
             q = min(range(len(queues)), key=queues.__getitem__)
             start = max(ready, queues[q])
-            end = start + duration
+            data_start = channel.reserve(start + params.dma_fixed_ns, duration)
+            end = data_start + duration
             queues[q] = end
             dma_intervals.append((start, end))
         else:
@@ -138,6 +182,7 @@ def schedule(
             previous = reads[aid].get(box)
             if previous is None or end >= previous[0]:
                 reads[aid][box] = (end, engine)
+                rmax[aid] = max(rmax[aid], end)
             if end > release[aid]:
                 release[aid], release_engine[aid] = end, engine
         for aid, box in ins.writes:
@@ -145,6 +190,7 @@ def schedule(
             # Everything this write covers is ordered before it: drop it.
             writes[aid] = [w for w in writes[aid] if not _covers(box, w[0])]
             writes[aid].append((box, end, engine))
+            wmax[aid] = max(wmax[aid], end)
             stale = [r for r in reads[aid] if _covers(box, r)]
             for r in stale:
                 del reads[aid][r]
