@@ -65,7 +65,7 @@ def main() -> None:
     try:
         print(f"fake measurement latency {args.latency}s, batch = 4N jobs")
         print(
-            f"{'N':>3} {'jobs':>5} {'total s':>8} {'ideal s':>8} {'busy %':>7} "
+            f"{'N':>3} {'jobs':>5} {'total s':>8} {'ideal s':>8} {'busy %':>7} {'work %':>7} "
             f"{'jobs/s':>7} {'scaling':>8} {'goal':>6}"
         )
         base = None
@@ -78,9 +78,10 @@ def main() -> None:
             base = base or throughput
             scaling = throughput / base
             goal = "ok" if busy >= 0.9 and scaling >= 0.8 * size else "MISS"
+            work = jobs * args.latency / (total * size)
             print(
                 f"{size:>3} {jobs:>5} {total:>8.2f} {4 * args.latency:>8.2f} "
-                f"{100 * busy:>6.1f}% {throughput:>7.2f} {scaling:>7.2f}x {goal:>6}"
+                f"{100 * busy:>6.1f}% {100 * work:>6.1f}% {throughput:>7.2f} {scaling:>7.2f}x {goal:>6}"
             )
             for host in hosts:
                 host.close()
