@@ -185,6 +185,12 @@ def _print_summary(s: RunSummary, as_json: bool, program: str) -> None:
         click.echo(json.dumps({"event": "summary", **s.to_json()}))
         return
     click.echo(f"kernelopt: {s.reason}")
+    if s.failed:
+        click.echo(
+            "  fix the benchmark, the program or the code, commit, and run the same command again:"
+        )
+        click.echo(f"    kernelopt run {program}")
+        return
     improvement = s.improvement
     gain = (
         ""

@@ -92,7 +92,8 @@ def gain(candidate: float, best: float, better: str) -> float:
     else:
         scale = abs(best)
     delta = (candidate - best) / scale
-    return delta if better == "higher" else -delta
+    # + 0.0 turns -0.0 into 0.0, so an unchanged metric never prints as "-0.00%".
+    return (delta if better == "higher" else -delta) + 0.0
 
 
 def log_gain(candidate: float, best: float, better: str) -> float:

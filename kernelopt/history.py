@@ -424,10 +424,11 @@ class RunRepo:
 
 
 def list_runs(repo_root: Path) -> list[str]:
+    """Every run with records in the repository, in order of first appearance."""
     out = Git(repo_root)("for-each-ref", "--format=%(refname)", "refs/kernelopt/")
-    runs = []
+    runs: list[str] = []
     for line in out.splitlines():
         parts = line.split("/")
-        if len(parts) >= 4 and parts[3] == "best" and parts[2] not in runs:
+        if len(parts) >= 4 and parts[2] not in runs:
             runs.append(parts[2])
     return runs

@@ -238,21 +238,28 @@ class Runner:
     # -- the baseline ---------------------------------------------------------
 
     def ensure_baseline(self) -> AttemptResult | None:
-        """Measure the unmodified code as attempt 0 unless that is done already."""
+        """Measure the unmodified code unless a baseline is recorded already.
+
+        A baseline that failed stays in the history; the next start measures
+        a new baseline attempt (the fix usually being a change to the program
+        or the machine, not to the code).
+        """
         assert self.state is not None
         if self.state.started:
             return None
-        pending = dict(self.state.pending)
-        sha = pending.get(0)
-        if sha is None:
-            sha = self.repo.commit_attempt(
-                0, "baseline", "measure the unmodified code", allow_empty=True, parent=None
-            )
-            assert sha is not None
-        else:
+        hypothesis = "measure the unmodified code"
+        if self.state.pending:
+            n, sha = self.state.pending[0]
             self.repo.reset_to(sha)
-        result = self._evaluate(0, sha, "baseline", "measure the unmodified code", None, None)
-        return result
+        else:
+            n = self.state.next_attempt
+            if self.state.attempts:
+                # Every earlier baseline failed: start again from the user's
+                # current HEAD, where the fix most likely is.
+                self.repo.reset_to(self.repo.git("rev-parse", "HEAD").strip())
+            sha = self.repo.commit_attempt(n, BASELINE, hypothesis, allow_empty=True)
+            assert sha is not None
+        return self._evaluate(n, sha, BASELINE, hypothesis, None, None)
 
     # -- one candidate --------------------------------------------------------
 
@@ -296,8 +303,6 @@ class Runner:
         state = self._require_state()
         results = []
         for n, sha in state.pending:
-            if n == 0:
-                continue
             kind, hypothesis = self._read_commit(sha)
             self.repo.reset_to(sha)
             results.append(self._evaluate(n, sha, kind, hypothesis, None, None))
@@ -305,8 +310,6 @@ class Runner:
 
     def _record_pending_as_interrupted(self, state: RunState) -> None:
         for n, sha in state.pending:
-            if n == 0:
-                continue
             kind, hypothesis = self._read_commit(sha)
             failure = Measurement.failure("interrupted", "the runner stopped before measuring it")
             self._decide_and_record(
@@ -367,7 +370,11 @@ class Runner:
         started = time.monotonic()
         device = getattr(self.target, "device", "")
         content_key = self.repo.content_key(sha, device)
-        reused = None if (self.remeasure or n == 0) else self.state.by_content().get(content_key)
+        reused = (
+            None
+            if (self.remeasure or kind == BASELINE)
+            else self.state.by_content().get(content_key)
+        )
         measure_time = 0.0
         samples: list[tuple[Measurement, Measurement | None]] = []
         self.reporter.event("measuring", attempt=n, kind=kind, hypothesis=hypothesis)
@@ -383,7 +390,7 @@ class Runner:
                 first = self._measure(self.repo.worktree)
                 measure_time += time.monotonic() - t0
                 samples = [(first, None)]
-                if n > 0 and first.ok and not self.target.deterministic:
+                if kind != BASELINE and first.ok and not self.target.deterministic:
                     samples, extra_time = self._paired(first)
                     measure_time += extra_time
         except KeyboardInterrupt:
@@ -535,7 +542,7 @@ class Runner:
             verdict = FAILED
             produced = ", ".join(sorted({*cand.metrics, *cand.profile})) or "nothing"
             error = f"the target did not produce the metric {key!r} (it produced: {produced})"
-        elif n == 0:
+        elif kind == BASELINE:
             verdict = BASELINE
         elif reused_from is not None and not self.target.deterministic:
             reused = next(r for r in state.attempts if r.attempt == reused_from)
@@ -626,7 +633,7 @@ class Runner:
         if verdict in (KEEP, BASELINE):
             self._commit_keep(n, sha, note)
         elif reset:
-            self.repo.reset_to(state.best_commit)  # type: ignore[arg-type]
+            self.repo.reset_to(state.best_commit or f"{sha}^")
         # Advance the state in memory: rebuilding it from every note per
         # candidate would make each attempt cost more as the history grows.
         self.state = RunState(
