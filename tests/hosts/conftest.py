@@ -48,3 +48,16 @@ def fresh_known_hosts(sshd: LoopbackSSHD, tmp_path: Path) -> Path:
     path = tmp_path / "known_hosts"
     path.write_text("")
     return path
+
+
+@pytest.fixture
+def fakes(tmp_path: Path):
+    """The fake device tools of tests/devices, reachable through any host."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "devices" / "fake_tools.py"
+    spec = importlib.util.spec_from_file_location("kernelopt_test_fake_tools", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.FakeTools(tmp_path / "fakes")
