@@ -104,7 +104,7 @@ class NeuronGate:
         processes = tuple(
             ProcessInfo(pid, name, f"runtime {version}")
             for pid, name, version in _processes(device, where)
-            if pid not in ignored and version != "NA" and not name.startswith(_TOOL_COMMANDS)
+            if pid not in ignored and version != "NA" and not _is_tool(name)
         )
         utilization = None
         if usage is not None:
@@ -127,6 +127,11 @@ class NeuronGate:
             reason=reason,
             kind=self.kind,
         )
+
+
+def _is_tool(command: str) -> bool:
+    program = command.split()[0] if command.split() else ""
+    return program.rsplit("/", 1)[-1] in _TOOL_COMMANDS
 
 
 def parse_neuron_ls(text: str, *, command: str, host: str) -> list[dict[str, Any]]:

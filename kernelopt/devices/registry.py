@@ -22,8 +22,33 @@ GATES: dict[str, Callable[..., Gate]] = {
 _PROBES = (("neuron", "neuron-ls"), ("nvidia", "nvidia-smi"), ("rocm", "rocm-smi"))
 
 
+class AutoGate:
+    """Surveys each host with the gate of the first device tool it has.
+
+    The kind found for a host is remembered: tools do not come and go mid-run.
+    """
+
+    kind = "auto"
+
+    def __init__(self, **options: object) -> None:
+        self.options = options
+        self._by_host: dict[str, Gate] = {}
+
+    def gate_for(self, host: Host) -> Gate:
+        if host.name not in self._by_host:
+            search_path = self.options.get("search_path", (NEURON_BIN,))
+            kind = detect_kind(host, search_path)  # type: ignore[arg-type]
+            self._by_host[host.name] = make_gate(kind, **self.options)
+        return self._by_host[host.name]
+
+    def survey(self, host: Host) -> list[DeviceStatus]:
+        return self.gate_for(host).survey(host)
+
+
 def make_gate(kind: str, **options: object) -> Gate:
-    """A gate of `kind` ("neuron", "nvidia", "rocm", "none")."""
+    """A gate of `kind` ("neuron", "nvidia", "rocm", "none", or "auto")."""
+    if kind == "auto":
+        return AutoGate(**options)
     try:
         factory = GATES[kind]
     except KeyError:
@@ -45,14 +70,7 @@ def detect_kind(host: Host, search_path: Sequence[str] = (NEURON_BIN,)) -> str:
 def survey_all(kind: str, hosts: Sequence[Host], **options: object) -> list[DeviceStatus]:
     """Every device of every host; GateError from any host propagates.
 
-    kind "auto" picks each host's kind with detect_kind.
+    kind "auto" picks each host's kind from the device tool it has.
     """
-    statuses: list[DeviceStatus] = []
-    for host in hosts:
-        if kind == "auto":
-            search_path = options.get("search_path", (NEURON_BIN,))
-            host_kind = detect_kind(host, search_path)  # type: ignore[arg-type]
-        else:
-            host_kind = kind
-        statuses.extend(make_gate(host_kind, **options).survey(host))
-    return statuses
+    gate = make_gate(kind, **options)
+    return [status for host in hosts for status in gate.survey(host)]

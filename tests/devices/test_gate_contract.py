@@ -63,3 +63,15 @@ def test_missing_tool_is_a_gate_error(kind: str, fakes: FakeTools) -> None:
 def test_unknown_kind_lists_the_known_ones() -> None:
     with pytest.raises(ValueError, match="neuron, nvidia, rocm, none"):
         make_gate("tpu")
+
+
+def test_auto_gate_uses_the_tool_each_host_has(fakes: FakeTools) -> None:
+    idle_gate("neuron", fakes)
+    auto = make_gate("auto", search_path=[str(fakes.bin_dir)])
+    assert {s.kind for s in auto.survey(LocalHost())} == {"neuron"}
+    fakes.remove("neuron-ls")
+    # the kind found first is kept for that host, so its tool is still required
+    with pytest.raises(GateError, match="neuron-ls not found"):
+        auto.survey(LocalHost())
+    fresh = make_gate("auto", search_path=[str(fakes.bin_dir)])
+    assert {s.kind for s in fresh.survey(LocalHost())} == {"nvidia"}

@@ -65,7 +65,8 @@ def test_neuron_idle_device_without_processes_key(fakes: FakeTools) -> None:
 def test_neuron_ignores_tool_processes_and_own_pids(fakes: FakeTools) -> None:
     spec = neuron_device(0)
     spec["processes"] = [
-        {"pid": 11, "command": "neuron-top", "version": "NA"},
+        {"pid": 11, "command": "neuron-ls --json-output", "version": "NA"},
+        {"pid": 13, "command": "/opt/aws/neuron/bin/neuron-top", "version": "2.23"},
         {"pid": 12, "command": "python3 ours.py"},
     ]
     fakes.set("neuron", devices=[spec])
