@@ -10,6 +10,8 @@ from typing import Any
 import click
 
 from kernelopt import __version__
+from kernelopt.agent import AgentDriver, lessons, render_lessons
+from kernelopt.durations import parse_duration
 from kernelopt.history import HistoryError, RunRepo, default_tag, find_repo, list_runs
 from kernelopt.loop import AttemptResult, RunBusy, RunStopped, RunSummary
 from kernelopt.program import Program, ProgramError, load_program
@@ -52,6 +54,12 @@ class Printer:
         if name == "measuring":
             label = "baseline" if data["attempt"] == 0 else f"#{data['attempt']} {data['kind']}"
             click.echo(f"  {label}: {data['hypothesis']} ...", nl=False)
+        elif name == "agent":
+            what = {
+                "repair": f"repairing #{data['attempt']}",
+                "split": f"splitting #{data['attempt']}",
+            }
+            click.echo(f"  agent round ({what.get(data['mode'], 'improve')})")
         elif name == "sample":
             click.echo(".", nl=False)
         elif name == "attempt":
@@ -127,6 +135,17 @@ def main() -> None:
     help="Where the run's worktree lives (default: inside .git/kernelopt).",
 )
 @click.option(
+    "--agent",
+    "agent_cmd",
+    help="Drive this agent command each round instead of the knob proposers.",
+)
+@click.option(
+    "--agent-timeout",
+    default="30m",
+    show_default=True,
+    help="Longest one agent round may take (30s, 10m, 1h).",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="One JSON object per attempt, then a summary object."
 )
 def run(
@@ -135,6 +154,8 @@ def run(
     max_candidates: int | None,
     remeasure: bool,
     worktree: str | None,
+    agent_cmd: str | None,
+    agent_timeout: str,
     as_json: bool,
 ) -> None:
     """Tune PROGRAM: baseline first, then candidates until a stop condition.
@@ -146,6 +167,12 @@ def run(
     Example:
       kernelopt run programs/matmul.md
       kernelopt run programs/cpu_stencil.md --tag try2 --max-candidates 10
+      kernelopt run programs/matmul.md --agent 'my-agent --task "$KERNELOPT_CONTEXT"'
+
+    With --agent, each round runs the command in the worktree with
+    KERNELOPT_CONTEXT (markdown), KERNELOPT_CONTEXT_JSON and
+    KERNELOPT_HYPOTHESIS_FILE in its environment; the agent edits files and
+    writes its one-sentence hypothesis to that file.
     """
     prog = _load(program)
     try:
@@ -161,8 +188,16 @@ def run(
     session.runner.reporter = printer
     session.runner.remeasure = remeasure
     try:
+        timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
+    except ValueError as exc:
+        _fail(str(exc), EXIT_USAGE)
+        return
+    try:
         with session.runner.locked():
-            summary = session.runner.run(session.proposer, max_candidates)
+            if agent_cmd:
+                summary = AgentDriver(session.runner, agent_cmd, timeout_s).run(max_candidates)
+            else:
+                summary = session.runner.run(session.proposer, max_candidates)
     except RunBusy as exc:
         _fail(str(exc), 3)
         return
@@ -344,8 +379,14 @@ def status(run_id: str | None, as_json: bool) -> None:
 @click.option(
     "--run", "run_id", help="The run (default: the worktree you are in, or the only run)."
 )
+@click.option(
+    "--lessons",
+    "lessons_only",
+    is_flag=True,
+    help="What was learned: kept, regressed, failed ideas and why.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Every attempt as a JSON list.")
-def log(run_id: str | None, as_json: bool) -> None:
+def log(run_id: str | None, lessons_only: bool, as_json: bool) -> None:
     """Every attempt of a run, kept or not, with verdicts and numbers.
 
     Discarded attempts stay reachable: `git checkout <commit>` shows one.
@@ -354,6 +395,7 @@ def log(run_id: str | None, as_json: bool) -> None:
     Example:
       kernelopt log
       kernelopt log --run cpu_stencil-nov22 --json
+      kernelopt log --lessons
     """
     try:
         repo_root, run_id = resolve_run(Path.cwd(), run_id)
@@ -361,6 +403,12 @@ def log(run_id: str | None, as_json: bool) -> None:
         _fail(str(exc), EXIT_USAGE)
         return
     state = RunRepo(repo_root, run_id).load_state()
+    if lessons_only:
+        data = lessons(state)
+        click.echo(
+            json.dumps(data, indent=1) if as_json else (render_lessons(data) or "no lessons yet")
+        )
+        return
     rows = []
     for r in state.attempts:
         rows.append(
@@ -446,3 +494,7 @@ except ImportError:  # pragma: no cover - only while a subpackage is absent
     pass
 
 _ = (make_target, make_proposer)
+
+
+if __name__ == "__main__":
+    main()

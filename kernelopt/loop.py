@@ -56,6 +56,19 @@ class Target(Protocol):
 
 
 @dataclass(frozen=True)
+class Pending:
+    """An attempt that is committed and waits for its measurement and verdict."""
+
+    n: int
+    sha: str
+    kind: str
+    hypothesis: str
+    knobs: dict[str, Any] | None = None
+    signature: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Judgement:
     """A verdict (None: measure more) with the gains behind it."""
 
@@ -259,11 +272,13 @@ class Runner:
                 self.repo.reset_to(self.repo.git("rev-parse", "HEAD").strip())
             sha = self.repo.commit_attempt(n, BASELINE, hypothesis, allow_empty=True)
             assert sha is not None
-        return self._evaluate(n, sha, BASELINE, hypothesis, None, None)
+        return self._evaluate(Pending(n, sha, BASELINE, hypothesis))
 
     # -- one candidate --------------------------------------------------------
 
-    def try_worktree(self, hypothesis: str, kind: str = "edit") -> AttemptResult:
+    def try_worktree(
+        self, hypothesis: str, kind: str = "edit", extra: dict[str, Any] | None = None
+    ) -> AttemptResult:
         """The agent's verb: the worktree's uncommitted change as one candidate."""
         state = self._require_state()
         self._record_pending_as_interrupted(state)
@@ -272,13 +287,27 @@ class Runner:
         n = state.next_attempt
         sha = self.repo.commit_attempt(n, kind, hypothesis, parent=state.best_commit)
         if sha is None:
-            sha = self.repo.commit_attempt(
-                n, kind, hypothesis, allow_empty=True, parent=state.best_commit
-            )
-            assert sha is not None
             failure = Measurement.failure(FAILED, "no change: the worktree equals BEST_COMMIT")
-            return self._decide_and_record(n, sha, kind, hypothesis, None, None, [(failure, None)])
-        return self._evaluate(n, sha, kind, hypothesis, None, None)
+            return self.record_failure(kind, hypothesis, failure, extra)
+        return self._evaluate(Pending(n, sha, kind, hypothesis, extra=dict(extra or {})))
+
+    def record_failure(
+        self,
+        kind: str,
+        hypothesis: str,
+        failure: Measurement,
+        extra: dict[str, Any] | None = None,
+    ) -> AttemptResult:
+        """Record the worktree as a failed attempt without measuring it (kept reachable)."""
+        state = self._require_state()
+        assert state.best_commit is not None
+        n = state.next_attempt
+        sha = self.repo.commit_attempt(
+            n, kind, hypothesis, allow_empty=True, parent=state.best_commit
+        )
+        assert sha is not None
+        pending = Pending(n, sha, kind, hypothesis, extra=dict(extra or {}))
+        return self._decide_and_record(pending, [(failure, None)])
 
     def try_candidate(self, candidate: Candidate) -> AttemptResult:
         """Write a proposer's candidate into the worktree, commit it, measure it."""
@@ -287,15 +316,13 @@ class Runner:
         n = state.next_attempt
         self.repo.write_files(candidate.files)
         sha = self.repo.commit_attempt(
-            n, candidate.kind, candidate.hypothesis, parent=state.best_commit
+            n, candidate.kind, candidate.hypothesis, allow_empty=True, parent=state.best_commit
         )
-        if sha is None:
-            sha = self.repo.commit_attempt(
-                n, candidate.kind, candidate.hypothesis, allow_empty=True, parent=state.best_commit
-            )
-            assert sha is not None
+        assert sha is not None
         return self._evaluate(
-            n, sha, candidate.kind, candidate.hypothesis, candidate.knobs, candidate.signature
+            Pending(
+                n, sha, candidate.kind, candidate.hypothesis, candidate.knobs, candidate.signature
+            )
         )
 
     def measure_pending(self) -> list[AttemptResult]:
@@ -305,15 +332,15 @@ class Runner:
         for n, sha in state.pending:
             kind, hypothesis = self._read_commit(sha)
             self.repo.reset_to(sha)
-            results.append(self._evaluate(n, sha, kind, hypothesis, None, None))
+            results.append(self._evaluate(Pending(n, sha, kind, hypothesis)))
         return results
 
     def _record_pending_as_interrupted(self, state: RunState) -> None:
         for n, sha in state.pending:
             kind, hypothesis = self._read_commit(sha)
-            failure = Measurement.failure("interrupted", "the runner stopped before measuring it")
+            failure = Measurement.failure(INTERRUPTED, "the runner stopped before measuring it")
             self._decide_and_record(
-                n, sha, kind, hypothesis, None, None, [(failure, None)], reset=False
+                Pending(n, sha, kind, hypothesis), [(failure, None)], reset=False
             )
 
     def _read_commit(self, sha: str) -> tuple[str, str]:
@@ -357,16 +384,9 @@ class Runner:
             marker.write_text(best)
         return dest
 
-    def _evaluate(
-        self,
-        n: int,
-        sha: str,
-        kind: str,
-        hypothesis: str,
-        knobs: dict[str, Any] | None,
-        signature: str | None,
-    ) -> AttemptResult:
+    def _evaluate(self, att: Pending) -> AttemptResult:
         assert self.state is not None
+        n, sha, kind, hypothesis = att.n, att.sha, att.kind, att.hypothesis
         started = time.monotonic()
         device = getattr(self.target, "device", "")
         content_key = self.repo.content_key(sha, device)
@@ -395,15 +415,10 @@ class Runner:
                     measure_time += extra_time
         except KeyboardInterrupt:
             failure = Measurement.failure("interrupted", "interrupted by the user (Ctrl-C)")
-            self._decide_and_record(n, sha, kind, hypothesis, knobs, signature, [(failure, None)])
+            self._decide_and_record(att, [(failure, None)])
             raise
         return self._decide_and_record(
-            n,
-            sha,
-            kind,
-            hypothesis,
-            knobs,
-            signature,
+            att,
             samples,
             content_key=content_key,
             reused_from=reused.attempt if reused else None,
@@ -493,12 +508,7 @@ class Runner:
 
     def _decide_and_record(
         self,
-        n: int,
-        sha: str,
-        kind: str,
-        hypothesis: str,
-        knobs: dict[str, Any] | None,
-        signature: str | None,
+        att: Pending,
         samples: list[tuple[Measurement, Measurement | None]],
         *,
         content_key: str | None = None,
@@ -507,6 +517,8 @@ class Runner:
         reset: bool = True,
     ) -> AttemptResult:
         assert self.state is not None
+        n, sha, kind, hypothesis = att.n, att.sha, att.kind, att.hypothesis
+        knobs, signature = att.knobs, att.signature
         cfg = self.program.decide
         key = self.program.metric_key
         state = self.state
@@ -627,6 +639,7 @@ class Runner:
             "error": error,
             "time": _now(),
         }
+        note.update(att.extra)
         if timings:
             note["timings"] = {"measure_s": round(timings.get("measure_s", 0.0), 4)}
         self.repo.write_note(sha, note)
