@@ -23,7 +23,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+# The stencil never calls BLAS; without this, importing numpy starts a BLAS
+# thread pool that competes for the shared cores while we time.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
