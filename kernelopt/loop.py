@@ -44,6 +44,7 @@ from kernelopt.history import LEDGER, AttemptRecord, HistoryError, RunRepo, RunS
 from kernelopt.measurement import Measurement
 from kernelopt.program import Program
 from kernelopt.proposers.base import Candidate, Observation, Proposer, ProposerState
+from kernelopt.targets.command import run_local
 
 
 class Target(Protocol):
@@ -285,6 +286,9 @@ class Runner:
         state = self.state
         assert state is not None and state.best_commit is not None
         n = state.next_attempt
+        formatted = self._format()
+        if formatted is not None:
+            return self.record_failure(kind, hypothesis, formatted, extra)
         sha = self.repo.commit_attempt(n, kind, hypothesis, parent=state.best_commit)
         if sha is None:
             failure = Measurement.failure(FAILED, "no change: the worktree equals BEST_COMMIT")
@@ -315,6 +319,9 @@ class Runner:
         assert state.best_commit is not None
         n = state.next_attempt
         self.repo.write_files(candidate.files)
+        formatted = self._format()
+        if formatted is not None:
+            return self.record_failure(candidate.kind, candidate.hypothesis, formatted)
         sha = self.repo.commit_attempt(
             n, candidate.kind, candidate.hypothesis, allow_empty=True, parent=state.best_commit
         )
@@ -324,6 +331,27 @@ class Runner:
                 n, sha, candidate.kind, candidate.hypothesis, candidate.knobs, candidate.signature
             )
         )
+
+    def _format(self) -> Measurement | None:
+        """Run the program's formatter on the candidate before it is committed.
+
+        The commit that is measured is then already formatted, so no second
+        measurement after formatting is needed. A failing formatter is the
+        attempt's failure (returned); None means formatted (or no formatter).
+        """
+        command = self.program.target.format
+        if not command:
+            return None
+        outcome = run_local(command, self.repo.worktree, {}, self.program.timeout_s)
+        if outcome.timed_out or outcome.returncode != 0:
+            status = (
+                "timed out" if outcome.timed_out else f"exited with status {outcome.returncode}"
+            )
+            tail = "\n".join(outcome.output.splitlines()[-20:])
+            return Measurement.failure(
+                FAILED, f"the formatter {status}: {command}\n{tail}".strip(), log_tail=tail
+            )
+        return None
 
     def measure_pending(self) -> list[AttemptResult]:
         """Measure attempts that were committed but never decided (killed mid-measure)."""
