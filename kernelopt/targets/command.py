@@ -219,7 +219,7 @@ class CommandTarget:
             )
         if run.returncode != 0:
             return Measurement.failure(
-                FAILED, f"command exited with status {run.returncode}: {self.command}", **common
+                FAILED, f"{_exit_text(run.returncode)}: {self.command}", **common
             )
         try:
             rows, source = self._read_rows(tree, before, run.output)
@@ -273,6 +273,16 @@ class CommandTarget:
         where = class_key(row, self.config_columns) if self.config_columns else f"row {index}"
         values = ", ".join(f"{n}={row.get(n)!r}" for n in sorted(self.check.names))
         return f"{where} ({values})"
+
+
+def _exit_text(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"command was killed by {name}"
+    return f"command exited with status {returncode}"
 
 
 def _tail(output: str, lines: int = LOG_TAIL_LINES) -> str:

@@ -221,3 +221,10 @@ def test_a_host_whose_transport_fails_gives_a_failed_measurement(tmp_path: Path)
 
     m = target("true").measure(tmp_path, runner=host_runner(Unreachable()))
     assert m.status == FAILED and "connection refused" in m.error
+
+
+def test_a_crash_by_signal_is_named(tmp_path: Path) -> None:
+    m = target("echo partial; kill -SEGV $$").measure(tmp_path)
+    assert m.status == FAILED
+    assert m.error.startswith("command was killed by SIGSEGV")
+    assert m.log_tail == "partial"

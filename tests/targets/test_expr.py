@@ -1,6 +1,8 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernelopt.targets.expr import ExpressionError, parse_expression
 
@@ -87,3 +89,58 @@ def test_division_by_zero_is_an_expression_error() -> None:
 def test_too_long_expression_is_rejected() -> None:
     with pytest.raises(ExpressionError, match="longer"):
         parse_expression(" + ".join(["err"] * 400))
+
+
+def _expressions() -> st.SearchStrategy[str]:
+    leaves = st.one_of(
+        st.sampled_from(["a", "b", "c"]),
+        st.integers(-5, 5).map(str),
+        st.sampled_from(["0.5", "2.25", "True", "False"]),
+    )
+
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.tuples(inner, st.sampled_from(["+", "-", "*", "/", "//", "%"]), inner).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]})"
+            ),
+            st.tuples(inner, st.sampled_from(["<", "<=", "==", "!=", ">", ">="]), inner, inner).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]} {t[1]} {t[3]})"
+            ),
+            st.tuples(inner, st.sampled_from(["and", "or"]), inner).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]})"
+            ),
+            inner.map(lambda e: f"(not {e})"),
+            inner.map(lambda e: f"(-{e})"),
+            st.tuples(st.sampled_from(["abs", "min", "max"]), inner, inner).map(
+                lambda t: f"{t[0]}({t[1]})" if t[0] == "abs" else f"{t[0]}({t[1]}, {t[2]})"
+            ),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=_expressions(),
+    row=st.fixed_dictionaries(
+        {"a": st.integers(-4, 4), "b": st.floats(-3, 3, allow_nan=False), "c": st.integers(0, 3)}
+    ),
+)
+def test_interpreter_agrees_with_python_on_numeric_expressions(text: str, row: dict) -> None:
+    """Where Python gives a number, the interpreter gives the same; where it raises, so do we."""
+    try:
+        expected = eval(text, {"__builtins__": {}}, {**row, "abs": abs, "min": min, "max": max})
+    except (ZeroDivisionError, OverflowError):
+        with pytest.raises((ExpressionError, OverflowError)):
+            parse_expression(text).evaluate(row)
+        return
+    try:
+        got = parse_expression(text).evaluate(row)
+    except ExpressionError as exc:
+        # The only deliberate difference: booleans are not numbers in arithmetic.
+        assert "non-number" in str(exc)
+        return
+    if isinstance(expected, float) and math.isnan(expected):
+        assert isinstance(got, float) and math.isnan(got)
+    else:
+        assert got == expected
