@@ -6,8 +6,10 @@ kernel are bound to it, so nothing is shared between runs.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections import deque
+from dataclasses import replace
 from typing import NoReturn
 
 import numpy as np
@@ -36,6 +38,7 @@ class Machine:
         self._capacity_dirty = False
         # Last ``rotation_depth`` allocation ids per allocation site (kernel line).
         self._sites: dict[int, deque[int]] = {}
+        self._pending_reuse: list[tuple[int, int]] = []  # (new id, older id at its site)
 
     # --- locating the kernel line -------------------------------------------------
 
@@ -72,7 +75,6 @@ class Machine:
         alloc_id = len(self.allocations)
         label = name or f"{buffer.kind}@{line}"
         per_partition = 0
-        reuses = -1
         if buffer.on_chip:
             if shape[0] > p.partitions:
                 self.fail(
@@ -81,7 +83,7 @@ class Machine:
                     f"tensor {label!r} {shape} (the first axis of an on-chip tensor is the "
                     "partition axis)",
                 )
-            per_partition = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+            per_partition = math.prod(shape[1:]) * dtype.itemsize
             if buffer.kind == "psum":
                 # PSUM is handed out in whole banks.
                 banks = -(-per_partition // p.psum_bank_bytes)
@@ -90,10 +92,12 @@ class Machine:
             self._live_bytes[buffer.kind] += per_partition
             self._capacity_dirty = True
             site = self._sites.setdefault(line, deque(maxlen=p.rotation_depth))
-            if len(site) == p.rotation_depth and site[0] not in self._live:
-                reuses = site[0]
+            if len(site) == p.rotation_depth:
+                # Decided at the next instruction: by then the loop body has
+                # rebound (and so dropped) the tiles of earlier iterations.
+                self._pending_reuse.append((alloc_id, site[0]))
             site.append(alloc_id)
-        self.allocations.append(AllocationInfo(alloc_id, label, buffer.kind, line, reuses))
+        self.allocations.append(AllocationInfo(alloc_id, label, buffer.kind, line, -1))
         if filled:
             written = np.ones(shape, dtype=bool)
         else:
@@ -119,6 +123,7 @@ class Machine:
         if not self._capacity_dirty:
             return
         self._capacity_dirty = False
+        self.resolve_reuse()
         limits = {
             "sbuf": self.params.sbuf_partition_bytes,
             "psum": self.params.psum_partition_bytes,
@@ -138,6 +143,14 @@ class Machine:
                     f"Out of memory in {kind}: {used / 1024:g} KiB per partition live, "
                     f"limit {limit / 1024:g} KiB (largest live: {biggest})",
                 )
+
+    def resolve_reuse(self) -> None:
+        """Give each new allocation the physical copy of the allocation
+        ``rotation_depth`` generations back at its site, if that one is dead."""
+        for alloc_id, older in self._pending_reuse:
+            if older not in self._live:
+                self.allocations[alloc_id] = replace(self.allocations[alloc_id], reuses=older)
+        self._pending_reuse.clear()
 
     # --- data access --------------------------------------------------------------------
 

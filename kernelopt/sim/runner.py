@@ -175,6 +175,7 @@ def run_kernel(
         raise _as_sim_error(exc, file) from None
     finally:
         namespace.clear()
+    machine.resolve_reuse()
     trace = tuple(machine.trace)
     allocations = tuple(machine.allocations)
     timeline = schedule(trace, allocations, params)

@@ -23,7 +23,6 @@ from kernelopt.sim.trace import ENGINES, AllocationInfo, Instruction
 from kernelopt.sim.trn2 import Trn2Params
 
 Box = tuple[tuple[int, int], ...]
-Access = tuple[Box, float, str]  # (box, end time, engine)
 
 
 @dataclass(frozen=True)
@@ -65,8 +64,8 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
 
 
 class _Channel:
-    """Busy intervals of the shared DMA bandwidth, sorted, disjoint, merged
-    when they touch (so a saturated channel is one interval)."""
+    """Busy intervals of a shared resource (DMA bandwidth, DMA issue), sorted,
+    disjoint, merged when they touch (so a saturated resource is one interval)."""
 
     def __init__(self) -> None:
         self.starts: list[float] = []
@@ -95,20 +94,79 @@ class _Channel:
         return t
 
 
+class _Accesses:
+    """Outstanding writes and reads of one allocation, with their end times.
+
+    While every box is the same shape at offsets that are multiples of it (a
+    tile grid, the usual case), two boxes overlap only when equal, so lookups
+    are dictionary hits. The first off-grid box switches the allocation to
+    scanning, where a write drops the entries it covers.
+    """
+
+    __slots__ = ("writes", "reads", "grid", "regular", "wmax", "rmax")
+
+    def __init__(self) -> None:
+        self.writes: dict[Box, tuple[float, str]] = {}
+        self.reads: dict[Box, tuple[float, str]] = {}
+        self.grid: tuple[int, ...] | None = None
+        self.regular = True
+        # Latest end among the entries (an upper bound after pruning): nothing
+        # is looked up when the instruction is already ready later.
+        self.wmax = 0.0
+        self.rmax = 0.0
+
+    def _check_grid(self, box: Box) -> None:
+        if self.grid is None:
+            self.grid = tuple(hi - lo for lo, hi in box)
+        for (lo, hi), size in zip(box, self.grid, strict=True):
+            if hi - lo != size or lo % size:
+                self.regular = False
+                return
+
+    def latest(self, box: Box, ready: float, engine: str, sync: float, *, write: bool) -> float:
+        if self.regular:
+            self._check_grid(box)
+        tables = (self.writes, self.reads) if write else (self.writes,)
+        limits = (self.wmax, self.rmax)
+        for table, limit in zip(tables, limits, strict=False):
+            if limit <= ready:
+                continue
+            if self.regular:
+                hit = table.get(box)
+                found = () if hit is None else ((box, hit),)
+            else:
+                found = table.items()
+            for other, (end, eng) in found:
+                if end > ready and _overlaps(box, other):
+                    ready = max(ready, end if eng == engine else end + sync)
+        return ready
+
+    def record_read(self, box: Box, end: float, engine: str) -> None:
+        previous = self.reads.get(box)
+        if previous is None or end >= previous[0]:
+            self.reads[box] = (end, engine)
+            self.rmax = max(self.rmax, end)
+
+    def record_write(self, box: Box, end: float, engine: str) -> None:
+        # Everything this write covers is ordered before it: drop it.
+        if self.regular:
+            self.reads.pop(box, None)
+        else:
+            for table in (self.writes, self.reads):
+                for other in [b for b in table if _covers(box, b)]:
+                    del table[other]
+        self.writes[box] = (end, engine)
+        self.wmax = max(self.wmax, end)
+
+
 def schedule(
     trace: list[Instruction] | tuple[Instruction, ...],
     allocations: list[AllocationInfo] | tuple[AllocationInfo, ...],
     params: Trn2Params,
 ) -> Timeline:
     n_alloc = len(allocations)
-    writes: list[list[Access]] = [[] for _ in range(n_alloc)]
-    # Reads of one box merge into one entry: inputs are read many times, never written.
-    reads: list[dict[Box, tuple[float, str]]] = [{} for _ in range(n_alloc)]
+    accesses = [_Accesses() for _ in range(n_alloc)]
     release = [0.0] * n_alloc  # when every access so far has finished
-    # Latest end among the listed writes / reads (an upper bound after pruning):
-    # a scan is skipped when nothing listed can still delay the instruction.
-    wmax = [0.0] * n_alloc
-    rmax = [0.0] * n_alloc
     release_engine = [""] * n_alloc
     touched = bytearray(n_alloc)
     reuses = [a.reuses for a in allocations]
@@ -116,6 +174,7 @@ def schedule(
     busy = dict.fromkeys(ENGINES, 0.0)
     queues = [0.0] * params.dma_queues
     channel = _Channel()
+    issuer = _Channel()
     sync = params.sync_latency_ns
     tensor_last_end = float("-inf")
     tensor_period_start = 0.0
@@ -126,38 +185,22 @@ def schedule(
     for ins in trace:
         engine = ins.engine
         ready = 0.0
-
-        def after(end: float, other: str, engine: str = engine) -> float:
-            return end if other == engine else end + sync
-
-        for aid, box in ins.reads:
-            if not touched[aid] and reuses[aid] >= 0:
-                r = reuses[aid]
-                ready = max(ready, after(release[r], release_engine[r]))
-            if wmax[aid] > ready:
-                for wbox, wend, weng in writes[aid]:
-                    if wend > ready and _overlaps(box, wbox):
-                        ready = max(ready, after(wend, weng))
-        for aid, box in ins.writes:
-            if not touched[aid] and reuses[aid] >= 0:
-                r = reuses[aid]
-                ready = max(ready, after(release[r], release_engine[r]))
-            if wmax[aid] > ready:
-                for obox, oend, oeng in writes[aid]:
-                    if oend > ready and _overlaps(box, obox):
-                        ready = max(ready, after(oend, oeng))
-            if rmax[aid] > ready:
-                for obox, (oend, oeng) in reads[aid].items():
-                    if oend > ready and _overlaps(box, obox):
-                        ready = max(ready, after(oend, oeng))
+        for regions, write in ((ins.reads, False), (ins.writes, True)):
+            for aid, box in regions:
+                if not touched[aid] and reuses[aid] >= 0:
+                    r = reuses[aid]
+                    end = release[r] if release_engine[r] == engine else release[r] + sync
+                    ready = max(ready, end)
+                ready = accesses[aid].latest(box, ready, engine, sync, write=write)
 
         duration = duration_ns(ins, params)
         if engine == "dma":
-            # A queue holds the transfer from issue to completion; the data
+            # A queue holds the transfer from issue to completion. Issuing
+            # (descriptor generation) is serial across transfers; the data
             # phase, after the fixed latency, takes a slot of the shared
-            # bandwidth (the earliest gap long enough).
+            # bandwidth. Both take the earliest gap long enough.
             q = min(range(len(queues)), key=queues.__getitem__)
-            start = max(ready, queues[q])
+            start = issuer.reserve(max(ready, queues[q]), params.dma_issue_ns)
             data_start = channel.reserve(start + params.dma_fixed_ns, duration)
             end = data_start + duration
             queues[q] = end
@@ -179,21 +222,12 @@ def schedule(
 
         for aid, box in ins.reads:
             touched[aid] = 1
-            previous = reads[aid].get(box)
-            if previous is None or end >= previous[0]:
-                reads[aid][box] = (end, engine)
-                rmax[aid] = max(rmax[aid], end)
+            accesses[aid].record_read(box, end, engine)
             if end > release[aid]:
                 release[aid], release_engine[aid] = end, engine
         for aid, box in ins.writes:
             touched[aid] = 1
-            # Everything this write covers is ordered before it: drop it.
-            writes[aid] = [w for w in writes[aid] if not _covers(box, w[0])]
-            writes[aid].append((box, end, engine))
-            wmax[aid] = max(wmax[aid], end)
-            stale = [r for r in reads[aid] if _covers(box, r)]
-            for r in stale:
-                del reads[aid][r]
+            accesses[aid].record_write(box, end, engine)
             if end > release[aid]:
                 release[aid], release_engine[aid] = end, engine
 

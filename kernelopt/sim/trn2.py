@@ -58,6 +58,10 @@ class Trn2Params:
     # Fixed cost per transfer (descriptor set-up, semaphore latency). It is a
     # latency: other transfers move data meanwhile.
     dma_fixed_ns: float = 1300.0
+    # The part of that cost that is serial across transfers (descriptor
+    # generation); small enough that the tutorial's 65,536-transfer tiled
+    # kernel stays bandwidth-bound (estimate).
+    dma_issue_ns: float = 200.0
     # Efficiency by bytes per partition row: row / (row + overhead). 400 gives
     # 2 KiB -> 84 %, 4 KiB -> 91 %, 512 B -> 56 %, 256 B -> 39 % (guide: < 256 B
     # severely overhead-bound, 2 KiB ~ 80 %, >= 4 KiB ~ saturating); 400 rather

@@ -1,0 +1,58 @@
+"""The simulated nki modules exist for the kernel only."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from kernelopt.sim import SimError, run_kernel
+
+KERNEL = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+from nki.language import shared_hbm
+
+@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+def test_no_nki_module_leaks_into_sys_modules(kernel_file):
+    path, _ = kernel_file(KERNEL)
+    before = {name for name in sys.modules if name == "nki" or name.startswith("nki.")}
+    run = run_kernel(path, {"a": np.ones((8, 4), np.float32)})
+    after = {name for name in sys.modules if name == "nki" or name.startswith("nki.")}
+    assert before == after
+    np.testing.assert_array_equal(run.outputs, np.ones((8, 4)))
+
+
+def test_an_installed_nki_is_neither_used_nor_touched(kernel_file, monkeypatch):
+    real = types.ModuleType("nki")
+    real.jit = lambda f: pytest.fail("the kernel used the installed nki")
+    monkeypatch.setitem(sys.modules, "nki", real)
+    path, _ = kernel_file(KERNEL)
+    run = run_kernel(path, {"a": np.full((8, 4), 2.0, np.float32)})
+    assert sys.modules["nki"] is real and not hasattr(real, "language")
+    np.testing.assert_array_equal(run.outputs, np.full((8, 4), 2.0))
+
+
+def test_unknown_nki_submodule_is_an_import_error_at_its_line(kernel_file):
+    path, line = kernel_file("import nki.compiler  # <-\n")
+    with pytest.raises(SimError) as err:
+        run_kernel(path, {})
+    assert (err.value.kind, err.value.line) == ("exception", line)
+    assert "nki.compiler is not part of the simulated nki subset" in err.value.message
+
+
+def test_other_imports_still_work(kernel_file):
+    path, _ = kernel_file(KERNEL.replace("import nki\n", "import nki\nimport math\n", 1))
+    run_kernel(path, {"a": np.ones((2, 2), np.float32)})
