@@ -668,6 +668,8 @@ class Runner:
             "time": _now(),
         }
         note.update(att.extra)
+        if verdict == BASELINE:
+            note["reference"] = self._reference()
         if timings:
             note["timings"] = {"measure_s": round(timings.get("measure_s", 0.0), 4)}
         self.repo.write_note(sha, note)
@@ -719,7 +721,7 @@ class Runner:
         if verdict == BASELINE:
             text += ledger.run_section(
                 self.run_id,
-                str(self.program.path.name),
+                self._program_rel(),
                 str(note.get("device")),
                 str(note.get("time")),
             )
@@ -739,6 +741,28 @@ class Runner:
             why=str(note.get("hypothesis", "")),
         )
         text += ledger.render_row(row)
+        reference = note.get("reference")
+        if verdict == BASELINE and reference:
+            value = reference.get("metric")
+            text += ledger.render_row(
+                ledger.LedgerRow(
+                    date=row.date,
+                    commit=sha,
+                    status="reference",
+                    target=str(reference.get("what", "compiler baseline")),
+                    config_class="all",
+                    kernel=self._kernel_label(),
+                    metric=ledger.format_metric(self.program.metric, value, str(note.get("device")))
+                    if value is not None
+                    else "n/a",
+                    change=ledger.format_change(
+                        relative_gain(note["metric"], value, self.program.better)
+                        if value not in (None, 0) and note.get("metric") is not None
+                        else None
+                    ),
+                    why=str(reference.get("why", "")),
+                )
+            )
         ledger.append(path, text)
         if verdict == BASELINE:
             subject = f"kernelopt: baseline {ledger.format_metric(self.program.metric, note.get('metric'), str(note.get('device')))}"
@@ -752,6 +776,24 @@ class Runner:
             subject, body, {"Kernelopt-Run": self.run_id, "Kernelopt-Kept": str(n)}
         )
         self.repo.set_ref("best", head)
+
+    def _reference(self) -> dict[str, Any] | None:
+        """The compiler's own result for the same math, measured once per run.
+
+        Targets that can measure one provide ``reference(tree)``; where it
+        cannot be measured the row says why instead of a number.
+        """
+        measure = getattr(self.target, "reference", None)
+        if measure is None:
+            return None
+        m: Measurement = measure(self.repo.worktree)
+        value = metric_of(m, self.program.metric_key) if m.ok else None
+        return {
+            "what": m.extra.get("what", "compiler baseline"),
+            "metric": value,
+            "why": m.extra.get("why", "") if m.ok else m.error,
+            "measurement": m.to_json(),
+        }
 
     def _program_rel(self) -> str:
         path = self.program.path.resolve()

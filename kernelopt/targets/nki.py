@@ -34,6 +34,10 @@ class NkiSimTarget:
         assert t.workload and t.kernel
         return cls(workload=t.workload, kernel=t.kernel, func=t.func)
 
+    def reference(self, tree: Path) -> Measurement:
+        """The compiler baseline cannot run on sim; the ledger row says so."""
+        return _sim_reference(tree)
+
     def measure(self, tree: Path) -> Measurement:
         from kernelopt.sim import check_kernel
 
@@ -89,6 +93,15 @@ class NkiSimTarget:
             deterministic=True,
             extra=extra,
         )
+
+
+def _sim_reference(tree: Path) -> Measurement:
+    return Measurement.failure(
+        FAILED,
+        "not measured on sim: the compiler baseline needs neuronx-cc (through nkipy) on a Neuron host",
+        device="sim",
+        extra={"what": "f_numpy compiled by neuronx-cc"},
+    )
 
 
 def _mac_count(workload: object) -> int | None:
