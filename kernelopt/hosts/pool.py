@@ -56,9 +56,13 @@ class HostPool(Generic[L]):
     on a different slot when there is one, and if that fails too its result is
     a failure marked host_fault. One thread per slot; jobs are handed out in
     order as slots free up, so a fast device takes more jobs than a slow one.
+    A SystemExit or KeyboardInterrupt from measure_fn stops handing out jobs and
+    is re-raised by map() once the running jobs have finished.
     """
 
-    def __init__(self, slots: Sequence[Slot[L]] | Sequence[tuple[Host, L]], *, retries: int = 1):
+    def __init__(
+        self, slots: Sequence[Slot[L]] | Sequence[tuple[Host, L]], *, retries: int = 1
+    ) -> None:
         self.slots: list[Slot[L]] = [
             s if isinstance(s, Slot) else Slot(host=s[0], lease=s[1]) for s in slots
         ]
@@ -82,6 +86,8 @@ class HostPool(Generic[L]):
             thread.start()
         for thread in threads:
             thread.join()
+        if state.fatal is not None:
+            raise state.fatal
         missing = [i for i, r in enumerate(state.results) if r is None]
         if missing:
             raise RuntimeError(f"internal error: jobs {missing} were never run")
@@ -103,7 +109,12 @@ class HostPool(Generic[L]):
             started = time.monotonic()
             try:
                 value = measure_fn(jobs[index], slot.host, slot.lease)
-            except Exception as error:  # noqa: BLE001 - any escape is a host fault
+            except BaseException as error:
+                if not isinstance(error, Exception):
+                    # SystemExit and the like: stop the batch, re-raised by map().
+                    state.abandon(index, error, slot)
+                    return
+                # Any exception escaping measure_fn is a host fault by contract.
                 busy = time.monotonic() - started
                 text = f"{type(error).__name__}: {error}"
                 result: JobResult[R] = JobResult(
@@ -129,12 +140,16 @@ class _Batch(Generic[R]):
         self.retries = retries
         self.slot_count = slot_count
         self.running = 0
+        self.stopped = False
+        self.fatal: BaseException | None = None
         self.cond = threading.Condition()
 
     def take(self, slot: int) -> int | None:
         """Next job this slot may run; None when nothing is left for it."""
         with self.cond:
             while True:
+                if self.stopped:
+                    return None
                 for position, index in enumerate(self.pending):
                     if slot not in self.avoid[index] or len(self.avoid[index]) >= self.slot_count:
                         del self.pending[position]
@@ -150,6 +165,27 @@ class _Batch(Generic[R]):
         with self.cond:
             self.results[index] = result
             self.attempts[index] = result.attempts
+            self.running -= 1
+            self.cond.notify_all()
+
+    def abandon(self, index: int, error: BaseException, slot: Slot[object]) -> None:
+        """A slot died of a non-Exception (SystemExit...): stop handing out jobs;
+        the jobs not started get that error as their result."""
+        with self.cond:
+            for job in [index, *self.pending]:
+                self.results[job] = JobResult(
+                    job,
+                    None,
+                    f"batch stopped: {error}",
+                    True,
+                    slot.host.name,
+                    slot.device,
+                    self.attempts[job],
+                    0.0,
+                )
+            self.pending.clear()
+            self.stopped = True
+            self.fatal = error
             self.running -= 1
             self.cond.notify_all()
 

@@ -98,7 +98,7 @@ def test_last_wait_is_cut_to_the_limit(fakes: FakeTools, lock_dir: str) -> None:
 def test_real_short_durations(fakes: FakeTools, lock_dir: str) -> None:
     fakes.set("neuron", devices=[neuron_device(0, busy_pid=999)])
     result = acquire(gate(fakes), [HOST], poll_s=0.05, max_wait_s=0.2, lock_dir=lock_dir)
-    assert isinstance(result, NoIdleDevice) and 0.2 <= result.waited_s < 2
+    assert isinstance(result, NoIdleDevice) and 0.2 <= result.waited_s < 10
 
 
 def test_most_idle_device_across_hosts_is_chosen(fakes: FakeTools, lock_dir: str) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
+import pytest
 from sshd_server import KILL_OWN_SESSION, LoopbackSSHD
 
 from kernelopt.hosts import Host, HostPool, LocalHost, SSHHost
@@ -45,9 +47,21 @@ def test_never_two_jobs_on_one_device_at_once() -> None:
 
 
 def test_jobs_run_concurrently_across_slots() -> None:
-    started = time.monotonic()
-    local_pool(4).map(list(range(4)), lambda job, host, lease: time.sleep(0.3))
-    assert time.monotonic() - started < 0.9
+    # Each job waits for all four to be running at once; serial execution breaks the barrier.
+    barrier = threading.Barrier(4, timeout=10)
+    results = local_pool(4).map(list(range(4)), lambda job, host, lease: barrier.wait())
+    assert all(r.ok for r in results)
+
+
+def test_slots_sharing_one_ssh_host_run_at_the_same_time(ssh_host: SSHHost, tmp_path: Path) -> None:
+    def measure(job: str, host: Host, lease: str) -> bool:
+        other = "b" if job == "a" else "a"
+        script = f"touch {job}; until [ -e {other} ]; do sleep 0.01; done"
+        return host.run(["sh", "-c", script], cwd=str(tmp_path), timeout=10).ok
+
+    results = HostPool([(ssh_host, "neuron:0"), (ssh_host, "neuron:1")]).map(["a", "b"], measure)
+    assert [r.value for r in results] == [True, True]
+    assert {r.device for r in results} == {"neuron:0", "neuron:1"}
 
 
 def test_host_fault_is_retried_once_on_another_slot() -> None:
@@ -105,3 +119,13 @@ def test_killed_ssh_session_retries_the_job_on_another_host(sshd: LoopbackSSHD) 
     assert [r.value for r in results] == ["job0", "job1"]
     for host in hosts:
         host.close()
+
+
+def test_system_exit_in_a_job_stops_the_batch_without_hanging() -> None:
+    def measure(job: int, host: Host, lease: str) -> int:
+        if job == 0:
+            raise SystemExit("stop requested")
+        return job
+
+    with pytest.raises(SystemExit, match="stop requested"):
+        local_pool(2).map([0, 1, 2, 3], measure)
