@@ -348,6 +348,7 @@ def status(run_id: str | None, as_json: bool) -> None:
         "best_metric": best.metric if best else None,
         "metric": (best.note.get("metric_name") if best else None),
         "baseline_metric": base.metric if base else None,
+        "reference": _reference_of(base.note if base else {}),
         "attempts": len([r for r in state.attempts if r.attempt > 0]),
         "consecutive_regressions": counters.consecutive_regressions,
         "recent_regressions": list(counters.recent_regressions),
@@ -367,12 +368,23 @@ def status(run_id: str | None, as_json: bool) -> None:
     click.echo(
         f"best       {data['metric']} {format_metric(data['best_metric'])}  baseline {format_metric(data['baseline_metric'])}"
     )
+    ref = data["reference"]
+    if ref:
+        value = format_metric(ref["metric"]) if ref["metric"] is not None else f"n/a ({ref['why']})"
+        click.echo(f"reference  {ref['what']}: {value}")
     click.echo(f"attempts   {data['attempts']}")
     click.echo(f"regressions in a row {counters.consecutive_regressions}")
     for r in counters.recent_regressions:
         click.echo(
             f"  #{r.get('attempt')} {r.get('hypothesis')} ({(r.get('gain') or 0) * 100:+.2f}%)"
         )
+
+
+def _reference_of(note: dict[str, Any]) -> dict[str, Any] | None:
+    ref = note.get("reference")
+    if not ref:
+        return None
+    return {"what": ref.get("what"), "metric": ref.get("metric"), "why": ref.get("why")}
 
 
 @main.command()

@@ -77,7 +77,15 @@ def test_sim_baseline_then_an_overlapping_edit_is_kept(
     data = json.loads(out.output)
     assert out.exit_code == 0, out.output
     assert data["verdict"] == "keep" and data["metric"] > baseline["metric"]
-    assert "(sim)" in (worktree / "performance.md").read_text()
+    ledger = (worktree / "performance.md").read_text()
+    assert "(sim)" in ledger
+    reference = [line for line in ledger.splitlines() if "| reference |" in line]
+    assert len(reference) == 1 and "not measured on sim" in reference[0]
+    status = json.loads(runner.invoke(main, ["status", "--json"]).output)
+    assert status["reference"]["metric"] is None and "neuronx-cc" in status["reference"]["why"]
+    assert (
+        status["best_metric"] == data["metric"] and status["baseline_metric"] == baseline["metric"]
+    )
 
 
 def test_a_kernel_breaking_an_isa_rule_fails_with_file_and_line(
