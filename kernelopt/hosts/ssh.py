@@ -37,12 +37,15 @@ class _TrustAndRemember(paramiko.MissingHostKeyPolicy):
         self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
     ) -> None:
         client.get_host_keys().add(hostname, key.get_name(), key)
-        client.save_host_keys(self._known_hosts)
+        # Append one line rather than rewriting the file: other entries, comments
+        # and markers in the user's known_hosts stay exactly as they were.
+        with open(self._known_hosts, "a", encoding="ascii") as known:
+            known.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
         log.warning(
             "trusting new host key for %s (%s %s), saved to %s",
             hostname,
             key.get_name(),
-            key.fingerprint if hasattr(key, "fingerprint") else key.get_base64()[:16],
+            key.fingerprint,
             self._known_hosts,
         )
 
@@ -109,6 +112,14 @@ class SSHHost:
                 self.name,
                 f"host key for {target.known_hosts_key} does not match {known}: "
                 "refusing to connect (the host was reinstalled or someone is in the way)",
+            ) from error
+        except paramiko.AuthenticationException as error:
+            client.close()
+            keys = ", ".join(target.identity_files) or "default keys and agent"
+            raise HostError(
+                self.name,
+                f"authentication failed for {target.user}@{target.hostname}:{target.port} "
+                f"(tried {keys})",
             ) from error
         except paramiko.SSHException as error:
             client.close()

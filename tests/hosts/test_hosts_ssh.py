@@ -73,3 +73,20 @@ def test_session_killed_mid_command_is_a_host_error_then_reconnects(sshd: Loopba
         host.run(KILL_OWN_SESSION)
     assert host.run(["echo", "back"]).stdout == "back\n"
     host.close()
+
+
+def test_wrong_user_key_is_an_authentication_error(sshd: LoopbackSSHD, tmp_path: Path) -> None:
+    import subprocess
+
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "stranger")],
+        check=True,
+    )
+    config = tmp_path / "config"
+    config.write_text(
+        f"Host stranger\n  HostName 127.0.0.1\n  Port {sshd.port}\n"
+        f"  IdentityFile {tmp_path / 'stranger'}\n"
+    )
+    host = SSHHost("stranger", config_path=config, known_hosts=sshd.known_hosts)
+    with pytest.raises(HostError, match=r"authentication failed for .*stranger"):
+        host.run(["true"])
