@@ -153,7 +153,9 @@ def load_program(path: str | Path, root: str | Path | None = None) -> Program:
         data = {}
     values, problems = validate(data)
     root = Path(root) if root is not None else _find_root(path)
-    if not problems:
+    # Files and metrics are checked whenever the sections they depend on are
+    # sound, so one pass shows a missing file beside a bad noise threshold.
+    if not any(p.path.split(".", 1)[0] in ("", "target", "metric") for p in problems):
         problems += _cross_checks(values, root)
     if problems:
         raise ProgramError(path, problems)
@@ -209,6 +211,14 @@ def _cross_checks(values: dict[str, Any], root: Path) -> list[Problem]:
             )
     else:
         need("command")
+        if target.get("correct"):
+            # Imported here: kernelopt.targets imports this module.
+            from kernelopt.targets.expr import ExpressionError, parse_expression
+
+            try:
+                parse_expression(target["correct"])
+            except ExpressionError as exc:
+                problems.append(Problem("target.correct", str(exc)))
         for key in ("workload", "kernel", "func"):
             if target.get(key):
                 problems.append(Problem(f"target.{key}", "only for nki targets"))

@@ -7,6 +7,7 @@ defaults, the `kernelopt init` template and the reference in docs.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -92,6 +93,16 @@ def _duration_ok(value: Any) -> str | None:
         parse_duration(value)
     except ValueError as exc:
         return str(exc)
+    return None
+
+
+def _positive_duration_ok(value: Any) -> str | None:
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        return str(exc)
+    if not (math.isfinite(seconds) and seconds > 0):
+        return f"must be a positive duration such as 30s or 10m, got {value!r}"
     return None
 
 
@@ -281,7 +292,10 @@ SCHEMA = Section(
             },
         ),
         "timeout": Key(
-            "duration", "longest one measurement may take", default="10m", check=_duration_ok
+            "duration",
+            "longest one measurement may take",
+            default="10m",
+            check=_positive_duration_ok,
         ),
     },
 )
