@@ -209,9 +209,11 @@ class SSHHost:
             while channel.recv_stderr_ready():
                 err += channel.recv_stderr(65536)
                 progressed = True
-            if channel.exit_status_ready() and not channel.recv_ready():
-                if not channel.recv_stderr_ready():
-                    break
+            # sshd may send the exit status before the last output, so also wait
+            # for end-of-file (or close) and empty buffers before finishing.
+            finished = channel.exit_status_ready() and (channel.eof_received or channel.closed)
+            if finished and not channel.recv_ready() and not channel.recv_stderr_ready():
+                break
             transport = channel.get_transport()
             if channel.closed or transport is None or not transport.is_active():
                 raise HostError(self.name, "connection lost during command (transport closed)")

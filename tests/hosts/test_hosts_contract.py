@@ -87,3 +87,9 @@ def test_mkdtemp_and_remove_tree(host: Host) -> None:
 def test_bad_env_name_is_refused(host: Host) -> None:
     with pytest.raises(ValueError, match="invalid environment variable name"):
         host.run(["true"], env={"A;B": "x"})
+
+
+def test_large_output_is_complete(host: Host) -> None:
+    result = host.run(["sh", "-c", "seq 1 200000; seq 1 50000 >&2"])
+    assert result.stdout.splitlines()[-1] == "200000" and len(result.stdout.splitlines()) == 200000
+    assert result.stderr.splitlines()[-1] == "50000"
