@@ -188,8 +188,20 @@ def combine_classes(
     A keep needs the target (overall unless named) better and no class worse
     than noise; some classes better while others regress is ``diverged``.
     """
-    if overall.verdict is None or any(a.verdict is None for a in per_class.values()):
+    if overall.verdict is None:
         return None
+    undecided = [k for k, a in per_class.items() if a.verdict is None]
+    if undecided:
+        # A keep must show that no class got worse, so it waits for every
+        # class. Otherwise the attempt is not kept whatever the undecided
+        # classes do, unless a decided regression beside an improvement
+        # makes it diverged; undecided classes then count as ties.
+        if overall.verdict == KEEP:
+            return None
+        per_class = {
+            k: (a if a.verdict is not None else replace(a, verdict=TIE))
+            for k, a in per_class.items()
+        }
     gains = {k: a.gain for k, a in per_class.items()}
     improved = tuple(sorted(k for k, a in per_class.items() if a.verdict == KEEP))
     regressed = tuple(sorted(k for k, a in per_class.items() if a.verdict == REGRESSION))
