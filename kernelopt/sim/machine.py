@@ -36,9 +36,11 @@ class Machine:
         self._live: dict[int, tuple[str, int]] = {}
         self._live_bytes = {"sbuf": 0, "psum": 0}
         self._capacity_dirty = False
+        self._limits = {"sbuf": params.sbuf_partition_bytes, "psum": params.psum_partition_bytes}
         # Last ``rotation_depth`` allocation ids per allocation site (kernel line).
         self._sites: dict[int, deque[int]] = {}
-        self._pending_reuse: list[tuple[int, int]] = []  # (new id, older id at its site)
+        # (new id, earlier ids at its site, memory kind, bytes per partition)
+        self._pending_reuse: list[tuple[int, tuple[int, ...], str, int]] = []
 
     # --- locating the kernel line -------------------------------------------------
 
@@ -92,10 +94,10 @@ class Machine:
             self._live_bytes[buffer.kind] += per_partition
             self._capacity_dirty = True
             site = self._sites.setdefault(line, deque(maxlen=p.rotation_depth))
-            if len(site) == p.rotation_depth:
+            if site:
                 # Decided at the next instruction: by then the loop body has
                 # rebound (and so dropped) the tiles of earlier iterations.
-                self._pending_reuse.append((alloc_id, site[0]))
+                self._pending_reuse.append((alloc_id, tuple(site), buffer.kind, per_partition))
             site.append(alloc_id)
         self.allocations.append(AllocationInfo(alloc_id, label, buffer.kind, line, -1))
         if filled:
@@ -124,11 +126,7 @@ class Machine:
             return
         self._capacity_dirty = False
         self.resolve_reuse()
-        limits = {
-            "sbuf": self.params.sbuf_partition_bytes,
-            "psum": self.params.psum_partition_bytes,
-        }
-        for kind, limit in limits.items():
+        for kind, limit in self._limits.items():
             used = self._live_bytes[kind]
             if used > limit:
                 live = sorted(
@@ -145,11 +143,21 @@ class Machine:
                 )
 
     def resolve_reuse(self) -> None:
-        """Give each new allocation the physical copy of the allocation
-        ``rotation_depth`` generations back at its site, if that one is dead."""
-        for alloc_id, older in self._pending_reuse:
-            if older not in self._live:
-                self.allocations[alloc_id] = replace(self.allocations[alloc_id], reuses=older)
+        """Give each new allocation the physical copy of an earlier one from
+        its site, if that one is dead.
+
+        The compiler keeps up to ``rotation_depth`` copies of a loop-body tile,
+        as many as fit in the free memory: a PSUM tile next to a nearly full
+        set of banks gets one copy, and its loop serialises.
+        """
+        depth = self.params.rotation_depth
+        for alloc_id, history, kind, per_partition in self._pending_reuse:
+            free = self._limits[kind] - self._live_bytes[kind]
+            copies = max(1, min(depth, 1 + free // per_partition))
+            if len(history) >= copies and history[-copies] not in self._live:
+                self.allocations[alloc_id] = replace(
+                    self.allocations[alloc_id], reuses=history[-copies]
+                )
         self._pending_reuse.clear()
 
     # --- data access --------------------------------------------------------------------

@@ -1,0 +1,93 @@
+"""Simulator speed and cost-model calibration figures.
+
+    python benchmarks/sim.py            # speed (2048^3 bf16) + calibration
+    python benchmarks/sim.py --quick    # speed only
+
+Speed: a 2048^3 bf16 tiled matmul (1,024 nc_matmul calls) with numerics and
+the cost model, then trace-only, with plain numpy ``lhsT.T @ rhs`` timed in
+the same process. BLAS runs on one thread ("one core") unless the caller set
+the thread variables; small per-tile matmuls gain nothing from threads.
+
+Calibration: the public Trn2 tutorial kernels ([4096, 8192] @ [8192, 8192],
+fp32 inputs) in trace-only mode, against the published times.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from kernelopt.sim import run_kernel  # noqa: E402
+from kernelopt.workload import make_inputs  # noqa: E402
+
+KERNELS = Path(__file__).resolve().parent.parent / "tests" / "sim" / "kernels"
+
+# Published Trn2 times for the tutorial kernels (NEURON.md).
+TUTORIAL_MS = {"matmul_basic.py": 39.89, "matmul_hoisted.py": 28.20}
+
+
+def _timed(fn, repeat: int = 3) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def speed() -> None:
+    n = 2048
+    inputs = make_inputs({"lhsT": ((n, n), "bfloat16"), "rhs": ((n, n), "bfloat16")}, seed=0)
+    kernel = KERNELS / "matmul_basic.py"
+    full_s, run = _timed(lambda: run_kernel(kernel, inputs), repeat=2)
+    trace_s, _ = _timed(lambda: run_kernel(kernel, inputs, compute=False))
+    a32, b32 = inputs["lhsT"].astype(np.float32), inputs["rhs"].astype(np.float32)
+    numpy_s, expected = _timed(lambda: a32.T @ b32)
+    count = len(run.trace)
+    print("benchmark: sim 2048^3 bf16 tiled matmul")
+    print(f"blas_threads: {os.environ.get('OPENBLAS_NUM_THREADS')}")
+    print(f"instructions: {count}")
+    print(f"matmul_instructions: {run.profile['matmul_instruction_count']}")
+    print(f"numerics_and_cost_model_s: {full_s:.3f}")
+    print(f"numerics_instructions_per_s: {count / full_s:.0f}")
+    print(f"trace_only_s: {trace_s:.3f}")
+    print(f"trace_only_instructions_per_s: {count / trace_s:.0f}")
+    print(f"numpy_matmul_s: {numpy_s:.3f}")
+    print(f"sim_over_numpy: {full_s / numpy_s:.1f}x")
+    print(f"max_abs_diff_vs_numpy: {float(np.abs(run.outputs - expected).max()):.3g}")
+    print(f"simulated_total_time_us: {run.profile['total_time'] * 1e6:.1f}")
+    print(f"simulated_mfu_percent: {run.profile['mfu_estimated_percent']:.1f}")
+
+
+def calibration() -> None:
+    k, m, n = 8192, 4096, 8192
+    inputs = {"lhsT": np.zeros((k, m), np.float32), "rhs": np.zeros((k, n), np.float32)}
+    print("benchmark: sim calibration, tutorial [4096, 8192] @ [8192, 8192] fp32")
+    for kernel, published in TUTORIAL_MS.items():
+        wall, run = _timed(
+            lambda kernel=kernel: run_kernel(KERNELS / kernel, inputs, compute=False), 1
+        )
+        p = run.profile
+        ms = p["total_time"] * 1e3
+        name = kernel.removesuffix(".py")
+        print(
+            f"{name}: simulated_ms {ms:.2f} published_ms {published:.2f} "
+            f"error {100 * (ms / published - 1):+.1f}% "
+            f"tensor_active {p['tensor_engine_active_time_percent']:.1f}% "
+            f"dma_active {p['dma_active_time_percent']:.1f}% "
+            f"instructions {len(run.trace)} wall_s {wall:.1f}"
+        )
+
+
+if __name__ == "__main__":
+    speed()
+    if "--quick" not in sys.argv:
+        calibration()
