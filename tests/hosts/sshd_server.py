@@ -6,7 +6,7 @@ and sshd_config, and writes an ssh config that maps several aliases to it.
 
 from __future__ import annotations
 
-import os
+import getpass
 import shutil
 import socket
 import subprocess
@@ -98,14 +98,17 @@ class LoopbackSSHD:
         self.ssh_config.write_text(
             "".join(
                 f"Host {alias}\n  HostName 127.0.0.1\n  Port {self.port}\n"
-                f"  User {os.environ.get('USER') or 'root'}\n"
+                f"  User {getpass.getuser()}\n"
                 f"  IdentityFile {self.root / 'user_key'}\n"
                 f"  UserKnownHostsFile {self.known_hosts}\n"
                 for alias in self.aliases
             )
         )
         # sshd refuses to start without its privilege separation directory.
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        try:
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        except PermissionError:
+            pass  # not root: sshd then runs without privilege separation
         self.process = subprocess.Popen(
             [SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
             stdout=subprocess.DEVNULL,
