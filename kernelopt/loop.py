@@ -715,6 +715,9 @@ class Runner:
 
     def _commit_keep(self, n: int, sha: str, note: Mapping[str, Any]) -> None:
         """Append the ledger row for a kept attempt and move BEST there."""
+        # What measuring left in the worktree (a benchmark's result files) must
+        # not ride along into the ledger commit or the next candidate's commit.
+        self.repo.reset_to(sha)
         path = self.repo.worktree / LEDGER
         text = ""
         verdict = note["verdict"]

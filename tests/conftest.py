@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks_support.gitrepo import BenchRepo, Cli, build_bench_repo
-
-RepoFactory = Callable[..., BenchRepo]
+from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, build_bench_repo
 
 
 @pytest.fixture

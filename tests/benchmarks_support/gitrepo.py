@@ -11,7 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,6 +151,9 @@ class Cli:
     def json(self, *args: str, cwd: Path) -> Any:
         result = self(*args, "--json", cwd=cwd)
         return json.loads(result.stdout)
+
+
+RepoFactory = Callable[..., BenchRepo]
 
 
 def build_bench_repo(

@@ -1,0 +1,280 @@
+"""`kernelopt run` end to end on real repositories: what lands in git for each verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git
+
+
+def run(cli: Cli, repo: BenchRepo, *extra: str) -> str:
+    result = cli("run", str(repo.program), "--tag", "t", *extra, cwd=repo.root)
+    assert result.exit_code == 0, result.output + result.stderr
+    return result.output
+
+
+def assert_at_best(repo: BenchRepo) -> None:
+    """Branch, best ref and worktree agree, and the worktree holds nothing else."""
+    best = repo.rev(repo.ref("best"))
+    assert best is not None
+    assert repo.rev(repo.branch()) == best
+    assert git(repo.worktree(), "rev-parse", "HEAD").strip() == best
+    assert git(repo.worktree(), "status", "--porcelain") == ""
+
+
+def test_baseline_is_measured_committed_and_noted(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=None)
+
+    out = run(cli, repo)
+
+    assert "BASELINE" in out
+    refs = repo.attempt_refs()
+    assert list(refs) == [0]
+    note = repo.note(refs[0])
+    assert note["verdict"] == "baseline"
+    assert note["metric"] == 100.0
+    assert note["counters"]["consecutive_regressions"] == 0
+    message = git(repo.root, "log", "-1", "--format=%B", refs[0])
+    assert message.startswith("kernelopt #0 baseline: ")
+    assert f"Kernelopt-Run: {repo.run_id()}" in message
+    assert "Kernelopt-Attempt: 0" in message
+    assert "Kernelopt-Kind: baseline" in message
+    ledger = repo.ledger()
+    baseline_rows = [line for line in ledger.splitlines() if "| baseline |" in line]
+    assert len(baseline_rows) == 1 and f"`{refs[0][:10]}`" in baseline_rows[0]
+    assert "time 100" in baseline_rows[0]
+    # The ledger commit sits on top of the measured commit and is BEST_COMMIT.
+    assert git(repo.root, "rev-parse", f"{repo.ref('best')}^").strip() == refs[0]
+    assert_at_best(repo)
+
+
+def test_keep_advances_branch_best_and_ledger(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=[100, 80])
+
+    out = run(cli, repo, "--max-candidates", "1")
+
+    assert "KEEP" in out
+    refs = repo.attempt_refs()
+    note = repo.note(refs[1])
+    assert note["verdict"] == "keep"
+    assert note["metric"] == 80.0 and note["previous_best"] == 100.0
+    assert note["gain"] == 0.2
+    assert note["knobs"] == {"X": 80}
+    assert len(note["samples"]) >= 2  # BEST re-measured beside it: a noisy target
+    assert git(repo.root, "show", f"{refs[1]}:knobs.json").strip() == '{\n  "X": 80\n}'
+    subjects = repo.branch_subjects()
+    assert subjects[0].startswith("kernelopt: keep #1 (+20.00% time)")
+    assert subjects[1] == "kernelopt #1 knob: X 100 -> 80"
+    assert subjects[2].startswith("kernelopt: baseline")
+    assert git(repo.root, "rev-parse", f"{repo.ref('best')}^").strip() == refs[1]
+    keep_rows = [line for line in repo.ledger().splitlines() if "| keep |" in line]
+    assert len(keep_rows) == 1
+    assert f"`{refs[1][:10]}`" in keep_rows[0] and "+20.00%" in keep_rows[0]
+    assert "time 80" in keep_rows[0] and "X 100 -> 80" in keep_rows[0]
+    assert_at_best(repo)
+
+
+def test_tie_and_regression_are_reverted_but_kept_reachable(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 100.2, 130])
+    best_before = None
+
+    run(cli, repo, "--max-candidates", "0")
+    best_before = repo.rev(repo.ref("best"))
+    run(cli, repo, "--max-candidates", "2")
+
+    notes = repo.notes()
+    assert [notes[n]["verdict"] for n in (1, 2)] == ["tie", "regression"]
+    assert notes[1]["counters"]["consecutive_regressions"] == 0
+    assert notes[2]["counters"]["consecutive_regressions"] == 1
+    assert notes[2]["gain"] < -0.2
+    assert repo.rev(repo.ref("best")) == best_before
+    # Discarded attempts are reachable through their refs, never through the branch.
+    branch_commits = git(repo.root, "rev-list", repo.branch()).split()
+    for n in (1, 2):
+        sha = repo.attempt_refs()[n]
+        assert sha not in branch_commits
+        assert git(repo.root, "cat-file", "-t", sha).strip() == "commit"
+    assert not any(s.startswith(("kernelopt #1", "kernelopt #2")) for s in repo.branch_subjects())
+    ledger = repo.ledger()
+    assert "| tie |" not in ledger and "| regression |" not in ledger
+    assert_at_best(repo)
+
+
+def test_regression_streak_stops_the_run_with_a_summary(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(
+        space=[100, 130, 140, 150, 160],
+        decide={"max_consecutive_regressions": 3, "recent_window": 2},
+    )
+
+    out = run(cli, repo)
+
+    assert "3 consecutive measured regressions" in out
+    assert list(repo.attempt_refs()) == [0, 1, 2, 3]
+    stop = repo.rev(repo.ref("stop"))
+    assert stop is not None and stop == repo.rev(repo.ref("best"))
+    assert repo.note(stop)["reason"] == "3 consecutive measured regressions"
+    ledger = repo.ledger()
+    summary = ledger[ledger.index("### Stop Summary") :]
+    assert "- reason: 3 consecutive measured regressions" in summary
+    baseline = repo.attempt_refs()[0]
+    assert "time 100" in summary
+    # The window holds the last two regressions only.
+    table = [line for line in summary.splitlines() if line[:3].strip("| ").isdigit()]
+    assert [line.split("|")[1].strip() for line in table] == ["2", "3"]
+    assert "100 -> 150" in table[1] and "knobs.json" in table[1]
+    assert baseline in git(repo.root, "rev-list", repo.branch())
+
+    again = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+    assert again.exit_code == 0
+    assert "already stopped" in again.output
+    assert list(repo.attempt_refs()) == [0, 1, 2, 3]
+
+
+def test_failures_reset_the_streak_and_keep_the_output_tail(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 130, "fail", "hang"], timeout="1s")
+
+    run(cli, repo, "--max-candidates", "3")
+
+    notes = repo.notes()
+    assert [notes[n]["verdict"] for n in (1, 2, 3)] == ["regression", "failed", "failed"]
+    assert notes[2]["counters"]["consecutive_regressions"] == 0
+    assert "exited with status 1" in notes[2]["error"]
+    assert "the kernel crashed" in notes[2]["measurement"]["log_tail"]
+    assert notes[3]["measurement"]["status"] == "timeout"
+    assert "timed out after 1 s" in notes[3]["error"]
+    assert_at_best(repo)
+
+
+def test_wrong_answers_are_incorrect_and_never_kept(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=[100, "wrong"])
+
+    run(cli, repo, "--max-candidates", "1")
+
+    note = repo.notes()[1]
+    assert note["verdict"] == "incorrect"
+    assert "err == 0" in note["error"] and "failed on 2 of 2 rows" in note["error"]
+    assert "| keep |" not in repo.ledger()
+    assert_at_best(repo)
+
+
+def test_improving_one_class_and_regressing_another_is_diverged(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 130, "split:80:130"], classes=True)
+
+    run(cli, repo, "--max-candidates", "2")
+
+    notes = repo.notes()
+    assert notes[1]["verdict"] == "regression"
+    note = notes[2]
+    assert note["verdict"] == "diverged"
+    assert note["improved"] == ["cls=a"] and note["regressed"] == ["cls=b"]
+    assert note["classes"]["cls=a"] > 0 > note["classes"]["cls=b"]
+    # Neither a win nor a clean regression: the streak is left as it was.
+    assert note["counters"]["consecutive_regressions"] == 1
+    assert "| keep |" not in repo.ledger()
+    assert_at_best(repo)
+
+
+def test_baseline_knobs_are_not_measured_again_after_a_keep(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 80, 90])
+
+    run(cli, repo, "--max-candidates", "2")
+
+    knobs = [note.get("knobs") for n, note in repo.notes().items() if n > 0]
+    assert knobs == [{"X": 80}, {"X": 90}]
+
+
+def test_benchmark_output_files_never_enter_candidate_commits(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    # No .gitignore: results/out.csv lands in the worktree after every measurement.
+    repo = bench_repo(space=[100, 80, 70], ignore_results=False)
+
+    run(cli, repo, "--max-candidates", "2")
+
+    for n, sha in repo.attempt_refs().items():
+        files = git(repo.root, "ls-tree", "-r", "--name-only", sha).split()
+        assert "results/out.csv" not in files, f"attempt {n} committed the benchmark's output"
+    assert [repo.notes()[n]["verdict"] for n in (1, 2)] == ["keep", "keep"]
+    assert git(repo.worktree(), "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_the_users_checkout_is_left_exactly_as_it_was(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=[100, 80, 130])
+    root = repo.root
+    (root / "bench.py").write_text((root / "bench.py").read_text() + "# local edit\n")
+    (root / "staged.txt").write_text("staged\n")
+    git(root, "add", "staged.txt")
+    (root / "knobs.json").write_text('{"X": 55}\n')
+    (root / "untracked.txt").write_text("mine\n")
+
+    def snapshot() -> dict[str, object]:
+        files = {
+            str(p.relative_to(root)): p.read_bytes()
+            for p in root.rglob("*")
+            if p.is_file() and ".git" not in p.relative_to(root).parts
+        }
+        return {
+            "status": git(root, "status", "--porcelain", "--untracked-files=all"),
+            "diff": git(root, "diff"),
+            "cached": git(root, "diff", "--cached"),
+            "head": git(root, "rev-parse", "HEAD"),
+            "branch": git(root, "symbolic-ref", "HEAD"),
+            "files": files,
+        }
+
+    before = snapshot()
+    run(cli, repo, "--max-candidates", "2")
+    after = snapshot()
+
+    assert after == before
+    assert [repo.notes()[n]["verdict"] for n in (1, 2)] == ["keep", "regression"]
+    # The run measured the committed code, not the user's uncommitted knobs.
+    assert repo.notes()[0]["metric"] == 100.0
+
+
+def test_noisy_benchmark_keeps_a_real_win_and_ties_a_null_change(
+    bench_repo: RepoFactory, cli: Cli, monkeypatch
+) -> None:
+    monkeypatch.setenv("BENCH_NOISE", "0.002")
+    repo = bench_repo(space=[100, 80, 80.05], decide={"max_samples": 6})
+
+    run(cli, repo, "--max-candidates", "2")
+
+    notes = repo.notes()
+    assert notes[1]["verdict"] == "keep"
+    assert notes[2]["verdict"] == "tie"
+    # Each decision rests on interleaved pairs, every one with a BEST sample.
+    for n in (1, 2):
+        samples = notes[n]["samples"]
+        assert 2 <= len(samples) <= 6
+        assert all(s["best"] is not None for s in samples)
+
+
+def test_run_without_a_knob_space_stops_after_the_baseline(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=None)
+
+    out = run(cli, repo)
+
+    assert "no proposer" in out
+    assert list(repo.attempt_refs()) == [0]
+
+
+def test_worktree_lives_under_the_git_directory(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=None)
+
+    run(cli, repo)
+
+    listing = git(repo.root, "worktree", "list", "--porcelain")
+    assert f"worktree {repo.worktree()}" in listing
+    assert f"branch refs/heads/{repo.branch()}" in listing
+    assert Path(repo.worktree(), "bench.py").is_file()
