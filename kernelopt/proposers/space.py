@@ -149,7 +149,8 @@ class SweepProposer:
     def __init__(self, space: KnobSpace, current: Mapping[str, Any]) -> None:
         self.space = space
         self._centre: Assignment = {**space.first(), **dict(current)}
-        self._proposed: set[str] = set()
+        # The starting assignment is what the baseline measured: never propose it.
+        self._proposed: set[str] = {signature_of(self._centre)}
         # The walk order depends only on the centre; recomputing it on every
         # call would cost a full pass over the space per candidate.
         self._order: tuple[str, list[Assignment]] | None = None
@@ -216,6 +217,9 @@ class RandomProposer:
         if self._base or state.best_knobs:
             # The current assignment is the baseline or the best: already measured.
             skip.add(signature_of(centre))
+        if self._base:
+            # After a keep the centre moves on; the baseline's assignment stays measured.
+            skip.add(signature_of({**self.space.first(), **self._base}))
         batch: list[Candidate] = []
         while len(batch) < max(1, state.batch_size):
             index = self._draw()
