@@ -1,0 +1,345 @@
+"""The report page: one self-contained HTML file with inline CSS and no scripts.
+
+Every piece of text that came from a note (hypotheses, errors, class names,
+stop reasons) passes through ``html.escape``: hypotheses are written by
+people and agents and may hold anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from kernelopt.report.frames import RunFrames
+from kernelopt.report.verdicts import colour_of
+
+ERROR_PREVIEW = 160
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The PNGs the page shows; None where the run has nothing to draw."""
+
+    metric: Path
+    counters: Path
+    gains: Path | None = None
+    classes: Path | None = None
+    profile: Path | None = None
+
+
+CSS = """
+:root { --ink: #1f2937; --muted: #6b7280; --line: #e5e7eb; --bg: #f8fafc; }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--ink);
+  font: 14px/1.45 -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
+main { max-width: 1060px; margin: 0 auto; padding: 28px 24px 48px; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 32px 0 10px; padding-bottom: 6px; border-bottom: 1px solid var(--line); }
+.sub { color: var(--muted); margin: 0 0 18px; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(140px, 1fr)); gap: 12px; }
+.card { background: white; border: 1px solid var(--line); border-radius: 8px; padding: 12px 14px; }
+.card .k { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
+.card .v { font-size: 20px; font-weight: 600; margin-top: 2px; }
+.good { color: #15803d; } .bad { color: #b91c1c; }
+figure { margin: 12px 0; background: white; border: 1px solid var(--line); border-radius: 8px;
+  padding: 8px; }
+figure img { display: block; width: 100%; height: auto; }
+table { border-collapse: collapse; width: 100%; background: white; border: 1px solid var(--line);
+  border-radius: 8px; overflow: hidden; font-size: 13px; }
+th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { background: #f1f5f9; font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+code { font: 12px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: white;
+  font-size: 12px; font-weight: 600; }
+.stop { background: #fff7ed; border: 1px solid #fed7aa; border-radius: 8px; padding: 12px 16px; }
+.stop p { margin: 4px 0; }
+.err { color: #92400e; font-size: 12px; }
+details summary { cursor: pointer; }
+pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0 0; font-size: 12px; }
+footer { color: var(--muted); font-size: 12px; margin-top: 32px; }
+"""
+
+
+def fmt_metric(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.4g}"
+
+
+def fmt_gain(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value * 100:+.2f}%"
+
+
+def _gain_class(value: float | None) -> str:
+    if value is None or math.isnan(value) or value == 0:
+        return ""
+    return "good" if value > 0 else "bad"
+
+
+def _img(path: Path, alt: str, out: Path, embed: bool) -> str:
+    if embed:
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        src = f"data:image/png;base64,{data}"
+    else:
+        src = path.relative_to(out).as_posix()
+    return f'<figure><img src="{escape(src)}" alt="{escape(alt)}"></figure>'
+
+
+def _table(headers: Sequence[tuple[str, bool]], rows: Iterable[Sequence[str]]) -> str:
+    """Rows of already-escaped cells; headers are (text, numeric)."""
+    head = "".join(f"<th{' class=num' if num else ''}>{escape(h)}</th>" for h, num in headers)
+    body = []
+    for row in rows:
+        cells = "".join(
+            f"<td{' class=num' if num else ''}>{cell}</td>"
+            for cell, (_, num) in zip(row, headers, strict=True)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _badge(verdict: str) -> str:
+    return f'<span class="badge" style="background:{colour_of(verdict)}">{escape(verdict)}</span>'
+
+
+def _commit(sha: str) -> str:
+    return f'<code title="{escape(sha)}">{escape(sha[:10])}</code>'
+
+
+def _error_cell(error: str) -> str:
+    if not error:
+        return ""
+    first = error.strip().splitlines()[0] if error.strip() else error
+    if len(first) <= ERROR_PREVIEW and first == error.strip():
+        return f'<span class="err">{escape(first)}</span>'
+    preview = first[:ERROR_PREVIEW] + ("..." if len(first) > ERROR_PREVIEW else "")
+    return (
+        f'<details class="err"><summary>{escape(preview)}</summary>'
+        f"<pre>{escape(error)}</pre></details>"
+    )
+
+
+def _gain_cell(value: float | None) -> str:
+    text = fmt_gain(value)
+    cls = _gain_class(value)
+    return f'<span class="{cls}">{escape(text)}</span>' if cls else escape(text)
+
+
+def _cards(frames: RunFrames) -> str:
+    df = frames.attempts
+    counts = df["verdict"].value_counts()
+    kept = int(counts.get("keep", 0))
+    improvement = frames.improvement
+    items = [
+        ("best " + frames.metric_name, escape(fmt_metric(frames.best_metric)), ""),
+        ("baseline", escape(fmt_metric(frames.baseline_metric)), ""),
+        ("vs baseline", escape(fmt_gain(improvement) or "n/a"), _gain_class(improvement)),
+        ("attempts", f"{len(df)}", ""),
+        ("kept", f"{kept}", ""),
+        ("status", "stopped" if frames.stop else "running or paused", ""),
+    ]
+    cards = "".join(
+        f'<div class="card"><div class="k">{escape(k)}</div><div class="v {cls}">{v}</div></div>'
+        for k, v, cls in items
+    )
+    return f'<div class="cards">{cards}</div>'
+
+
+def _stop_section(frames: RunFrames) -> str:
+    stop = frames.stop
+    if stop is None:
+        return ""
+    parts = [
+        "<h2>Stop Summary</h2>",
+        '<div class="stop">',
+        f"<p><b>Reason:</b> {escape(stop.reason)}</p>",
+        f"<p><b>Time:</b> {escape(stop.time)}</p>",
+        f"<p><b>BEST:</b> {_commit(frames.best_commit or '')} "
+        f"{escape(frames.metric_name)} {escape(fmt_metric(frames.best_metric))} "
+        f"({escape(fmt_gain(frames.improvement) or 'n/a')} vs baseline "
+        f"{escape(fmt_metric(frames.baseline_metric))})</p>",
+        "</div>",
+    ]
+    if stop.recent_regressions:
+        parts.append("<p>The regressions it stopped on:</p>")
+        parts.append(
+            _table(
+                [
+                    ("attempt", True),
+                    ("hypothesis", False),
+                    ("files", False),
+                    ("best -> candidate", True),
+                    ("gain", True),
+                    ("classes", False),
+                ],
+                (
+                    [
+                        escape(str(r.get("attempt", ""))),
+                        escape(str(r.get("hypothesis", ""))),
+                        escape(", ".join(str(f) for f in r.get("files") or ())),
+                        escape(
+                            f"{fmt_metric(_num(r.get('best')))} -> {fmt_metric(_num(r.get('candidate')))}"
+                        ),
+                        _gain_cell(_num(r.get("gain"))),
+                        escape(str(r.get("notes", ""))),
+                    ]
+                    for r in stop.recent_regressions
+                ),
+            )
+        )
+    return "".join(parts)
+
+
+def _num(value: Any) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _kept_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -> str:
+    if frames.kept.empty:
+        return "<h2>Kept changes</h2><p>No change beat the baseline yet.</p>"
+    table = _table(
+        [
+            ("attempt", True),
+            ("commit", False),
+            ("hypothesis", False),
+            (frames.metric_name, True),
+            ("gain", True),
+            ("vs baseline", True),
+        ],
+        (
+            [
+                str(int(r.attempt)),
+                _commit(r.commit),
+                escape(r.hypothesis),
+                escape(fmt_metric(r.metric)),
+                _gain_cell(r.gain),
+                _gain_cell(r.gain_vs_baseline),
+            ]
+            for r in frames.kept.itertuples()
+        ),
+    )
+    img = _img(figures.gains, "gain of each kept change", out, embed) if figures.gains else ""
+    return f"<h2>Kept changes</h2>{img}{table}"
+
+
+def _classes_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -> str:
+    if frames.class_summary.empty:
+        return ""
+    table = _table(
+        [("class", False), ("baseline", True), ("best", True), ("change", True)],
+        (
+            [
+                escape(r["class"]),
+                escape(fmt_metric(r["baseline"])),
+                escape(fmt_metric(r["best"])),
+                _gain_cell(r["change"]),
+            ]
+            for r in frames.class_summary.to_dict("records")
+        ),
+    )
+    img = (
+        _img(figures.classes, "config classes over attempts", out, embed) if figures.classes else ""
+    )
+    return f"<h2>Config classes</h2>{img}{table}"
+
+
+def _profile_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -> str:
+    if frames.profile.empty:
+        return ""
+    table = _table(
+        [("field", False), ("baseline", True), ("best", True)],
+        (
+            [
+                f"<code>{escape(r['field'])}</code>",
+                escape(fmt_metric(r["baseline"])),
+                escape(fmt_metric(r["best"])),
+            ]
+            for r in frames.profile.to_dict("records")
+        ),
+    )
+    img = (
+        _img(figures.profile, "profile of BEST vs baseline", out, embed) if figures.profile else ""
+    )
+    return f"<h2>Profile</h2>{img}{table}"
+
+
+def _attempts_section(frames: RunFrames) -> str:
+    table = _table(
+        [
+            ("#", True),
+            ("commit", False),
+            ("kind", False),
+            ("verdict", False),
+            (frames.metric_name, True),
+            ("gain", True),
+            ("hypothesis", False),
+            ("error", False),
+        ],
+        (
+            [
+                str(int(r.attempt)),
+                _commit(r.commit),
+                escape(r.kind),
+                _badge(r.verdict),
+                escape(fmt_metric(r.metric)),
+                _gain_cell(r.gain),
+                escape(r.hypothesis),
+                _error_cell(r.error),
+            ]
+            for r in frames.attempts.itertuples()
+        ),
+    )
+    return f"<h2>Every attempt</h2>{table}"
+
+
+def render_page(
+    frames: RunFrames,
+    figures: Figures,
+    out: Path,
+    *,
+    embed: bool = False,
+    context: Mapping[str, str] | None = None,
+) -> str:
+    """The whole page. ``out`` is where the page lives (image paths are relative to it)."""
+    direction = "higher is better" if frames.better == "higher" else "lower is better"
+    meta = [f"metric {frames.metric_name} ({direction})"]
+    if frames.device:
+        meta.append(f"device {frames.device}")
+    for key, value in (context or {}).items():
+        meta.append(f"{key} {value}")
+    title = f"kernelopt run {frames.run_id}"
+    body = [
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="sub">{escape(" · ".join(meta))}</p>',
+        _cards(frames),
+        _stop_section(frames),
+        "<h2>Metric over attempts</h2>",
+        _img(figures.metric, "metric of every attempt", out, embed),
+        _kept_section(frames, figures, out, embed),
+        _classes_section(frames, figures, out, embed),
+        "<h2>Regression counters</h2>",
+        _img(figures.counters, "regression counters over attempts", out, embed),
+        _profile_section(frames, figures, out, embed),
+        _attempts_section(frames),
+        "<footer>Generated by kernelopt report from the run's git notes "
+        "(refs/notes/kernelopt).</footer>",
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
+        f"<body><main>{''.join(body)}</main></body></html>\n"
+    )
+
+
+__all__ = ["Figures", "fmt_gain", "fmt_metric", "render_page"]

@@ -1,0 +1,277 @@
+"""The report's pictures, drawn with matplotlib's Agg renderer.
+
+Figures are built with ``matplotlib.figure.Figure`` directly, never through
+pyplot: pyplot keeps a global registry of open figures and picks a GUI
+backend, neither of which a headless report wants.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from kernelopt.decide import BASELINE, KEEP
+from kernelopt.report.frames import RunFrames
+from kernelopt.report.verdicts import BROKEN, DISCARDED, colour_of
+
+WIDTH_IN = 9.0
+DPI = 110
+INK = "#1f2937"
+GRID = "#e5e7eb"
+# Legends sit right of the plot so they never hide a point.
+LEGEND_OUTSIDE: dict[str, object] = {
+    "fontsize": 8,
+    "frameon": False,
+    "loc": "upper left",
+    "bbox_to_anchor": (1.01, 1.0),
+}
+CLASS_COLOURS = ("#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#0891b2", "#65a30d")
+
+
+def _figure(height: float = 4.2) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
+    ax = fig.add_subplot()
+    ax.grid(True, color=GRID, linewidth=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(colors=INK, labelsize=9)
+    return fig, ax
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    fig.savefig(path, format="png", facecolor="white")
+    return path
+
+
+def _direction(frames: RunFrames) -> str:
+    return "higher is better" if frames.better == "higher" else "lower is better"
+
+
+def metric_over_attempts(frames: RunFrames, path: Path) -> Path:
+    """Every attempt's metric, the running best as a step line, and the baseline."""
+    df = frames.attempts
+    fig, ax = _figure()
+    measured = df[df["metric"].notna()]
+    if frames.baseline_metric is not None:
+        ax.axhline(frames.baseline_metric, color=colour_of(BASELINE), linestyle="--", linewidth=1)
+    best = df[df["best_metric"].notna()]
+    if not best.empty:
+        ax.step(
+            best["attempt"], best["best_metric"], where="post", color=colour_of(KEEP), linewidth=2
+        )
+    for verdict, part in measured.groupby("verdict", sort=False):
+        colour = colour_of(str(verdict))
+        group = part["group"].iloc[0]
+        if verdict == BASELINE:
+            style = {"marker": "*", "s": 180, "color": colour}
+        elif group == DISCARDED:
+            style = {"marker": "o", "s": 46, "facecolors": "white", "edgecolors": colour}
+        elif group == BROKEN:
+            style = {"marker": "X", "s": 60, "color": colour}
+        else:
+            style = {"marker": "o", "s": 60, "color": colour, "edgecolors": "white"}
+        ax.scatter(part["attempt"], part["metric"], zorder=3, linewidths=1.5, **style)
+    # Attempts without a number (crashes, wrong answers) sit in a shaded band
+    # under the data, so they are seen without pretending to have a value.
+    floor = df[df["metric"].isna()]
+    if not floor.empty:
+        lo, hi = ax.get_ylim()
+        span = (hi - lo) or 1.0
+        band_top = lo - 0.04 * span
+        band_bottom = lo - 0.16 * span
+        ax.set_ylim(band_bottom, hi)
+        ax.axhspan(band_bottom, band_top, color="#f3f4f6", zorder=0)
+        ax.annotate(
+            "no metric",
+            (0.005, (band_top + band_bottom) / 2),
+            xycoords=("axes fraction", "data"),
+            va="center",
+            fontsize=7,
+            color="#6b7280",
+        )
+        for verdict, part in floor.groupby("verdict", sort=False):
+            ax.scatter(
+                part["attempt"],
+                [(band_top + band_bottom) / 2] * len(part),
+                marker="X",
+                s=60,
+                color=colour_of(str(verdict)),
+                zorder=3,
+            )
+    ax.set_xlabel("attempt", color=INK)
+    ax.set_ylabel(f"{frames.metric_name} ({_direction(frames)})", color=INK)
+    ax.set_title(f"{frames.metric_name} of every attempt", color=INK, loc="left")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.legend(handles=_verdict_legend(df), **LEGEND_OUTSIDE)
+    return _save(fig, path)
+
+
+def _verdict_legend(df: pd.DataFrame) -> list[Line2D]:
+    handles = [
+        Line2D([], [], color=colour_of(KEEP), linewidth=2, label="running best"),
+        Line2D([], [], color=colour_of(BASELINE), linestyle="--", linewidth=1, label="baseline"),
+    ]
+    for verdict in dict.fromkeys(df["verdict"]):
+        group = df.loc[df["verdict"] == verdict, "group"].iloc[0]
+        colour = colour_of(verdict)
+        marker = "*" if verdict == BASELINE else ("X" if group == BROKEN else "o")
+        face = "white" if group == DISCARDED else colour
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="",
+                marker=marker,
+                markersize=8,
+                markerfacecolor=face,
+                markeredgecolor=colour,
+                label=verdict,
+            )
+        )
+    return handles
+
+
+def gain_per_keep(frames: RunFrames, path: Path) -> Path | None:
+    """One bar per kept attempt: its gain over the BEST it replaced, labelled by hypothesis."""
+    kept = frames.kept
+    if kept.empty:
+        return None
+    height = max(2.4, 0.55 * len(kept) + 1.4)
+    fig, ax = _figure(height)
+    labels = [
+        f"#{a} " + textwrap.shorten(h or "(no hypothesis)", width=60, placeholder="...")
+        for a, h in zip(kept["attempt"], kept["hypothesis"], strict=True)
+    ]
+    gains = [0.0 if math.isnan(g) else 100.0 * g for g in kept["gain"]]
+    ys = list(range(len(kept)))[::-1]
+    ax.barh(ys, gains, color=colour_of(KEEP), height=0.6)
+    ax.set_yticks(ys, labels=labels)
+    for y, g in zip(ys, gains, strict=True):
+        ax.annotate(
+            f"{g:+.1f}%",
+            (g, y),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=8,
+            color=INK,
+        )
+    ax.set_ylim(-0.8, len(kept) - 0.2)
+    ax.set_xlabel("gain over the BEST it replaced (%)", color=INK)
+    ax.set_title("Gain of each kept change", color=INK, loc="left")
+    ax.margins(x=0.15)
+    return _save(fig, path)
+
+
+def classes_over_attempts(frames: RunFrames, path: Path) -> Path | None:
+    """Each config class's change vs its baseline, per measured attempt."""
+    df = frames.classes.dropna(subset=["change_vs_baseline"])
+    if df.empty:
+        return None
+    fig, ax = _figure()
+    ax.axhline(0, color=colour_of(BASELINE), linestyle="--", linewidth=1)
+    names = list(frames.class_summary["class"]) or sorted(df["class"].unique())
+    handles = []
+    last = int(frames.attempts["attempt"].max())
+    for i, name in enumerate(names):
+        part = df[df["class"] == name]
+        if part.empty:
+            continue
+        colour = CLASS_COLOURS[i % len(CLASS_COLOURS)]
+        kept = part[part["verdict"].isin((BASELINE, KEEP))]
+        if not kept.empty:
+            # The class's value at BEST holds until the last attempt of the run.
+            changes = list(100 * kept["change_vs_baseline"])
+            xs = [*kept["attempt"], last]
+            ax.step(xs, [*changes, changes[-1]], where="post", color=colour, linewidth=1.8)
+        other = part[~part["verdict"].isin((BASELINE, KEEP))]
+        ax.scatter(
+            other["attempt"],
+            100 * other["change_vs_baseline"],
+            marker="o",
+            s=30,
+            facecolors="white",
+            edgecolors=colour,
+            linewidths=1.3,
+            zorder=3,
+        )
+        ax.scatter(kept["attempt"], 100 * kept["change_vs_baseline"], s=40, color=colour, zorder=3)
+        handles.append(Line2D([], [], color=colour, marker="o", label=name))
+    ax.set_xlabel("attempt", color=INK)
+    ax.set_ylabel("change vs baseline (%, + = better)", color=INK)
+    ax.set_title("Config classes: filled = kept, hollow = discarded", color=INK, loc="left")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.legend(handles=handles, **LEGEND_OUTSIDE)
+    return _save(fig, path)
+
+
+def counters_over_attempts(frames: RunFrames, path: Path, limit: int | None = None) -> Path:
+    """Consecutive regressions after each attempt, against the stop limit."""
+    df = frames.attempts
+    fig, ax = _figure(3.2)
+    ax.step(
+        df["attempt"],
+        df["consecutive_regressions"],
+        where="post",
+        color=colour_of("regression"),
+        linewidth=2,
+        label="consecutive regressions",
+    )
+    ax.step(
+        df["attempt"],
+        df["recent_regressions"],
+        where="post",
+        color="#f59e0b",
+        linewidth=1.5,
+        linestyle=(0, (2, 2)),
+        label="regressions in the recent window",
+    )
+    if limit is not None:
+        ax.axhline(limit, color=INK, linestyle="--", linewidth=1, label=f"stop at {limit}")
+    top = max(
+        [
+            int(df["consecutive_regressions"].max() or 0),
+            int(df["recent_regressions"].max() or 0),
+            limit or 0,
+            1,
+        ]
+    )
+    ax.set_ylim(-0.2, top + 0.6)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("attempt", color=INK)
+    ax.set_title("Regression counters", color=INK, loc="left")
+    ax.legend(**LEGEND_OUTSIDE)
+    return _save(fig, path)
+
+
+def profile_best_vs_baseline(frames: RunFrames, path: Path) -> Path | None:
+    """Engine-active, DMA and utilisation percentages of BEST next to the baseline."""
+    df = frames.profile[frames.profile["percent"]]
+    if df.empty:
+        return None
+    fig, ax = _figure(3.8)
+    xs = list(range(len(df)))
+    width = 0.38
+    labels = [
+        f.replace("_estimated_percent", "").replace("_active_time_percent", "").replace("_", " ")
+        for f in df["field"]
+    ]
+    pairs = (("baseline", colour_of(BASELINE), -width / 2), ("best", colour_of(KEEP), width / 2))
+    for column, colour, offset in pairs:
+        values = df[column].fillna(0.0)
+        bars = ax.bar([x + offset for x in xs], values, width=width, color=colour, label=column)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7, color=INK, padding=2)
+    ax.set_xticks(xs, labels=labels)
+    ax.set_ylabel("percent of the kernel's time", color=INK)
+    ax.set_ylim(0, max(100.0, float(df[["baseline", "best"]].max().max()) * 1.1))
+    ax.set_title("Profile: BEST vs baseline", color=INK, loc="left")
+    ax.legend(**LEGEND_OUTSIDE)
+    return _save(fig, path)
