@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from sshd_server import LoopbackSSHD
 
 from kernelopt.devices import Lease, NoIdleDevice, acquire, make_gate
+from kernelopt.devices.cli import gate_command
 from kernelopt.hosts import SSHHost
 
 
-def test_neuron_survey_lease_and_lock_over_ssh(ssh_host: SSHHost, fakes, tmp_path: Path) -> None:
+def test_neuron_survey_lease_and_lock_over_ssh(
+    ssh_host: SSHHost, fakes: Any, tmp_path: Path
+) -> None:
     fakes.set(
         "neuron",
         devices=[
@@ -31,3 +39,40 @@ def test_neuron_survey_lease_and_lock_over_ssh(ssh_host: SSHHost, fakes, tmp_pat
     assert isinstance(second, NoIdleDevice) and "locked" in second.reason
     lease.release()
     assert list(Path(lock_dir).iterdir()) == []
+
+
+def test_gate_command_surveys_ssh_aliases(sshd: LoopbackSSHD) -> None:
+    result = CliRunner().invoke(
+        gate_command,
+        [
+            "--kind",
+            "none",
+            "--host",
+            "gym-1",
+            "--host",
+            "gym-2",
+            "--ssh-config",
+            str(sshd.ssh_config),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert [d["host"] for d in json.loads(result.output)] == ["gym-1", "gym-2"]
+
+
+def test_gate_command_reports_an_unknown_host_key(sshd: LoopbackSSHD, tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text(
+        f"Host fresh\n  HostName 127.0.0.1\n  Port {sshd.port}\n"
+        f"  IdentityFile {sshd.root / 'user_key'}\n  UserKnownHostsFile {tmp_path / 'kh'}\n"
+    )
+    result = CliRunner().invoke(
+        gate_command, ["--kind", "none", "--host", "fresh", "--ssh-config", str(config)]
+    )
+    assert result.exit_code == 1 and "unknown host [127.0.0.1]" in result.output
+    trusted = CliRunner().invoke(
+        gate_command,
+        ["--kind", "none", "--host", "fresh", "--ssh-config", str(config), "--trust-new-hosts"],
+    )
+    assert trusted.exit_code == 0, trusted.output
+    assert "fresh" in trusted.output and "idle" in trusted.output
