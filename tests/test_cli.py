@@ -1,0 +1,229 @@
+"""The agent's verbs: `try` in a run's worktree, `status`, `log`, `init`, dedup."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git, make_repo
+
+from kernelopt.cli import main
+from kernelopt.program import load_program
+
+TRY_FIELDS = {
+    "verdict",
+    "attempt",
+    "commit",
+    "metric",
+    "best_metric",
+    "gain",
+    "consecutive_regressions",
+    "stop",
+}
+
+
+def started(bench_repo: RepoFactory, cli: Cli, **program: Any) -> BenchRepo:
+    """A run with its baseline measured and no candidates yet."""
+    repo = bench_repo(**{"space": None, **program})
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+    assert result.exit_code == 0, result.output
+    return repo
+
+
+def try_x(cli: Cli, repo: BenchRepo, x: Any, message: str = "") -> tuple[int, dict[str, Any]]:
+    # Written as the knob proposer renders it, so equal knobs give equal trees.
+    (repo.worktree() / "knobs.json").write_text(json.dumps({"X": x}, indent=2) + "\n")
+    result = cli("try", "-m", message or f"X = {x}", "--json", cwd=repo.worktree())
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_try_reports_a_keep_as_json_and_exit_0(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+
+    code, data = try_x(cli, repo, 80, "a smaller X is faster")
+
+    assert code == 0
+    assert TRY_FIELDS <= set(data)
+    assert data["verdict"] == "keep"
+    assert data["attempt"] == 1
+    assert data["commit"] == repo.attempt_refs()[1]
+    assert data["metric"] == 80.0 and data["best_metric"] == 80.0
+    assert data["gain"] == pytest.approx(0.2)
+    assert data["consecutive_regressions"] == 0 and data["stop"] is False
+    subject = git(repo.root, "log", "-1", "--format=%s", data["commit"]).strip()
+    assert subject == "kernelopt #1 edit: a smaller X is faster"
+    assert repo.note(data["commit"])["kind"] == "edit"
+
+
+@pytest.mark.parametrize(
+    ("x", "verdict", "code"),
+    [
+        (100.1, "tie", 10),
+        (130, "regression", 11),
+        ("wrong", "incorrect", 12),
+        ("fail", "failed", 13),
+    ],
+)
+def test_try_exit_codes_per_verdict(
+    bench_repo: RepoFactory, cli: Cli, x: Any, verdict: str, code: int
+) -> None:
+    repo = started(bench_repo, cli)
+    best = repo.rev(repo.ref("best"))
+
+    got, data = try_x(cli, repo, x)
+
+    assert (got, data["verdict"]) == (code, verdict)
+    assert data["best_metric"] == 100.0
+    # Discarded: the worktree is back at BEST with the edit gone.
+    assert repo.rev(repo.branch()) == best
+    assert json.loads((repo.worktree() / "knobs.json").read_text()) == {"X": 100}
+
+
+def test_try_diverged_names_the_classes(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli, classes=True)
+
+    code, data = try_x(cli, repo, "split:70:140")
+
+    assert code == 14
+    assert data["verdict"] == "diverged"
+    assert data["improved"] == ["cls=a"] and data["regressed"] == ["cls=b"]
+
+
+def test_try_counts_regressions_until_the_run_stops(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli, decide={"max_consecutive_regressions": 2})
+
+    first = try_x(cli, repo, 130)
+    second = try_x(cli, repo, 140)
+    third = try_x(cli, repo, 80)
+
+    assert first[0] == 11 and first[1]["consecutive_regressions"] == 1
+    assert first[1]["stop"] is False
+    assert second[0] == 20
+    assert second[1]["consecutive_regressions"] == 2 and second[1]["stop"] is True
+    assert "2 consecutive" in second[1]["stop_reason"]
+    assert third[0] == 20 and third[1]["verdict"] is None and third[1]["stop"] is True
+    assert list(repo.attempt_refs()) == [0, 1, 2]
+
+
+def test_try_without_a_change_is_failed_not_measured(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+
+    result = cli("try", "-m", "nothing", "--json", cwd=repo.worktree())
+
+    assert result.exit_code == 13
+    assert "no change" in json.loads(result.stdout)["error"]
+
+
+def test_try_outside_a_run_worktree_is_a_usage_error(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+
+    result = cli("try", "-m", "x", cwd=repo.root)
+
+    assert result.exit_code == 2
+    assert "not a kernelopt run worktree" in result.stderr
+
+
+def test_same_tree_twice_reuses_the_result(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+
+    _, first = try_x(cli, repo, 130)
+    _, second = try_x(cli, repo, 130, "the same thing again")
+
+    assert first["reused_from"] is None
+    assert second["reused_from"] == 1
+    assert second["verdict"] == "regression" and second["metric"] == 130.0
+    note = repo.note(second["commit"])
+    assert (
+        note["reused_from"] == 1
+        and note["content_key"] == repo.note(first["commit"])["content_key"]
+    )
+    assert "timings" not in note or note["timings"]["measure_s"] == 0
+
+
+def test_remeasure_measures_the_same_tree_again(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=[100, 130])
+    cli("run", str(repo.program), "--tag", "t", "--max-candidates", "1", cwd=repo.root)
+    # A second run over the same space re-proposes nothing; a candidate with the
+    # regression's tree comes from the agent instead.
+    _, again = try_x(cli, repo, 130)
+    assert again["reused_from"] == 1
+
+    from kernelopt.session import Session
+
+    session = Session.attach(load_program(repo.program), repo.root, repo.run_id())
+    session.runner.remeasure = True
+    session.runner.open(agent_mode=True)
+    (repo.worktree() / "knobs.json").write_text('{\n  "X": 130\n}\n')
+    result = session.runner.try_worktree("measure it once more")
+
+    assert result.reused_from is None
+    assert result.verdict == "regression"
+    assert len(repo.note(result.commit)["samples"]) >= 2
+
+
+def test_status_json_fields(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+    try_x(cli, repo, 80)
+    try_x(cli, repo, 130, "too big")
+
+    data = cli.json("status", cwd=repo.root)
+
+    assert data["worktree"] == str(repo.worktree())
+    assert data["branch"] == repo.branch()
+    assert data["best_commit"] == repo.rev(repo.ref("best"))
+    assert data["best_metric"] == 80.0 and data["baseline_metric"] == 100.0
+    assert data["attempts"] == 2
+    assert data["consecutive_regressions"] == 1
+    [recent] = data["recent_regressions"]
+    assert recent["attempt"] == 2 and recent["hypothesis"] == "too big"
+    assert data["stopped"] is False
+    # The same answer from inside the worktree, where an agent asks.
+    assert cli.json("status", cwd=repo.worktree()) == data
+
+
+def test_log_json_lists_every_attempt(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+    try_x(cli, repo, 80)
+    try_x(cli, repo, "fail")
+
+    rows = cli.json("log", cwd=repo.root)
+
+    assert [(r["attempt"], r["verdict"]) for r in rows] == [
+        (0, "baseline"),
+        (1, "keep"),
+        (2, "failed"),
+    ]
+    assert [r["commit"] for r in rows] == list(repo.attempt_refs().values())
+    assert rows[1]["gain"] == pytest.approx(0.2) and rows[1]["best_metric"] == 80.0
+    assert "exited with status 1" in rows[2]["error"]
+    text = cli("log", cwd=repo.root).output
+    assert "keep" in text and "failed" in text and "X = fail" in text
+
+
+def test_status_without_runs_is_a_usage_error(tmp_path: Path, cli: Cli) -> None:
+    root = make_repo(tmp_path / "empty")
+
+    result = cli("status", cwd=root)
+
+    assert result.exit_code == 2 and "no kernelopt runs" in result.stderr
+
+
+def test_init_scaffolds_a_program_that_validates(tmp_path: Path, cli: Cli) -> None:
+    root = make_repo(tmp_path / "new")
+
+    result = cli("init", "--name", "blur", cwd=root)
+
+    assert result.exit_code == 0
+    assert (root / "performance.md").is_file() and (root / "ir" / "blur").is_dir()
+    program = load_program(root / "programs" / "blur.md")
+    assert program.name == "blur" and program.target.kind == "command"
+    assert "kernelopt try" in program.body
+    again = cli("init", "--name", "blur", cwd=root)
+    assert "kept    programs/blur.md" in again.output
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    for name, command in main.commands.items():
+        assert command.help and "Example" in command.help, name
