@@ -43,10 +43,10 @@ def _exception_line(exc: BaseException, file: str) -> int:
     if isinstance(exc, SyntaxError) and exc.filename == file:
         return exc.lineno or 0
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == file]
-    return frames[-1].lineno or 0 if frames else 0
+    return (frames[-1].lineno or 0) if frames else 0
 
 
-def _as_sim_error(exc: Exception, file: str) -> SimError:
+def _as_sim_error(exc: BaseException, file: str) -> SimError:
     if isinstance(exc, SimError):
         return exc
     return SimError(
@@ -171,7 +171,7 @@ def run_kernel(
         tiles = _bind_inputs(machine, fn, name, inputs, file)
         result = fn(**tiles)
         outputs = _collect(machine, result, fn, precision == "native", file)
-    except Exception as exc:  # the kernel is user code: every failure becomes a SimError
+    except (Exception, SystemExit) as exc:  # user code: every failure becomes a SimError
         raise _as_sim_error(exc, file) from None
     finally:
         namespace.clear()

@@ -224,3 +224,15 @@ def test_syntax_error_names_its_line(kernel_file):
     path, line = kernel_file(HEADER + "@nki.jit\ndef k(a):\n    return a +  # <-\n")
     err = _raise(path, {"a": np.zeros((4,), np.float32)})
     assert (err.kind, err.line) == ("exception", line)
+
+
+def test_a_kernel_calling_sys_exit_is_an_exception_not_an_exit(kernel_file):
+    path, line = kernel_file(HEADER + "import sys\n\n@nki.jit\ndef k(a):\n    sys.exit(3)  # <-\n")
+    err = _raise(path, {"a": np.zeros((4,), np.float32)})
+    assert (err.kind, err.line) == ("exception", line)
+    assert "SystemExit: 3" in err.message
+
+
+def test_a_missing_kernel_file_is_reported(tmp_path):
+    err = _raise(tmp_path / "absent.py", {})
+    assert err.kind == "exception" and "cannot read kernel" in err.message
