@@ -61,12 +61,26 @@ class Target:
 
 
 @dataclass(frozen=True)
+class NeuronConfig:
+    activate: str | None = None
+    compiler_args: tuple[str, ...] = ()
+    lnc: int = 1
+    opt: int = 2
+    warmup: int = 10
+    iterations: int = 100
+    compile_timeout_s: float = 600.0
+    compile_workers: int = 0
+    results: str | None = None
+
+
+@dataclass(frozen=True)
 class Device:
     kind: str = "auto"
     hosts: tuple[str, ...] = ()
     poll_s: float = 600.0
     max_wait_s: float = 3600.0
     trust_new_hosts: bool = False
+    neuron: NeuronConfig = field(default_factory=NeuronConfig)
 
 
 @dataclass(frozen=True)
@@ -296,6 +310,17 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
         poll_s=parse_duration(d["poll"]),
         max_wait_s=parse_duration(d["max_wait"]),
         trust_new_hosts=d["trust_new_hosts"],
+        neuron=NeuronConfig(
+            activate=d["neuron"]["activate"],
+            compiler_args=tuple(d["neuron"]["compiler_args"]),
+            lnc=d["neuron"]["lnc"],
+            opt=d["neuron"]["opt"],
+            warmup=d["neuron"]["warmup"],
+            iterations=d["neuron"]["iterations"],
+            compile_timeout_s=parse_duration(d["neuron"]["compile_timeout"]),
+            compile_workers=d["neuron"]["compile_workers"],
+            results=d["neuron"]["results"],
+        ),
     )
     dc = v["decide"]
     decide = DecideConfig(

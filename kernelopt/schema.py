@@ -88,6 +88,10 @@ def _positive(value: Any) -> str | None:
     return None if value is None or value > 0 else f"must be positive, got {value!r}"
 
 
+def _non_negative(value: Any) -> str | None:
+    return None if value >= 0 else f"must be 0 or more, got {value!r}"
+
+
 def _duration_ok(value: Any) -> str | None:
     try:
         parse_duration(value)
@@ -226,6 +230,56 @@ SCHEMA = Section(
                 ),
                 "trust_new_hosts": Key(
                     "bool", "accept ssh host keys not yet in known_hosts", default=False
+                ),
+                "neuron": Section(
+                    "Trainium2 measurement settings (device kind neuron)",
+                    {
+                        "activate": Key(
+                            "str",
+                            "a script sourced on the host before the Neuron tools run, e.g. ~/venvs/kernel-env/bin/activate",
+                            default=None,
+                        ),
+                        "compiler_args": Key(
+                            "list[str]",
+                            "extra neuronx-cc options passed through, e.g. enable-instruction-scheduling=false",
+                            default=[],
+                        ),
+                        "lnc": Key(
+                            "int", "logical NeuronCore config (1 or 2)", default=1, choices=(1, 2)
+                        ),
+                        "opt": Key(
+                            "int",
+                            "neuronx-cc optimisation level (-O)",
+                            default=2,
+                            choices=(1, 2, 3),
+                        ),
+                        "warmup": Key(
+                            "int", "untimed runs before timing", default=10, check=_non_negative
+                        ),
+                        "iterations": Key(
+                            "int",
+                            "timed runs (min and median are reported)",
+                            default=100,
+                            check=_positive,
+                        ),
+                        "compile_timeout": Key(
+                            "duration",
+                            "longest one compile may take",
+                            default="600s",
+                            check=_duration_ok,
+                        ),
+                        "compile_workers": Key(
+                            "int",
+                            "parallel compiles per host (0: one per CPU)",
+                            default=0,
+                            check=_non_negative,
+                        ),
+                        "results": Key(
+                            "str",
+                            "folder for NEFF, NTFF and compiler logs (default: .git/kernelopt/results/<run>)",
+                            default=None,
+                        ),
+                    },
                 ),
             },
         ),
