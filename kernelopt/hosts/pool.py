@@ -56,12 +56,18 @@ class HostPool(Generic[L]):
     on a different slot when there is one, and if that fails too its result is
     a failure marked host_fault. One thread per slot; jobs are handed out in
     order as slots free up, so a fast device takes more jobs than a slow one.
+    A slot that faults `retire_after` times in a row (a dead host) takes no
+    more jobs in this batch, so it cannot use up the retries of healthy work.
     A SystemExit or KeyboardInterrupt from measure_fn stops handing out jobs and
     is re-raised by map() once the running jobs have finished.
     """
 
     def __init__(
-        self, slots: Sequence[Slot[L]] | Sequence[tuple[Host, L]], *, retries: int = 1
+        self,
+        slots: Sequence[Slot[L]] | Sequence[tuple[Host, L]],
+        *,
+        retries: int = 1,
+        retire_after: int = 2,
     ) -> None:
         self.slots: list[Slot[L]] = [
             s if isinstance(s, Slot) else Slot(host=s[0], lease=s[1]) for s in slots
@@ -69,10 +75,11 @@ class HostPool(Generic[L]):
         if not self.slots:
             raise ValueError("HostPool needs at least one (host, device lease) slot")
         self.retries = retries
+        self.retire_after = retire_after
 
     def map(self, jobs: Sequence[J], measure_fn: Callable[[J, Host, L], R]) -> list[JobResult[R]]:
         """Measure every job; results come back in job order."""
-        state = _Batch(len(jobs), self.retries, len(self.slots))
+        state: _Batch[R] = _Batch(len(jobs), self.retries, self.slots)
         threads = [
             threading.Thread(
                 target=self._worker,
@@ -101,6 +108,7 @@ class HostPool(Generic[L]):
         measure_fn: Callable[[J, Host, L], R],
         state: _Batch[R],
     ) -> None:
+        faults_in_a_row = 0
         while True:
             index = state.take(number)
             if index is None:
@@ -115,13 +123,18 @@ class HostPool(Generic[L]):
                     state.abandon(index, error, slot)
                     return
                 # Any exception escaping measure_fn is a host fault by contract.
-                busy = time.monotonic() - started
+                faults_in_a_row += 1
                 text = f"{type(error).__name__}: {error}"
+                busy = time.monotonic() - started
                 result: JobResult[R] = JobResult(
                     index, None, text, True, slot.host.name, slot.device, attempts, busy
                 )
-                state.fail(index, number, result)
+                retire = faults_in_a_row >= self.retire_after
+                state.fail(index, number, result, retire=retire)
+                if retire:
+                    return
                 continue
+            faults_in_a_row = 0
             busy = time.monotonic() - started
             state.finish(
                 index,
@@ -132,17 +145,23 @@ class HostPool(Generic[L]):
 class _Batch(Generic[R]):
     """Shared bookkeeping of one map() call, guarded by one condition."""
 
-    def __init__(self, count: int, retries: int, slot_count: int) -> None:
+    def __init__(self, count: int, retries: int, slots: Sequence[Slot[object]]) -> None:
         self.pending: list[int] = list(range(count))
         self.results: list[JobResult[R] | None] = [None] * count
         self.attempts = [0] * count
         self.avoid: list[set[int]] = [set() for _ in range(count)]
         self.retries = retries
-        self.slot_count = slot_count
+        self.slots = slots
+        self.live: set[int] = set(range(len(slots)))
         self.running = 0
         self.stopped = False
         self.fatal: BaseException | None = None
+        self.last_fault: list[JobResult[R] | None] = [None] * count
         self.cond = threading.Condition()
+
+    def _may_run(self, index: int, slot: int) -> bool:
+        # A retry avoids the slots it faulted on, unless no other live slot is left.
+        return slot not in self.avoid[index] or self.live <= self.avoid[index]
 
     def take(self, slot: int) -> int | None:
         """Next job this slot may run; None when nothing is left for it."""
@@ -151,7 +170,7 @@ class _Batch(Generic[R]):
                 if self.stopped:
                     return None
                 for position, index in enumerate(self.pending):
-                    if slot not in self.avoid[index] or len(self.avoid[index]) >= self.slot_count:
+                    if self._may_run(index, slot):
                         del self.pending[position]
                         self.running += 1
                         return index
@@ -176,7 +195,7 @@ class _Batch(Generic[R]):
                 self.results[job] = JobResult(
                     job,
                     None,
-                    f"batch stopped: {error}",
+                    f"batch stopped: {type(error).__name__}: {error}",
                     True,
                     slot.host.name,
                     slot.device,
@@ -189,13 +208,33 @@ class _Batch(Generic[R]):
             self.running -= 1
             self.cond.notify_all()
 
-    def fail(self, index: int, slot: int, result: JobResult[R]) -> None:
+    def fail(self, index: int, slot: int, result: JobResult[R], *, retire: bool) -> None:
+        """Record a host fault; requeue the job while it has retries left. A
+        retiring slot (too many faults in a row) takes no more jobs; when no
+        slot is left, the jobs still waiting fail with the last fault seen."""
         with self.cond:
             self.attempts[index] = result.attempts
+            self.last_fault[index] = result
             self.running -= 1
+            if retire:
+                self.live.discard(slot)
             if result.attempts <= self.retries:
                 self.avoid[index].add(slot)
                 self.pending.append(index)
             else:
                 self.results[index] = result
+            if not self.live:
+                for job in self.pending:
+                    fault = self.last_fault[job] or result
+                    self.results[job] = JobResult(
+                        job,
+                        None,
+                        f"no healthy host left; last fault: {fault.error}",
+                        True,
+                        fault.host,
+                        fault.device,
+                        self.attempts[job],
+                        0.0,
+                    )
+                self.pending.clear()
             self.cond.notify_all()

@@ -129,3 +129,32 @@ def test_system_exit_in_a_job_stops_the_batch_without_hanging() -> None:
 
     with pytest.raises(SystemExit, match="stop requested"):
         local_pool(2).map([0, 1, 2, 3], measure)
+
+
+def test_dead_hosts_retire_so_the_healthy_one_gets_the_work() -> None:
+    calls: Counter[str] = Counter()
+    guard = threading.Lock()
+
+    def measure(job: int, host: Host, lease: str) -> str:
+        with guard:
+            calls[host.name] += 1
+        if host.name != "h2":
+            raise ConnectionRefusedError(f"{host.name} is down")
+        time.sleep(0.002)
+        return host.name
+
+    results = local_pool(3).map(list(range(12)), measure)
+    # each dead host is tried at most twice in a row, then takes no more jobs
+    assert calls["h0"] <= 2 and calls["h1"] <= 2
+    # so at most two jobs can have met both dead hosts; everything else ran on h2
+    ok = [r for r in results if r.ok]
+    assert len(ok) >= 10 and {r.value for r in ok} == {"h2"}
+    assert calls["h2"] == len(ok)
+
+
+def test_when_every_host_is_dead_all_jobs_fail_as_host_faults() -> None:
+    def measure(job: int, host: Host, lease: str) -> str:
+        raise ConnectionRefusedError(f"{host.name} is down")
+
+    results = local_pool(2).map(list(range(6)), measure)
+    assert all(r.host_fault and "is down" in r.error for r in results)
