@@ -92,7 +92,8 @@ def sim_command(
         click.echo(f"sim: {kernel_py} [{report.func or '?'}] {verdict}")
         if report.error:
             click.echo(f"error ({report.error_kind}): {report.error}")
-        for key, value in record.items():
-            if key not in ("error", "error_kind"):
-                click.echo(f"{key}: {_format(value)}")
+        shown = {k: v for k, v in record.items() if k not in ("error", "error_kind")}
+        width = max(len(k) for k in shown) + 1
+        for key, value in shown.items():
+            click.echo(f"{key + ':':<{width}} {_format(value)}")
     ctx.exit(0 if report.correct else 1)

@@ -87,6 +87,7 @@ class Isa:
                 line=self.m.line(),
                 reads=tuple(t.region for t in reads),
                 writes=tuple(t.region for t in writes),
+                shape=writes[0].shape,
                 **cost,
             )
         )

@@ -107,11 +107,13 @@ OPS: dict[str, Op] = {
 
 @dataclass(frozen=True)
 class TileSize:
-    pmax: int = 128
-    gemm_stationary_fmax: int = 128
-    gemm_moving_fmax: int = 512
-    psum_bank_fmax: int = 512
-    psum_fmax: int = 2048
+    """``nl.tile_size``: the ISA tile limits, from the machine's parameters."""
+
+    pmax: int
+    gemm_stationary_fmax: int
+    gemm_moving_fmax: int
+    psum_bank_fmax: int  # fp32 values per partition in one PSUM bank
+    psum_fmax: int  # fp32 values per partition in all of PSUM
 
 
 def _range(start: int, stop: int | None = None, step: int = 1) -> range:
@@ -154,7 +156,14 @@ def build_language(machine: Machine, isa: Isa) -> types.ModuleType:
 
     module.ndarray = ndarray
     module.zeros = zeros
-    module.tile_size = TileSize()
+    p = machine.params
+    module.tile_size = TileSize(
+        pmax=p.partitions,
+        gemm_stationary_fmax=p.stationary_fmax,
+        gemm_moving_fmax=p.moving_fmax,
+        psum_bank_fmax=p.psum_bank_bytes // 4,
+        psum_fmax=p.psum_partition_bytes // 4,
+    )
     module.affine_range = _range
     module.sequential_range = _range
     module.static_range = _range

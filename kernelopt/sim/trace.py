@@ -24,6 +24,7 @@ class Instruction:
     line: int
     reads: tuple[Region, ...]
     writes: tuple[Region, ...]
+    shape: tuple[int, ...] = ()  # of the destination tile
     partitions: int = 0
     free: int = 0
     stationary_free: int = 0
