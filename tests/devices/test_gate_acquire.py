@@ -5,12 +5,21 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from fake_tools import FakeTools, neuron_device
 
-from kernelopt.devices import Lease, NoIdleDevice, WaitNotice, acquire, acquire_many, make_gate
+from kernelopt.devices import (
+    Gate,
+    Lease,
+    NoIdleDevice,
+    WaitNotice,
+    acquire,
+    acquire_many,
+    make_gate,
+)
 from kernelopt.devices.locks import LockOwner, lock_holder, try_lock
 from kernelopt.hosts import LocalHost
 
@@ -23,7 +32,7 @@ class FakeTime:
     def __init__(self) -> None:
         self.now = 0.0
         self.sleeps: list[float] = []
-        self.on_sleep: list = []
+        self.on_sleep: list[Callable[[int], None]] = []
 
     def clock(self) -> float:
         return self.now
@@ -35,14 +44,19 @@ class FakeTime:
             hook(len(self.sleeps))
 
 
-def gate(fakes: FakeTools):
+def gate(fakes: FakeTools) -> Gate:
     return make_gate("neuron", search_path=[str(fakes.bin_dir)], use_monitor=False)
 
 
 def test_busy_then_idle_waits_and_proceeds(fakes: FakeTools, lock_dir: str) -> None:
     fakes.set("neuron", devices=[neuron_device(0, busy_pid=999)])
     time = FakeTime()
-    time.on_sleep.append(lambda n: n == 2 and fakes.set("neuron", devices=[neuron_device(0)]))
+
+    def free_after_second_wait(sleeps: int) -> None:
+        if sleeps == 2:
+            fakes.set("neuron", devices=[neuron_device(0)])
+
+    time.on_sleep.append(free_after_second_wait)
     notices: list[WaitNotice] = []
     lease = acquire(
         gate(fakes),
