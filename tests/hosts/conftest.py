@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sshd_server import LoopbackSSHD, sshd_missing_reason
@@ -51,9 +53,8 @@ def fresh_known_hosts(sshd: LoopbackSSHD, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def fakes(tmp_path: Path):
+def fakes(tmp_path: Path) -> Any:
     """The fake device tools of tests/devices, reachable through any host."""
-    import importlib.util
 
     path = Path(__file__).resolve().parents[1] / "devices" / "fake_tools.py"
     spec = importlib.util.spec_from_file_location("kernelopt_test_fake_tools", path)
