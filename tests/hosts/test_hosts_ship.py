@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt.hosts import Host, ship_commit
+from kernelopt.hosts import Host, LocalHost, ship_commit
 
 
 def git(repo: Path, *args: str) -> str:
@@ -46,7 +46,5 @@ def test_commit_tree_arrives_and_uncommitted_work_does_not(host: Host, repo: Pat
 
 
 def test_unknown_commit_is_a_clear_error(repo: Path) -> None:
-    from kernelopt.hosts import LocalHost
-
     with pytest.raises(ValueError, match="git archive 'no-such-ref'"):
         ship_commit(LocalHost(), repo, "no-such-ref")

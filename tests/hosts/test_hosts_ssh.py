@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
+import paramiko
 import pytest
 from sshd_server import KILL_OWN_SESSION, LoopbackSSHD
 
@@ -46,8 +48,6 @@ def test_trust_new_hosts_accepts_and_remembers(sshd: LoopbackSSHD, fresh_known_h
 def test_changed_host_key_is_refused_even_when_trusting(
     sshd: LoopbackSSHD, fresh_known_hosts: Path, tmp_path: Path
 ) -> None:
-    import paramiko
-
     other = paramiko.Ed25519Key.from_private_key_file(str(sshd.root / "user_key"))
     fresh_known_hosts.write_text(
         f"[127.0.0.1]:{sshd.port} {other.get_name()} {other.get_base64()}\n"
@@ -76,8 +76,6 @@ def test_session_killed_mid_command_is_a_host_error_then_reconnects(sshd: Loopba
 
 
 def test_wrong_user_key_is_an_authentication_error(sshd: LoopbackSSHD, tmp_path: Path) -> None:
-    import subprocess
-
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "stranger")],
         check=True,
