@@ -1,0 +1,251 @@
+"""Mechanical lowering of the three knobs: emission depths, fire depths, placement.
+
+A depth counts open loops: depth 0 is outside every loop, depth ``i + 1`` is
+inside the ``i``-th entry of ``loop_order``. Every rule below either derives a
+value or records a ``Failure``; the validity report and the sampler both run
+this one function, so what samples is exactly what validates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelopt.ir.model import KernelIR, PhysicalBuffer, Scope
+
+MATMUL_DTYPES = ("bfloat16", "float16", "float32", "float8_e4m3")
+TWO_BYTE = ("bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One broken rule: which check, on what (buffer, operator or knob), and why."""
+
+    check: str
+    buffer: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One side of an emission interval and the (dim, scope) that imposes it."""
+
+    depth: int
+    dim: str | None
+    scope: Scope | None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where everything goes once the knobs are derived."""
+
+    position: dict[str, int]  # "d0.block" -> index in loop_order
+    emission: dict[str, int]  # buffer -> depth of its allocation
+    fire: dict[str, int]  # operator -> depth of its instruction
+    after: dict[str, bool]  # operator sits after the loop at its depth (needs deeper work)
+    depth: int  # number of loops
+
+
+def scope_of(ir: KernelIR, buf: PhysicalBuffer, dim: str) -> Scope:
+    if dim in buf.pinned_full:
+        return Scope.FULL
+    return ir.buffer_scopes[buf.name][dim]
+
+
+def loop_positions(ir: KernelIR) -> tuple[dict[str, int] | None, list[Failure]]:
+    """``loop_order`` must hold each ``{d}.block`` and ``{d}.tile`` once, block first."""
+    expected = [f"{d.name}.{k}" for d in ir.dims for k in ("block", "tile")]
+    order = list(ir.loop_order)
+    problems: list[str] = []
+    unknown = [e for e in order if e not in expected]
+    if unknown:
+        problems.append(f"unknown entries {unknown}")
+    missing = [e for e in expected if e not in order]
+    if missing:
+        problems.append(f"missing entries {missing}")
+    repeated = sorted({e for e in order if order.count(e) > 1})
+    if repeated:
+        problems.append(f"repeated entries {repeated}")
+    if not problems:
+        late = [
+            d.name
+            for d in ir.dims
+            if order.index(f"{d.name}.tile") < order.index(f"{d.name}.block")
+        ]
+        if late:
+            problems.append(f"{', '.join(f'{d}.tile' for d in late)} must come after its .block")
+    if problems:
+        return None, [Failure("loop_order", "loop_order", "; ".join(problems))]
+    return {e: i for i, e in enumerate(order)}, []
+
+
+def knob_key_failures(ir: KernelIR) -> list[Failure]:
+    """Scope dicts name exactly each buffer's knob dims; block sizes divide tile counts."""
+    failures: list[Failure] = []
+    for d in ir.dims:
+        n = ir.ltiles_per_block.get(d.name)
+        if n is None or n not in d.divisors():
+            failures.append(
+                Failure(
+                    "ltiles_per_block",
+                    d.name,
+                    f"ltiles_per_block[{d.name}] is {n!r}; it must divide the "
+                    f"{d.num_tiles} tiles of {d.name}: one of {list(d.divisors())}",
+                )
+            )
+    for buf in ir.buffers:
+        given = ir.buffer_scopes.get(buf.name, {})
+        missing = [d for d in buf.knob_dims if d not in given]
+        extra = [d for d in given if d not in buf.knob_dims]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"missing {missing}")
+            if extra:
+                parts.append(f"{extra} not carried by the buffer")
+            failures.append(
+                Failure(
+                    "scope_keys",
+                    buf.name,
+                    f"buffer_scopes[{buf.name}] must have exactly {list(buf.knob_dims)}: "
+                    + "; ".join(parts),
+                )
+            )
+    return failures
+
+
+def narrow(
+    lo: Bound, hi: Bound, dim: str, scope: Scope, block: int, tile: int
+) -> tuple[Bound, Bound]:
+    """The interval after adding one dim's scope (its loops at ``block`` < ``tile``).
+
+    PER_TILE needs the allocation inside ``{d}.tile``; PER_BLOCK inside
+    ``{d}.block`` but outside ``{d}.tile``; FULL outside ``{d}.block``.
+    """
+    if scope == Scope.PER_TILE and tile + 1 > lo.depth:
+        lo = Bound(tile + 1, dim, scope)
+    if scope == Scope.PER_BLOCK:
+        if block + 1 > lo.depth:
+            lo = Bound(block + 1, dim, scope)
+        if tile < hi.depth:
+            hi = Bound(tile, dim, scope)
+    if scope == Scope.FULL and block < hi.depth:
+        hi = Bound(block, dim, scope)
+    return lo, hi
+
+
+def emission_interval(
+    ir: KernelIR, buf: PhysicalBuffer, position: dict[str, int]
+) -> tuple[Bound, Bound]:
+    """The tightest [lower, upper] depth range the buffer's scopes allow."""
+    lo, hi = Bound(0, None, None), Bound(len(position), None, None)
+    for d in buf.pinned_full + buf.knob_dims:
+        scope = scope_of(ir, buf, d)
+        lo, hi = narrow(lo, hi, d, scope, position[f"{d}.block"], position[f"{d}.tile"])
+    return lo, hi
+
+
+def _interval_failure(ir: KernelIR, buf: PhysicalBuffer, lo: Bound, hi: Bound) -> Failure:
+    order = ir.loop_order
+    need_in = f"inside {order[lo.depth - 1]} (depth {lo.depth}) for {lo.dim}={lo.scope.value}"
+    need_out = f"at most depth {hi.depth} for {hi.dim}={hi.scope.value}"
+    lifetime = hi.dim in buf.lifetime_dims or hi.dim in buf.pinned_full
+    check = "accumulator_lifetime" if lifetime else "emission_depth"
+    why = (
+        f" (it must stay live across the whole {hi.dim} reduction)"
+        if lifetime and hi.scope == Scope.FULL
+        else ""
+    )
+    return Failure(check, buf.name, f"{buf.name} must be allocated {need_in} but {need_out}{why}")
+
+
+def _dtype_failures(ir: KernelIR) -> list[Failure]:
+    failures: list[Failure] = []
+    for op in ir.operators:
+        if op.kind == "matmul":
+            a, b = (ir.buffer[s].dtype for s in op.srcs)
+            if a != b or a not in MATMUL_DTYPES:
+                failures.append(
+                    Failure(
+                        "isa_dtype",
+                        op.name,
+                        f"nc_matmul needs stationary and moving of one dtype among "
+                        f"{list(MATMUL_DTYPES)}, got {a} and {b}",
+                    )
+                )
+        if op.kind == "load_transpose":
+            dtype = ir.buffer[op.dst].dtype
+            if dtype not in TWO_BYTE:
+                failures.append(
+                    Failure(
+                        "isa_dtype",
+                        op.name,
+                        f"dma_transpose moves 2-byte elements only ({list(TWO_BYTE)}), "
+                        f"{op.srcs[0]} is {dtype}",
+                    )
+                )
+    return failures
+
+
+def derive(ir: KernelIR) -> tuple[Placement | None, list[Failure]]:
+    """Every derived depth, or the failures that prevent deriving them."""
+    failures = _dtype_failures(ir)
+    position, order_failures = loop_positions(ir)
+    failures += order_failures
+    failures += knob_key_failures(ir)
+    if failures:
+        return None, failures
+    assert position is not None
+    emission: dict[str, int] = {}
+    for buf in ir.buffers:
+        bad_reduce = [
+            d for d in buf.lifetime_dims if ir.buffer_scopes[buf.name][d] == Scope.PER_TILE
+        ]
+        if bad_reduce:
+            failures.append(
+                Failure(
+                    "psum_reducing_scope",
+                    buf.name,
+                    f"{buf.name}[{bad_reduce[0]}] is PER_TILE: re-allocating the accumulator "
+                    f"every {bad_reduce[0]} tile would drop the partial sums; use FULL "
+                    "(drain by copy) or PER_BLOCK (drain by add into SBUF)",
+                )
+            )
+            continue
+        lo, hi = emission_interval(ir, buf, position)
+        if lo.depth > hi.depth:
+            failures.append(_interval_failure(ir, buf, lo, hi))
+            continue
+        emission[buf.name] = lo.depth
+    if failures:
+        return None, failures
+    fire: dict[str, int] = {}
+    after: dict[str, bool] = {}
+    deepest: dict[str, int] = {}  # buffer -> deepest depth of the work that completes it
+    for op in ir.operators:
+        depth = max(
+            [emission[b] for b in (op.dst, *op.srcs) if b in emission]
+            + [position[f"{d}.tile"] + 1 for d in op.required_tiles]
+        )
+        upstream = [deepest[s] for s in op.srcs if s in deepest]
+        fire[op.name] = depth
+        after[op.name] = any(u > depth for u in upstream)
+        deepest[op.dst] = max([depth, *upstream])
+    for op in ir.operators:
+        for src in op.srcs:
+            producer = ir.producers.get(src)
+            if producer is None or not after[producer.name]:
+                continue
+            if fire[op.name] > fire[producer.name]:
+                loop = ir.loop_order[fire[producer.name]]
+                failures.append(
+                    Failure(
+                        "operand_scope",
+                        op.dst,
+                        f"{op.name} fires at depth {fire[op.name]}, inside {loop}, but its "
+                        f"operand {src} is complete only after {loop} closes "
+                        f"({producer.name} at depth {fire[producer.name]})",
+                    )
+                )
+    if failures:
+        return None, failures
+    return Placement(position, emission, fire, after, len(position)), []

@@ -1,0 +1,154 @@
+"""The KernelIR records: dimensions, physical buffers, operators and the three knobs.
+
+Everything but the knobs is fixed by ``build_ir`` (and rewrites). The knobs are
+``loop_order``, ``ltiles_per_block`` and ``buffer_scopes``; ``with_knobs``
+returns a new IR, so an IR never changes under a caller's feet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from typing import Any
+
+
+class Scope(StrEnum):
+    """How much of one dimension a buffer holds (and so where it may be allocated)."""
+
+    PER_TILE = "PER_TILE"
+    PER_BLOCK = "PER_BLOCK"
+    FULL = "FULL"
+
+
+SCOPES = (Scope.PER_TILE, Scope.PER_BLOCK, Scope.FULL)
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One global loop dimension: ``size`` split into ``num_tiles`` tiles of ``tile``."""
+
+    name: str
+    size: int
+    tile: int
+    reducing: bool = False
+
+    @property
+    def num_tiles(self) -> int:
+        return self.size // self.tile
+
+    def divisors(self) -> tuple[int, ...]:
+        n = self.num_tiles
+        return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+@dataclass(frozen=True)
+class PhysicalBuffer:
+    """One on-chip tensor of the kernel.
+
+    ``axes`` are (partition dim, free dim). ``lifetime_dims`` are reducing dims
+    the buffer accumulates over without holding them (PSUM's K): they take a
+    scope knob but no shape. ``pinned_full`` dims are reducing dims upstream of
+    the buffer: fixed to FULL and left off the knob surface.
+    """
+
+    name: str
+    memory: str  # "sbuf" | "psum"
+    axes: tuple[str, str]
+    dtype: str
+    role: str  # "load" | "accumulator" | "transposed" | "result"
+    lifetime_dims: tuple[str, ...] = ()
+    pinned_full: tuple[str, ...] = ()
+
+    @property
+    def knob_dims(self) -> tuple[str, ...]:
+        return self.axes + self.lifetime_dims
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One instruction site of the kernel (loads and the store included).
+
+    ``srcs`` and ``dst`` name buffers, except that a load's src and the store's
+    dst name HBM tensors. ``required_tiles`` are dims whose ``.tile`` loop must
+    be open where the instruction fires.
+    """
+
+    name: str
+    kind: str
+    dst: str
+    srcs: tuple[str, ...]
+    roles: tuple[tuple[str, str], ...]  # (dim, role) pairs, e.g. ("d0", "reduce")
+    required_tiles: tuple[str, ...] = ()
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return tuple(d for d, _ in self.roles)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return dict(self.attrs).get(name, default)
+
+
+@dataclass(frozen=True)
+class HbmTensor:
+    name: str
+    shape: tuple[int, int]
+    dtype: str
+    dims: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class KernelIR:
+    """The op graph lowered to buffers and operators, plus the knob state."""
+
+    func_name: str
+    inputs: tuple[HbmTensor, ...]
+    output: HbmTensor
+    dims: tuple[Dim, ...]
+    buffers: tuple[PhysicalBuffer, ...]
+    operators: tuple[Operator, ...]
+    loop_order: tuple[str, ...]
+    ltiles_per_block: dict[str, int] = field(default_factory=dict)
+    buffer_scopes: dict[str, dict[str, Scope]] = field(default_factory=dict)
+    variant: str = "base"
+
+    @cached_property
+    def dim(self) -> dict[str, Dim]:
+        return {d.name: d for d in self.dims}
+
+    @cached_property
+    def buffer(self) -> dict[str, PhysicalBuffer]:
+        return {b.name: b for b in self.buffers}
+
+    @cached_property
+    def producers(self) -> dict[str, Operator]:
+        return {op.dst: op for op in self.operators}
+
+    def with_knobs(
+        self,
+        loop_order: Any = None,
+        ltiles_per_block: dict[str, int] | None = None,
+        buffer_scopes: dict[str, dict[str, Scope | str]] | None = None,
+    ) -> KernelIR:
+        """A copy with the given knobs replaced (``None`` keeps the current value)."""
+        changes: dict[str, Any] = {}
+        if loop_order is not None:
+            changes["loop_order"] = tuple(loop_order)
+        if ltiles_per_block is not None:
+            changes["ltiles_per_block"] = dict(ltiles_per_block)
+        if buffer_scopes is not None:
+            changes["buffer_scopes"] = {
+                b: {d: Scope(s) for d, s in scopes.items()} for b, scopes in buffer_scopes.items()
+            }
+        return dataclasses.replace(self, **changes)
+
+    def structure_key(self) -> tuple[Any, ...]:
+        """What a rewrite can change: the buffers and operators, not the knobs."""
+        return (self.buffers, self.operators)
+
+    def __repr__(self) -> str:
+        from kernelopt.ir.describe import describe
+
+        return describe(self)

@@ -1,0 +1,258 @@
+"""The op classes a workload's ``f_nkigym`` is written in, one per ISA instruction.
+
+Each op states its operand axes, which axes it reduces, the ISA tile limits on
+those axes and its numpy meaning. Called on numpy arrays an op computes; called
+on traced tensors it records itself (see ``trace.py``), so one ``f_nkigym``
+serves both as math and as the op graph.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+PMAX = 128  # partitions; also the TensorE contraction limit
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# Names follow ``nl.<name>``; the renderer prints ``nl.<name>`` verbatim.
+BINARY_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+}
+UNARY_OPS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "copy": lambda x: x,
+    "exp": np.exp,
+    "relu": lambda x: np.maximum(x, 0.0),
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
+    "silu": lambda x: x * _sigmoid(x),
+    "square": np.square,
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+}
+REDUCE_OPS: dict[str, Callable[..., np.ndarray]] = {
+    "add": np.sum,
+    "maximum": np.max,
+    "minimum": np.min,
+    "multiply": np.prod,
+}
+
+
+class OpError(ValueError):
+    """An op called with operands or attributes its instruction cannot take."""
+
+
+@dataclass(frozen=True)
+class AxisSpec:
+    """How one op lays out its operand axes.
+
+    ``operands`` maps each tensor operand to its axis labels; ``output`` gives
+    the output's labels. A label shared by operands (or operand and output) is
+    the same loop dimension; labels in ``reduces`` are summed away.
+    """
+
+    operands: dict[str, tuple[str, ...]]
+    output: tuple[str, ...]
+    reduces: tuple[str, ...] = ()
+    limits: tuple[tuple[str, int], ...] = ()
+
+
+class NKIOp:
+    """Base of every op: subclasses set ``kind``, ``spec`` and ``compute``."""
+
+    kind: ClassVar[str] = ""
+    spec: ClassVar[AxisSpec]
+    attr_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **attrs: Any) -> None:
+        self._check_attr_names(attrs)
+        self.attrs = attrs
+
+    def _check_attr_names(self, attrs: dict[str, Any]) -> None:
+        unknown = sorted(set(attrs) - set(self.attr_names))
+        if unknown:
+            raise OpError(
+                f"{type(self).__name__}: unknown attribute(s) {unknown}; "
+                f"expected some of {list(self.attr_names)}"
+            )
+
+    def __call__(self, **kwargs: Any) -> Any:
+        operands = {k: kwargs.pop(k) for k in list(kwargs) if k in self.spec.operands}
+        missing = [k for k in self.spec.operands if k not in operands]
+        self._check_attr_names(kwargs)
+        if missing:
+            raise OpError(f"{type(self).__name__}: missing operand(s) {missing}")
+        attrs = {**self.attrs, **kwargs}
+        self.check_attrs(attrs)
+        first = next(iter(operands.values()))
+        recorder = getattr(first, "record", None)
+        if recorder is not None:
+            return recorder(self, operands, attrs)
+        arrays = {k: np.asarray(v) for k, v in operands.items()}
+        return self.compute(arrays, attrs)
+
+    def check_attrs(self, attrs: dict[str, Any]) -> None:
+        """Reject attributes the instruction cannot take (overridden per op)."""
+
+    def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        raise NotImplementedError
+
+
+def _op_name(value: Any, table: dict[str, Any], op: str, role: str) -> str:
+    name = getattr(value, "name", value)
+    if not isinstance(name, str) or name not in table:
+        raise OpError(f"{op}: {role}={value!r} is not one of {sorted(table)}")
+    return name
+
+
+class NKIMatmul(NKIOp):
+    """``nc_matmul``: out[M, N] = stationary[K, M].T @ moving[K, N], fp32 in PSUM."""
+
+    kind = "matmul"
+    spec = AxisSpec(
+        operands={"stationary": ("K", "M"), "moving": ("K", "N")},
+        output=("M", "N"),
+        reduces=("K",),
+        limits=(("K", PMAX), ("M", 128), ("N", 512)),
+    )
+
+    def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        a = operands["stationary"].astype(np.float32)
+        b = operands["moving"].astype(np.float32)
+        return a.T @ b
+
+
+class NKITranspose(NKIOp):
+    """``nc_transpose`` on TensorE: data[P, F] -> out[F, P], both at most 128."""
+
+    kind = "transpose"
+    spec = AxisSpec(
+        operands={"data": ("P", "F")},
+        output=("F", "P"),
+        limits=(("P", PMAX), ("F", PMAX)),
+    )
+
+    def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        return operands["data"].T
+
+
+class NKITensorTensor(NKIOp):
+    """``tensor_tensor``: elementwise ``op(data1, data2)`` on equal-shaped tiles."""
+
+    kind = "tensor_tensor"
+    spec = AxisSpec(operands={"data1": ("P", "F"), "data2": ("P", "F")}, output=("P", "F"))
+    attr_names = ("op",)
+
+    def check_attrs(self, attrs: dict[str, Any]) -> None:
+        if "op" not in attrs:
+            raise OpError("NKITensorTensor: op= is required (e.g. op='add')")
+        attrs["op"] = _op_name(attrs["op"], BINARY_OPS, "NKITensorTensor", "op")
+
+    def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        fn = BINARY_OPS[attrs["op"]]
+        return fn(operands["data1"].astype(np.float32), operands["data2"].astype(np.float32))
+
+
+class NKITensorScalar(NKIOp):
+    """``tensor_scalar``: ``op1(op0(data, operand0), operand1)`` with Python scalars.
+
+    ``reverse0``/``reverse1`` swap the operands of the corresponding op.
+    """
+
+    kind = "tensor_scalar"
+    spec = AxisSpec(operands={"data": ("P", "F")}, output=("P", "F"))
+    attr_names = ("op0", "operand0", "reverse0", "op1", "operand1", "reverse1")
+
+    def check_attrs(self, attrs: dict[str, Any]) -> None:
+        for i in ("0", "1"):
+            op, operand = attrs.get("op" + i), attrs.get("operand" + i)
+            if op is None:
+                if i == "0":
+                    raise OpError("NKITensorScalar: op0= and operand0= are required")
+                continue
+            attrs["op" + i] = _op_name(op, BINARY_OPS, "NKITensorScalar", "op" + i)
+            if isinstance(operand, bool) or not isinstance(operand, int | float):
+                raise OpError(
+                    f"NKITensorScalar: operand{i} must be a Python number, got {operand!r}"
+                )
+            attrs["operand" + i] = float(operand)
+            attrs["reverse" + i] = bool(attrs.get("reverse" + i, False))
+
+    def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        out = operands["data"].astype(np.float32)
+        for i in ("0", "1"):
+            if attrs.get("op" + i) is None:
+                continue
+            fn, scalar = BINARY_OPS[attrs["op" + i]], np.float32(attrs["operand" + i])
+            out = fn(scalar, out) if attrs["reverse" + i] else fn(out, scalar)
+        return out
+
+
+class NKIActivation(NKIOp):
+    """``activation`` on ScalarE: ``op(data * scale + bias)``.
+
+    Only a scalar ``scale`` is supported; a [P, 1] ``bias`` tile is not (yet).
+    """
+
+    kind = "activation"
+    spec = AxisSpec(operands={"data": ("P", "F")}, output=("P", "F"))
+    attr_names = ("op", "scale", "bias")
+
+    def check_attrs(self, attrs: dict[str, Any]) -> None:
+        if "op" not in attrs:
+            raise OpError("NKIActivation: op= is required (e.g. op='gelu')")
+        attrs["op"] = _op_name(attrs["op"], UNARY_OPS, "NKIActivation", "op")
+        if attrs.get("bias") is not None:
+            raise OpError("NKIActivation: bias tiles are not supported; fold it into the data")
+        scale = attrs.get("scale", 1.0)
+        if isinstance(scale, bool) or not isinstance(scale, int | float):
+            raise OpError(f"NKIActivation: scale must be a Python number, got {scale!r}")
+        attrs["scale"] = float(scale)
+        attrs.pop("bias", None)
+
+    def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        x = operands["data"].astype(np.float32) * np.float32(attrs["scale"])
+        return UNARY_OPS[attrs["op"]](x).astype(np.float32)
+
+
+class NKITensorReduce(NKIOp):
+    """``tensor_reduce`` along the free axis: data[P, F] -> out[P, 1].
+
+    Only ``axis=1`` (the free axis) exists on the engines; the partition axis
+    cannot be reduced by this instruction.
+    """
+
+    kind = "tensor_reduce"
+    spec = AxisSpec(operands={"data": ("P", "F")}, output=("P",), reduces=("F",))
+    attr_names = ("op", "axis", "keepdims")
+
+    def check_attrs(self, attrs: dict[str, Any]) -> None:
+        if "op" not in attrs:
+            raise OpError("NKITensorReduce: op= is required (e.g. op='add')")
+        attrs["op"] = _op_name(attrs["op"], REDUCE_OPS, "NKITensorReduce", "op")
+        if attrs.get("axis", 1) not in (1, -1):
+            raise OpError(
+                f"NKITensorReduce: axis must be 1 (free axes only), got {attrs.get('axis')!r}"
+            )
+        attrs["axis"] = 1
+        attrs["keepdims"] = True
+
+    def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        data = operands["data"].astype(np.float32)
+        return REDUCE_OPS[attrs["op"]](data, axis=1, keepdims=True)

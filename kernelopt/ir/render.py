@@ -1,0 +1,394 @@
+"""``render_ir``: a valid KernelIR as NKI source, loops kept as loops.
+
+Each buffer becomes one ``nl.ndarray`` of shape (partition tile, tiles held
+on the partition dim, tiles held on the free dim x free tile), allocated at
+its emission depth; each operator is emitted at its fire depth, before the
+loop at that depth or, when it needs work done deeper, after it. An operator
+covers the tiles of the dims whose loops are still closed where it fires with
+loops of its own (``l<i>``), so the text never grows with the tile count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernelopt.ir.derive import Placement, derive, scope_of
+from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
+
+LINE = 100  # the project's formatter line length; rendered text is already formatted
+DTYPES = {
+    "bfloat16": "nl.bfloat16",
+    "float16": "nl.float16",
+    "float32": "nl.float32",
+    "int32": "nl.int32",
+    "float8_e4m3": "nl.float8_e4m3",
+}
+
+
+class RenderError(ValueError):
+    """Only a valid IR renders; the message lists what validity_report reports."""
+
+
+@dataclass(frozen=True)
+class Lin:
+    """An integer linear expression over loop variables, printed canonically."""
+
+    terms: tuple[tuple[str, int], ...] = ()
+    const: int = 0
+
+    def __add__(self, other: Lin | int) -> Lin:
+        if isinstance(other, int):
+            return Lin(self.terms, self.const + other)
+        merged = dict(self.terms)
+        for v, c in other.terms:
+            merged[v] = merged.get(v, 0) + c
+        return Lin(tuple((v, c) for v, c in merged.items() if c), self.const + other.const)
+
+    def __mul__(self, k: int) -> Lin:
+        return Lin(tuple((v, c * k) for v, c in self.terms if c * k), self.const * k)
+
+    def __str__(self) -> str:
+        parts = [v if c == 1 else f"{v} * {c}" for v, c in self.terms]
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts)
+
+    @property
+    def simple(self) -> bool:
+        return len(self.terms) + (1 if self.const else 0) <= 1 and all(
+            c == 1 for _, c in self.terms
+        )
+
+
+def var(name: str) -> Lin:
+    return Lin(((name, 1),))
+
+
+def _slice(lo: Lin, width: int) -> str:
+    hi = lo + width
+    sep = ":" if lo.simple and hi.simple else " : "
+    return f"{lo}{sep}{hi}"
+
+
+@dataclass
+class _Writer:
+    lines: list[str] = field(default_factory=list)
+
+    def line(self, indent: int, text: str) -> None:
+        self.lines.append(" " * indent + text)
+
+    def call(self, indent: int, head: str, args: list[str]) -> None:
+        """A call formatted the way the formatter would: one line, one body line, or exploded."""
+        pad = " " * indent
+        one = f"{pad}{head}({', '.join(args)})"
+        if len(one) <= LINE:
+            self.lines.append(one)
+            return
+        self.lines.append(f"{pad}{head}(")
+        body = f"{pad}    {', '.join(args)}"
+        if len(body) <= LINE:
+            self.lines.append(body)
+        else:
+            for a in args:
+                self._argument(indent + 4, a)
+        self.lines.append(f"{pad})")
+
+    def _argument(self, indent: int, arg: str) -> None:
+        """One exploded argument; a too-long subscript breaks inside its brackets."""
+        pad = " " * indent
+        if len(pad) + len(arg) + 1 <= LINE or not arg.endswith("]") or "[" not in arg:
+            self.lines.append(f"{pad}{arg},")
+            return
+        head, inner = arg[:-1].split("[", 1)
+        self.lines.append(f"{pad}{head}[")
+        if len(pad) + 4 + len(inner) <= LINE:
+            self.lines.append(f"{pad}    {inner}")
+        else:
+            self.lines.extend(f"{pad}    {part.strip()}," for part in inner.split(","))
+        self.lines.append(f"{pad}],")
+
+
+@dataclass(frozen=True)
+class _Site:
+    """Which loops are open where an operator fires, and how it names tiles."""
+
+    ir: KernelIR
+    placement: Placement
+    depth: int
+
+    def dim_index(self, d: str) -> int:
+        return int(d[1:])
+
+    def status(self, d: str) -> str:
+        pos = self.placement.position
+        if pos[f"{d}.tile"] < self.depth:
+            return "tile"
+        if pos[f"{d}.block"] < self.depth:
+            return "block"
+        return "none"
+
+    def local_trip(self, d: str) -> int:
+        """Trip count of the operator's own loop over ``d`` (0: no loop needed)."""
+        st = self.status(d)
+        if st == "tile":
+            return 0
+        return self.ir.ltiles_per_block[d] if st == "block" else self.ir.dim[d].num_tiles
+
+    def tile_index(self, d: str) -> tuple[Lin, Lin | None]:
+        """(global tile index, index within the block) of the tile being handled."""
+        i, per = self.dim_index(d), self.ir.ltiles_per_block[d]
+        st = self.status(d)
+        if st == "tile":
+            return var(f"b{i}") * per + var(f"t{i}"), var(f"t{i}")
+        if st == "block":
+            return var(f"b{i}") * per + var(f"l{i}"), var(f"l{i}")
+        return var(f"l{i}"), None
+
+    def buffer_index(self, buf: PhysicalBuffer, d: str) -> Lin:
+        glob, in_block = self.tile_index(d)
+        scope = scope_of(self.ir, buf, d)
+        if scope == Scope.PER_TILE:
+            return Lin()
+        if scope == Scope.PER_BLOCK:
+            assert in_block is not None
+            return in_block
+        return glob
+
+    def wide_free(self, buf: PhysicalBuffer, d: str) -> tuple[Lin, Lin, int]:
+        """(global start, buffer start, tile count) of every free-dim tile this site covers."""
+        st, per = self.status(d), self.ir.ltiles_per_block[d]
+        if st == "tile":
+            return self.tile_index(d)[0], self.buffer_index(buf, d), 1
+        if st == "block":
+            start = var(f"b{self.dim_index(d)}") * per
+            scope = scope_of(self.ir, buf, d)
+            return start, (Lin() if scope == Scope.PER_BLOCK else start), per
+        return Lin(), Lin(), self.ir.dim[d].num_tiles
+
+
+def buffer_dtype(ir: KernelIR, buf: PhysicalBuffer) -> str:
+    """An SBUF result summed across blocks of PSUM partials accumulates in fp32."""
+    producer = ir.producers.get(buf.name)
+    if producer is not None and producer.kind == "drain" and _drain_adds(ir, producer):
+        return "float32"
+    return buf.dtype
+
+
+def _drain_adds(ir: KernelIR, drain: Operator) -> bool:
+    psum = ir.buffer[drain.srcs[0]]
+    return any(scope_of(ir, psum, d) == Scope.PER_BLOCK for d in psum.lifetime_dims)
+
+
+def _shape(ir: KernelIR, buf: PhysicalBuffer) -> tuple[int, int, int]:
+    def held(d: str) -> int:
+        scope = scope_of(ir, buf, d)
+        if scope == Scope.PER_TILE:
+            return 1
+        return ir.ltiles_per_block[d] if scope == Scope.PER_BLOCK else ir.dim[d].num_tiles
+
+    dp, df = buf.axes
+    return ir.dim[dp].tile, held(dp), held(df) * ir.dim[df].tile
+
+
+class _Renderer:
+    def __init__(self, ir: KernelIR, placement: Placement) -> None:
+        self.ir, self.p = ir, placement
+        self.w = _Writer()
+        used = list(placement.emission.values()) + list(placement.fire.values())
+        self.max_depth = max(used)
+        self.sequential = {
+            d for b in ir.buffers for d in b.lifetime_dims if scope_of(ir, b, d) == Scope.PER_BLOCK
+        }
+
+    def render(self) -> str:
+        ir, w = self.ir, self.w
+        w.line(0, f"# {ir.func_name}: rendered from its KernelIR (variant {ir.variant}).")
+        w.line(0, "# Re-render after editing knobs.json, or edit this file by hand.")
+        w.line(0, "import nki")
+        w.line(0, "import nki.isa as nisa")
+        w.line(0, "import nki.language as nl")
+        w.line(0, "")
+        w.line(0, "")
+        w.line(0, "@nki.jit")
+        w.line(0, f"def {ir.func_name}({', '.join(t.name for t in ir.inputs)}):")
+        out = ir.output
+        shape = f"({out.shape[0]}, {out.shape[1]})"
+        w.call(
+            4,
+            f"{out.name} = nl.ndarray",
+            [shape, f"dtype={DTYPES[out.dtype]}", "buffer=nl.shared_hbm"],
+        )
+        self.level(0, 4)
+        w.line(4, f"return {out.name}")
+        return "\n".join(w.lines) + "\n"
+
+    def level(self, depth: int, indent: int) -> None:
+        ir, p = self.ir, self.p
+        for buf in ir.buffers:
+            if p.emission[buf.name] == depth:
+                self.allocate(buf, indent)
+        ops = [op for op in ir.operators if p.fire[op.name] == depth]
+        for op in ops:
+            if not p.after[op.name]:
+                self.operator(op, depth, indent)
+        if depth < self.max_depth:
+            entry = ir.loop_order[depth]
+            d, kind = entry.split(".")
+            i, dim = int(d[1:]), ir.dim[d]
+            per = ir.ltiles_per_block[d]
+            trip = per if kind == "tile" else dim.num_tiles // per
+            rng = (
+                "nl.sequential_range"
+                if kind == "block" and d in self.sequential
+                else "nl.affine_range"
+            )
+            self.w.line(indent, f"for {kind[0]}{i} in {rng}({trip}):")
+            self.level(depth + 1, indent + 4)
+        for op in ops:
+            if p.after[op.name]:
+                self.operator(op, depth, indent)
+
+    def allocate(self, buf: PhysicalBuffer, indent: int) -> None:
+        ir = self.ir
+        shape = ", ".join(str(s) for s in _shape(ir, buf))
+        dtype = DTYPES[buffer_dtype(ir, buf)]
+        self.w.call(
+            indent,
+            f"{buf.name} = nl.ndarray",
+            [f"({shape})", f"dtype={dtype}", f"buffer=nl.{buf.memory}"],
+        )
+        producer = ir.producers.get(buf.name)
+        zero = bool(buf.lifetime_dims) or (
+            producer is not None and producer.kind == "drain" and _drain_adds(ir, producer)
+        )
+        if zero:
+            # Accumulators start from zero: matmuls and block drains add into them.
+            self.w.call(indent, "nisa.memset", [f"dst={buf.name}", "value=0.0"])
+
+    def local_loops(self, site: _Site, dims: tuple[str, ...], indent: int) -> int:
+        for d in dims:
+            trip = site.local_trip(d)
+            if trip:
+                self.w.line(indent, f"for l{site.dim_index(d)} in nl.affine_range({trip}):")
+                indent += 4
+        return indent
+
+    def operator(self, op: Operator, depth: int, indent: int) -> None:
+        site = _Site(self.ir, self.p, depth)
+        getattr(self, f"op_{op.kind}")(op, site, indent)
+
+    def _offset(self, indent: int, name: str, expr: Lin) -> Lin:
+        """Long HBM offsets get a name of their own so every line stays short."""
+        if expr.simple:
+            return expr
+        self.w.line(indent, f"{name} = {expr}")
+        return var(name)
+
+    def view(self, site: _Site, buf: PhysicalBuffer, indent: int) -> str:
+        """One tile of ``buf`` as the site sees it, as a 2-D (partition, free) view."""
+        dp, df = buf.axes
+        tf = self.ir.dim[df].tile
+        f = self._offset(indent, f"f_{buf.name}", site.buffer_index(buf, df) * tf)
+        return f"{buf.name}[:, {site.buffer_index(buf, dp)}, {_slice(f, tf)}]"
+
+    def _dma(self, site: _Site, buf: PhysicalBuffer, hbm: str, indent: int, load: bool) -> None:
+        ir = self.ir
+        dp, df = buf.axes
+        indent = self.local_loops(site, (dp,), indent)
+        g_f, b_f, count = site.wide_free(buf, df)
+        tp, tf = ir.dim[dp].tile, ir.dim[df].tile
+        row = self._offset(indent, "row", site.tile_index(dp)[0] * tp)
+        col = self._offset(indent, "col", g_f * tf)
+        f = self._offset(indent, f"f_{buf.name}", b_f * tf)
+        sb = f"{buf.name}[:, {site.buffer_index(buf, dp)}, {_slice(f, count * tf)}]"
+        hb = f"{hbm}[{_slice(row, tp)}, {_slice(col, count * tf)}]"
+        args = [f"dst={sb}", f"src={hb}"] if load else [f"dst={hb}", f"src={sb}"]
+        self.w.call(indent, "nisa.dma_copy", args)
+
+    def op_load(self, op: Operator, site: _Site, indent: int) -> None:
+        self._dma(site, self.ir.buffer[op.dst], op.srcs[0], indent, load=True)
+
+    def op_store(self, op: Operator, site: _Site, indent: int) -> None:
+        self._dma(site, self.ir.buffer[op.srcs[0]], op.dst, indent, load=False)
+
+    def op_load_transpose(self, op: Operator, site: _Site, indent: int) -> None:
+        ir, buf = self.ir, self.ir.buffer[op.dst]
+        dp, df = buf.axes
+        indent = self.local_loops(site, (dp, df), indent)
+        tp, tf = ir.dim[dp].tile, ir.dim[df].tile
+        row = self._offset(indent, "row", site.tile_index(df)[0] * tf)
+        col = self._offset(indent, "col", site.tile_index(dp)[0] * tp)
+        args = [
+            f"dst={self.view(site, buf, indent)}",
+            f"src={op.srcs[0]}[{_slice(row, tf)}, {_slice(col, tp)}]",
+        ]
+        self.w.call(indent, "nisa.dma_transpose", args)
+
+    def op_matmul(self, op: Operator, site: _Site, indent: int) -> None:
+        b = self.ir.buffer
+        args = [
+            f"dst={self.view(site, b[op.dst], indent)}",
+            f"stationary={self.view(site, b[op.srcs[0]], indent)}",
+            f"moving={self.view(site, b[op.srcs[1]], indent)}",
+        ]
+        self.w.call(indent, "nisa.nc_matmul", args)
+
+    def op_transpose(self, op: Operator, site: _Site, indent: int) -> None:
+        b = self.ir.buffer
+        dst, data = self.view(site, b[op.dst], indent), self.view(site, b[op.srcs[0]], indent)
+        args = [f"dst={dst}", f"data={data}"]
+        self.w.call(indent, "nisa.nc_transpose", args)
+
+    def _elementwise(
+        self, op: Operator, site: _Site, indent: int, head: str, args: list[str]
+    ) -> None:
+        indent = self.local_loops(site, self.ir.buffer[op.dst].axes, indent)
+        views = {name: self.view(site, self.ir.buffer[name], indent) for name in (op.dst, *op.srcs)}
+        self.w.call(indent, head, [a.format(**{k: v for k, v in views.items()}) for a in args])
+
+    def op_copy(self, op: Operator, site: _Site, indent: int) -> None:
+        self._elementwise(
+            op, site, indent, "nisa.tensor_copy", [f"dst={{{op.dst}}}", f"src={{{op.srcs[0]}}}"]
+        )
+
+    def op_drain(self, op: Operator, site: _Site, indent: int) -> None:
+        dst, src = op.dst, op.srcs[0]
+        if _drain_adds(self.ir, op):
+            args = [f"dst={{{dst}}}", f"data1={{{dst}}}", f"data2={{{src}}}", "op=nl.add"]
+            self._elementwise(op, site, indent, "nisa.tensor_tensor", args)
+        else:
+            self.op_copy(op, site, indent)
+
+    def op_tensor_tensor(self, op: Operator, site: _Site, indent: int) -> None:
+        args = [
+            f"dst={{{op.dst}}}",
+            f"data1={{{op.srcs[0]}}}",
+            f"data2={{{op.srcs[1]}}}",
+            f"op=nl.{op.attr('op')}",
+        ]
+        self._elementwise(op, site, indent, "nisa.tensor_tensor", args)
+
+    def op_tensor_scalar(self, op: Operator, site: _Site, indent: int) -> None:
+        args = [f"dst={{{op.dst}}}", f"data={{{op.srcs[0]}}}"]
+        for i in ("0", "1"):
+            if op.attr("op" + i) is None:
+                continue
+            args += [f"op{i}=nl.{op.attr('op' + i)}", f"operand{i}={op.attr('operand' + i)!r}"]
+            if op.attr("reverse" + i):
+                args.append(f"reverse{i}=True")
+        self._elementwise(op, site, indent, "nisa.tensor_scalar", args)
+
+    def op_activation(self, op: Operator, site: _Site, indent: int) -> None:
+        args = [f"dst={{{op.dst}}}", f"op=nl.{op.attr('op')}", f"data={{{op.srcs[0]}}}"]
+        if op.attr("scale", 1.0) != 1.0:
+            args.append(f"scale={op.attr('scale')!r}")
+        self._elementwise(op, site, indent, "nisa.activation", args)
+
+
+def render_ir(ir: KernelIR) -> str:
+    """NKI source for a valid IR; the same IR always gives byte-identical text."""
+    placement, failures = derive(ir)
+    if placement is None:
+        problems = "; ".join(f"{f.check}({f.buffer}): {f.detail}" for f in failures)
+        raise RenderError(f"cannot render an invalid KernelIR: {problems}")
+    return _Renderer(ir, placement).render()

@@ -1,0 +1,122 @@
+"""Rewrites: graph restructurings that change which buffers and operators exist.
+
+A rewrite whose pattern is absent returns the IR it was given, unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from kernelopt.ir.derive import derive
+from kernelopt.ir.model import KernelIR, Operator
+from kernelopt.ir.sample import with_default_knobs
+
+
+class Rewrite(Protocol):
+    name: str
+
+    def apply(self, ir: KernelIR) -> KernelIR: ...
+
+
+def _variant(ir: KernelIR, name: str) -> str:
+    return name if ir.variant == "base" else f"{ir.variant}+{name}"
+
+
+def _restructure(
+    ir: KernelIR, operators: list[Operator], drop_buffers: set[str], name: str
+) -> KernelIR:
+    """The IR with new operators, without ``drop_buffers``; knobs kept where still valid."""
+    buffers = tuple(b for b in ir.buffers if b.name not in drop_buffers)
+    scopes = {b: s for b, s in ir.buffer_scopes.items() if b not in drop_buffers}
+    fresh = dataclasses.replace(
+        ir,
+        buffers=buffers,
+        operators=tuple(operators),
+        buffer_scopes=scopes,
+        variant=_variant(ir, name),
+    )
+    return fresh if not derive(fresh)[1] else with_default_knobs(fresh)
+
+
+class LoadTranspose:
+    """A TensorE transpose of a freshly loaded input becomes one transposing DMA load.
+
+    Pattern: ``load x -> sbuf_x -> transpose -> psum_t -> copy -> sbuf_t`` where
+    nothing else reads ``sbuf_x``. Result: ``dma_transpose x -> sbuf_t``; the
+    SBUF staging buffer, the PSUM buffer and two instructions disappear.
+    """
+
+    name = "LoadTranspose"
+
+    def apply(self, ir: KernelIR) -> KernelIR:
+        for op in ir.operators:
+            if op.kind != "transpose":
+                continue
+            source = ir.buffer[op.srcs[0]]
+            load = ir.producers.get(source.name)
+            readers = [o for o in ir.operators if source.name in o.srcs]
+            copies = [o for o in ir.operators if o.srcs == (op.dst,) and o.kind == "copy"]
+            if load is None or load.kind != "load" or len(readers) != 1 or len(copies) != 1:
+                continue
+            target = ir.buffer[copies[0].dst]
+            dp, df = target.axes
+            fused = Operator(
+                f"load_{load.srcs[0]}_transposed",
+                "load_transpose",
+                target.name,
+                load.srcs,
+                ((dp, "partition"), (df, "free")),
+            )
+            operators: list[Operator] = []
+            for o in ir.operators:
+                if o is load:
+                    operators.append(fused)
+                elif o is not op and o is not copies[0]:
+                    operators.append(o)
+            return _restructure(ir, operators, {source.name, op.dst}, self.name)
+        return ir
+
+
+REWRITES: dict[str, Rewrite] = {r.name: r for r in (LoadTranspose(),)}
+
+
+def enumerate_rewrite_combinations(
+    ir: KernelIR, rewrites: Sequence[Rewrite]
+) -> Iterator[tuple[str, KernelIR]]:
+    """``(name, ir)`` for every subset of ``rewrites``, dropping repeats of a structure.
+
+    ``"base"`` comes first; a subset is named by its rewrites joined with ``+``.
+    """
+    seen: list[tuple[object, ...]] = []
+    for size in range(len(rewrites) + 1):
+        for subset in itertools.combinations(rewrites, size):
+            variant = ir
+            for rewrite in subset:
+                variant = rewrite.apply(variant)
+            key = variant.structure_key()
+            if key in seen:
+                continue
+            seen.append(key)
+            name = "+".join(r.name for r in subset) if subset else "base"
+            yield name, dataclasses.replace(variant, variant=name)
+
+
+def apply_variant(ir: KernelIR, variant: str) -> KernelIR:
+    """The base IR rewritten by the ``+``-joined rewrites named in ``variant``.
+
+    Raises ``KeyError`` for an unknown rewrite and ``ValueError`` for one whose
+    pattern this kernel does not contain.
+    """
+    if variant == "base":
+        return ir
+    for name in variant.split("+"):
+        if name not in REWRITES:
+            raise KeyError(name)
+        rewritten = REWRITES[name].apply(ir)
+        if rewritten.structure_key() == ir.structure_key():
+            raise ValueError(name)
+        ir = rewritten
+    return ir
