@@ -9,23 +9,8 @@ import click
 
 from kernelopt.devices.base import DeviceStatus, GateError
 from kernelopt.devices.registry import GATES, survey_all
-from kernelopt.hosts.base import Host, HostError
-from kernelopt.hosts.local import LocalHost
-from kernelopt.hosts.ssh import SSHHost
-
-
-def open_hosts(
-    names: tuple[str, ...], *, ssh_config: str | None = None, trust_new_hosts: bool = False
-) -> list[Host]:
-    """LocalHost for "local"/"localhost" (or no names), SSHHost for anything else."""
-    if not names:
-        return [LocalHost()]
-    return [
-        LocalHost(name)
-        if name in ("local", "localhost")
-        else SSHHost(name, config_path=ssh_config, trust_new_hosts=trust_new_hosts)
-        for name in names
-    ]
+from kernelopt.hosts.base import HostError
+from kernelopt.hosts.open import open_hosts
 
 
 def _line(status: DeviceStatus) -> str:

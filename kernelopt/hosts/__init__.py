@@ -2,6 +2,7 @@
 
 from kernelopt.hosts.base import CommandResult, Host, HostError
 from kernelopt.hosts.local import LocalHost
+from kernelopt.hosts.open import open_hosts
 from kernelopt.hosts.pool import HostPool, JobResult, Slot
 from kernelopt.hosts.ship import archive_commit, ship_commit
 from kernelopt.hosts.ssh import SSHHost
@@ -18,6 +19,7 @@ __all__ = [
     "SSHTarget",
     "Slot",
     "archive_commit",
+    "open_hosts",
     "resolve_alias",
     "ship_commit",
 ]
