@@ -11,7 +11,7 @@ import pandas as pd
 
 from kernelopt.decide import BASELINE, KEEP, gain
 from kernelopt.history import AttemptRecord, RunState
-from kernelopt.report.verdicts import group_of
+from kernelopt.report.verdicts import BROKEN, group_of
 
 # Profile fields compared between BEST and the baseline, in the order shown.
 PROFILE_PERCENT_FIELDS = (
@@ -43,6 +43,7 @@ ATTEMPT_COLUMNS = [
     "gain",
     "hypothesis",
     "error",
+    "log_tail",
     "time",
     "device",
     "consecutive_regressions",
@@ -135,6 +136,10 @@ def attempts_frame(records: Sequence[AttemptRecord]) -> pd.DataFrame:
                 "error": str(
                     note.get("error") or (note.get("measurement") or {}).get("error") or ""
                 ),
+                # The benchmark's own words about a failure live in its log tail.
+                "log_tail": str((note.get("measurement") or {}).get("log_tail") or "")
+                if group_of(r.verdict) == BROKEN
+                else "",
                 "time": str(note.get("time", "")),
                 "device": str(note.get("device", "")),
                 "consecutive_regressions": int(counters.get("consecutive_regressions", 0)),

@@ -114,17 +114,20 @@ def _commit(sha: str) -> str:
     return f'<code title="{escape(sha)}">{escape(sha[:10])}</code>'
 
 
-def _error_cell(error: str) -> str:
-    if not error:
+def _error_cell(error: str, log_tail: str = "") -> str:
+    """The error's first line; the whole error and the log tail one click away."""
+    if not error and not log_tail:
         return ""
-    first = error.strip().splitlines()[0] if error.strip() else error
-    if len(first) <= ERROR_PREVIEW and first == error.strip():
-        return f'<span class="err">{escape(first)}</span>'
+    lines = error.strip().splitlines()
+    first = lines[0] if lines else "(see the log tail)"
     preview = first[:ERROR_PREVIEW] + ("..." if len(first) > ERROR_PREVIEW else "")
-    return (
-        f'<details class="err"><summary>{escape(preview)}</summary>'
-        f"<pre>{escape(error)}</pre></details>"
-    )
+    if preview == error.strip() and not log_tail:
+        return f'<span class="err">{escape(preview)}</span>'
+    detail = escape(error.strip())
+    if log_tail:
+        detail += "\n\n" if detail else ""
+        detail += escape(log_tail.strip())
+    return f'<details class="err"><summary>{escape(preview)}</summary><pre>{detail}</pre></details>'
 
 
 def _gain_cell(value: float | None) -> str:
@@ -295,7 +298,7 @@ def _attempts_section(frames: RunFrames) -> str:
                 escape(fmt_metric(r.metric)),
                 _gain_cell(r.gain),
                 escape(r.hypothesis),
-                _error_cell(r.error),
+                _error_cell(r.error, r.log_tail),
             ]
             for r in frames.attempts.itertuples()
         ),

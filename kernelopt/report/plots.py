@@ -45,6 +45,11 @@ def _figure(height: float = 4.2) -> tuple[Figure, Axes]:
     return fig, ax
 
 
+def _plain(text: str) -> str:
+    """Text from notes shown literally: an even number of "$" would be read as math."""
+    return text.replace("$", r"\$")
+
+
 def _save(fig: Figure, path: Path) -> Path:
     fig.savefig(path, format="png", facecolor="white")
     return path
@@ -106,8 +111,8 @@ def metric_over_attempts(frames: RunFrames, path: Path) -> Path:
                 zorder=3,
             )
     ax.set_xlabel("attempt", color=INK)
-    ax.set_ylabel(f"{frames.metric_name} ({_direction(frames)})", color=INK)
-    ax.set_title(f"{frames.metric_name} of every attempt", color=INK, loc="left")
+    ax.set_ylabel(_plain(f"{frames.metric_name} ({_direction(frames)})"), color=INK)
+    ax.set_title(_plain(f"{frames.metric_name} of every attempt"), color=INK, loc="left")
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.legend(handles=_verdict_legend(df), **LEGEND_OUTSIDE)
     return _save(fig, path)
@@ -146,7 +151,7 @@ def gain_per_keep(frames: RunFrames, path: Path) -> Path | None:
     height = max(2.4, 0.55 * len(kept) + 1.4)
     fig, ax = _figure(height)
     labels = [
-        f"#{a} " + textwrap.shorten(h or "(no hypothesis)", width=60, placeholder="...")
+        _plain(f"#{a} " + textwrap.shorten(h or "(no hypothesis)", width=60, placeholder="..."))
         for a, h in zip(kept["attempt"], kept["hypothesis"], strict=True)
     ]
     gains = [0.0 if math.isnan(g) else 100.0 * g for g in kept["gain"]]
@@ -203,7 +208,7 @@ def classes_over_attempts(frames: RunFrames, path: Path) -> Path | None:
             zorder=3,
         )
         ax.scatter(kept["attempt"], 100 * kept["change_vs_baseline"], s=40, color=colour, zorder=3)
-        handles.append(Line2D([], [], color=colour, marker="o", label=name))
+        handles.append(Line2D([], [], color=colour, marker="o", label=_plain(name)))
     ax.set_xlabel("attempt", color=INK)
     ax.set_ylabel("change vs baseline (%, + = better)", color=INK)
     ax.set_title("Config classes: filled = kept, hollow = discarded", color=INK, loc="left")
