@@ -315,3 +315,53 @@ def test_full_psum_banks_leave_one_copy_and_serialise_the_loop(kernel_file):
     accs = [a for a in full_run.allocations if a.kind == "psum" and a.line == 17]
     assert [a.reuses for a in accs[1:]] == [a.alloc_id for a in accs[:-1]]
     assert full_run.profile["total_time"] > 1.3 * roomy_run.profile["total_time"]
+
+
+@st.composite
+def _random_traces(draw):
+    """Instructions over a few 8x8 allocations, mixing tile-grid and odd boxes.
+
+    No copy reuse here: a reused allocation is dead by construction, which a
+    random trace would not respect; the real kernels above cover reuse.
+    """
+    n_alloc = draw(st.integers(1, 4))
+    allocations = [AllocationInfo(i, f"t{i}", "sbuf", i + 1, -1) for i in range(n_alloc)]
+
+    def region():
+        aid = draw(st.integers(0, n_alloc - 1))
+        if draw(st.booleans()):  # on a 4x4 tile grid
+            r, c = draw(st.integers(0, 1)), draw(st.integers(0, 1))
+            return (aid, ((4 * r, 4 * r + 4), (4 * c, 4 * c + 4)))
+        box = []
+        for _ in range(2):
+            lo = draw(st.integers(0, 7))
+            box.append((lo, draw(st.integers(lo + 1, 8))))
+        return (aid, tuple(box))
+
+    trace = []
+    for _ in range(draw(st.integers(1, 30))):
+        engine = draw(st.sampled_from(["tensor", "vector", "scalar", "gpsimd", "dma"]))
+        reads = tuple(region() for _ in range(draw(st.integers(0, 2))))
+        writes = (region(),)
+        trace.append(
+            Instruction(
+                "op",
+                engine,
+                1,
+                reads,
+                writes,
+                partitions=8,
+                free=draw(st.integers(1, 600)),
+                stationary_free=8,
+                nbytes=draw(st.integers(1, 1 << 16)),
+                row_bytes=512,
+            )
+        )
+    return trace, allocations
+
+
+@settings(max_examples=120, deadline=None)
+@given(_random_traces())
+def test_schedule_is_sound_on_random_traces(case):
+    trace, allocations = case
+    _sound(trace, allocations, schedule(trace, allocations, P))
