@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
@@ -16,22 +17,26 @@ if TYPE_CHECKING:
     from kernelopt.sim.isa import Isa
     from kernelopt.sim.machine import Machine
 
-BUFFERS = {
-    "sbuf": Buffer("sbuf", "sbuf"),
-    "psum": Buffer("psum", "psum"),
-    "hbm": Buffer("hbm", "hbm"),
-    "private_hbm": Buffer("private_hbm", "hbm"),
-    "shared_hbm": Buffer("shared_hbm", "hbm"),
-}
+BUFFERS: Mapping[str, Buffer] = MappingProxyType(
+    {
+        "sbuf": Buffer("sbuf", "sbuf"),
+        "psum": Buffer("psum", "psum"),
+        "hbm": Buffer("hbm", "hbm"),
+        "private_hbm": Buffer("private_hbm", "hbm"),
+        "shared_hbm": Buffer("shared_hbm", "hbm"),
+    }
+)
 
-DTYPES: dict[str, np.dtype] = {
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    "float16": np.dtype(np.float16),
-    "float32": np.dtype(np.float32),
-    "int32": np.dtype(np.int32),
-    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
-    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
-}
+DTYPES: Mapping[str, np.dtype] = MappingProxyType(
+    {
+        "bfloat16": np.dtype(ml_dtypes.bfloat16),
+        "float16": np.dtype(np.float16),
+        "float32": np.dtype(np.float32),
+        "int32": np.dtype(np.int32),
+        "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
+        "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -76,33 +81,35 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-OPS: dict[str, Op] = {
-    op.name: op
-    for op in (
-        Op("add", 2, np.add, np.sum),
-        Op("subtract", 2, np.subtract),
-        Op("multiply", 2, np.multiply, np.prod),
-        Op("divide", 2, np.divide),
-        Op("maximum", 2, np.maximum, np.max),
-        Op("minimum", 2, np.minimum, np.min),
-        Op("power", 2, np.power),
-        Op("copy", 1, lambda x: x),
-        Op("exp", 1, np.exp),
-        Op("log", 1, np.log),
-        Op("relu", 1, lambda x: np.maximum(x, 0.0)),
-        Op("rsqrt", 1, lambda x: 1.0 / np.sqrt(x)),
-        Op("sqrt", 1, np.sqrt),
-        Op("reciprocal", 1, lambda x: 1.0 / x),
-        Op("negative", 1, np.negative),
-        Op("abs", 1, np.abs),
-        Op("gelu", 1, _gelu),
-        Op("gelu_apprx_tanh", 1, _gelu_tanh),
-        Op("silu", 1, lambda x: x * _sigmoid(x)),
-        Op("square", 1, np.square),
-        Op("tanh", 1, np.tanh),
-        Op("sigmoid", 1, _sigmoid),
-    )
-}
+OPS: Mapping[str, Op] = MappingProxyType(
+    {
+        op.name: op
+        for op in (
+            Op("add", 2, np.add, np.sum),
+            Op("subtract", 2, np.subtract),
+            Op("multiply", 2, np.multiply, np.prod),
+            Op("divide", 2, np.divide),
+            Op("maximum", 2, np.maximum, np.max),
+            Op("minimum", 2, np.minimum, np.min),
+            Op("power", 2, np.power),
+            Op("copy", 1, lambda x: x),
+            Op("exp", 1, np.exp),
+            Op("log", 1, np.log),
+            Op("relu", 1, lambda x: np.maximum(x, 0.0)),
+            Op("rsqrt", 1, lambda x: 1.0 / np.sqrt(x)),
+            Op("sqrt", 1, np.sqrt),
+            Op("reciprocal", 1, lambda x: 1.0 / x),
+            Op("negative", 1, np.negative),
+            Op("abs", 1, np.abs),
+            Op("gelu", 1, _gelu),
+            Op("gelu_apprx_tanh", 1, _gelu_tanh),
+            Op("silu", 1, lambda x: x * _sigmoid(x)),
+            Op("square", 1, np.square),
+            Op("tanh", 1, np.tanh),
+            Op("sigmoid", 1, _sigmoid),
+        )
+    }
+)
 
 
 @dataclass(frozen=True)
