@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from kernelopt.ir.derive import derive
-from kernelopt.ir.model import KernelIR, Operator
+from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer
 from kernelopt.ir.sample import with_default_knobs
 
 
@@ -26,10 +26,16 @@ def _variant(ir: KernelIR, name: str) -> str:
 
 
 def _restructure(
-    ir: KernelIR, operators: list[Operator], drop_buffers: set[str], name: str
+    ir: KernelIR,
+    operators: list[Operator],
+    drop_buffers: set[str],
+    replace: PhysicalBuffer,
+    name: str,
 ) -> KernelIR:
     """The IR with new operators, without ``drop_buffers``; knobs kept where still valid."""
-    buffers = tuple(b for b in ir.buffers if b.name not in drop_buffers)
+    buffers = tuple(
+        replace if b.name == replace.name else b for b in ir.buffers if b.name not in drop_buffers
+    )
     scopes = {b: s for b, s in ir.buffer_scopes.items() if b not in drop_buffers}
     fresh = dataclasses.replace(
         ir,
@@ -76,7 +82,8 @@ class LoadTranspose:
                     operators.append(fused)
                 elif o is not op and o is not copies[0]:
                     operators.append(o)
-            return _restructure(ir, operators, {source.name, op.dst}, self.name)
+            loaded = dataclasses.replace(target, role="load")
+            return _restructure(ir, operators, {source.name, op.dst}, loaded, self.name)
         return ir
 
 

@@ -1,0 +1,144 @@
+"""``kernelopt ir``: show, validate, render and sample KernelIR knob states."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import click
+
+from kernelopt.ir.knobs_io import KnobsError, ir_for_workload, knobs_to_json, read_knobs
+from kernelopt.ir.model import KernelIR
+from kernelopt.ir.render import render_ir
+from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
+from kernelopt.ir.sample import SampleError, knob_signature, sample
+from kernelopt.ir.trace import IRBuildError
+from kernelopt.ir.validate import validity_report
+from kernelopt.workload import WorkloadError
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def _base(workload: Path) -> KernelIR:
+    try:
+        return ir_for_workload(workload)
+    except (WorkloadError, IRBuildError, KnobsError) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _with_knobs(knobs: Path, workload: Path) -> KernelIR:
+    base = _base(workload)
+    try:
+        return read_knobs(knobs, base)
+    except KnobsError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@click.group("ir")
+def ir_group() -> None:
+    """Inspect and drive the KernelIR knob surface of a workload."""
+
+
+@ir_group.command("show")
+@click.argument("workload", type=_FILE)
+def show(workload: Path) -> None:
+    """Print the IR of WORKLOAD (dimensions, buffers, operators, default knobs)
+    for every rewrite variant.
+
+    \b
+    Example:
+        kernelopt ir show ir/matmul_lhs_rhs/workload.py
+    """
+    base = _base(workload)
+    for name, variant in enumerate_rewrite_combinations(base, list(REWRITES.values())):
+        click.echo(f"== {name}")
+        click.echo(repr(variant))
+
+
+@ir_group.command("validate")
+@click.argument("knobs", type=_FILE)
+@click.option(
+    "--workload", "-w", type=_FILE, required=True, help="The workload.py the knobs are for."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def validate(knobs: Path, workload: Path, as_json: bool) -> None:
+    """Check a knobs.json against its workload; exit 1 when it is invalid.
+
+    Each failure names the check, the buffer and a fix hint (the knob to change).
+
+    \b
+    Example:
+        kernelopt ir validate ir/matmul/knobs.json --workload ir/matmul/workload.py
+    """
+    report = validity_report(_with_knobs(knobs, workload))
+    if as_json:
+        rows = [
+            {
+                "check": f.check,
+                "buffer": f.buffer,
+                "detail": f.detail,
+                "fix_hint": f.fix_hint,
+                "fix": f.fix,
+            }
+            for f in report
+        ]
+        click.echo(json.dumps({"valid": not report, "failures": rows}, indent=2))
+    elif not report:
+        click.echo(f"{knobs}: valid")
+    else:
+        for f in report:
+            click.echo(f"{f.check}({f.buffer}): {f.detail}\n  fix: {f.fix_hint}")
+    if report:
+        raise SystemExit(1)
+
+
+@ir_group.command("render")
+@click.argument("knobs", type=_FILE)
+@click.option(
+    "--workload", "-w", type=_FILE, required=True, help="The workload.py the knobs are for."
+)
+def render(knobs: Path, workload: Path) -> None:
+    """Print the NKI kernel a valid knobs.json renders to.
+
+    \b
+    Example:
+        kernelopt ir render ir/matmul/knobs.json --workload ir/matmul/workload.py > ir/matmul/kernel.py
+    """
+    ir = _with_knobs(knobs, workload)
+    report = validity_report(ir)
+    if report:
+        problems = "\n".join(
+            f"  {f.check}({f.buffer}): {f.detail} (fix: {f.fix_hint})" for f in report
+        )
+        raise click.ClickException(f"{knobs} is not a valid knob state:\n{problems}")
+    click.echo(render_ir(ir), nl=False)
+
+
+@ir_group.command("sample")
+@click.argument("workload", type=_FILE)
+@click.option(
+    "-n", "count", type=click.IntRange(min=1), default=5, show_default=True, help="How many draws."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON knob state per line.")
+def sample_cmd(workload: Path, count: int, seed: int, as_json: bool) -> None:
+    """Draw N valid knob states of WORKLOAD, over its rewrite variants in turn.
+
+    \b
+    Example:
+        kernelopt ir sample ir/matmul/workload.py -n 3 --seed 7 --json
+    """
+    base = _base(workload)
+    variants = [ir for _, ir in enumerate_rewrite_combinations(base, list(REWRITES.values()))]
+    rng = random.Random(seed)
+    for i in range(count):
+        try:
+            ir = sample(variants[i % len(variants)], rng)
+        except SampleError as exc:
+            raise click.ClickException(str(exc)) from exc
+        if as_json:
+            click.echo(json.dumps(knobs_to_json(ir), sort_keys=True))
+        else:
+            click.echo(f"# {i}: {knob_signature(ir)}")
+            click.echo(json.dumps(knobs_to_json(ir), indent=2))

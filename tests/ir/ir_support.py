@@ -1,0 +1,34 @@
+"""Every shipped workload, at its real size and at a small test size (shared by tests/ir)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from kernelopt.ir import KernelIR, build_ir
+from kernelopt.workload import Workload, load_workload
+
+ROOT = Path(__file__).resolve().parents[2]
+IR_DIR = ROOT / "ir"
+
+# Same math, fewer tiles: two tiles on every dim keeps each knob meaningful and the
+# simulator fast. Every workload shipped under ir/ must appear here.
+SMALL_SPECS: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {
+    "matmul": {"lhsT": ((256, 256), "bfloat16"), "rhs": ((256, 1024), "bfloat16")},
+    "matmul_lhs_rhs": {"lhs": ((256, 256), "bfloat16"), "rhs": ((256, 1024), "bfloat16")},
+    "matmul_gelu": {"lhsT": ((256, 256), "bfloat16"), "rhs": ((256, 1024), "bfloat16")},
+}
+SHIPPED = sorted(p.parent.name for p in IR_DIR.glob("*/workload.py"))
+
+
+def workload(name: str) -> Workload:
+    return load_workload(IR_DIR / name / "workload.py")
+
+
+def small_workload(name: str) -> Workload:
+    return dataclasses.replace(workload(name), input_specs=SMALL_SPECS[name])
+
+
+def small_ir(name: str) -> KernelIR:
+    w = small_workload(name)
+    return build_ir(w.f_nkigym, w.input_specs, name=name)

@@ -1,0 +1,147 @@
+"""build_ir: tracing, unified dimensions, buffers, operators, repr; ops as numpy math."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ir_support import SHIPPED, SMALL_SPECS, small_workload
+
+from kernelopt.ir import (
+    IRBuildError,
+    NKIActivation,
+    NKIMatmul,
+    NKITensorReduce,
+    NKITensorScalar,
+    NKITensorTensor,
+    NKITranspose,
+    OpError,
+    build_ir,
+    compute_mac_count,
+)
+from kernelopt.workload import make_inputs
+
+
+def test_every_shipped_workload_has_a_small_size() -> None:
+    assert SHIPPED and set(SHIPPED) == set(SMALL_SPECS)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_f_nkigym_on_arrays_is_f_numpy(name: str) -> None:
+    w = small_workload(name)
+    inputs = {k: v.astype(np.float32) for k, v in make_inputs(w.input_specs, seed=3).items()}
+    got = w.f_nkigym(**inputs)
+    np.testing.assert_allclose(got, w.f_numpy(**inputs), rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_dims_unify_k_and_carry_tile_limits(matmul_ir) -> None:
+    dims = {d.name: (d.size, d.tile, d.num_tiles, d.reducing) for d in matmul_ir.dims}
+    assert dims == {
+        "d0": (256, 128, 2, True),  # K: contraction, partition limit
+        "d1": (256, 128, 2, False),  # M: stationary free limit 128
+        "d2": (1024, 512, 2, False),  # N: moving free limit 512
+    }
+
+
+def test_matmul_buffers_and_operators(matmul_ir) -> None:
+    buffers = {
+        b.name: (b.memory, b.axes, b.lifetime_dims, b.pinned_full) for b in matmul_ir.buffers
+    }
+    assert buffers == {
+        "sbuf_lhsT": ("sbuf", ("d0", "d1"), (), ()),
+        "sbuf_rhs": ("sbuf", ("d0", "d2"), (), ()),
+        "psum_out": ("psum", ("d1", "d2"), ("d0",), ()),
+        "sbuf_out": ("sbuf", ("d1", "d2"), (), ("d0",)),
+    }
+    assert [op.kind for op in matmul_ir.operators] == ["load", "load", "matmul", "drain", "store"]
+    assert matmul_ir.buffer["psum_out"].dtype == "float32"
+
+
+def test_repr_names_dims_buffers_operators_and_knobs(lhs_rhs_ir) -> None:
+    text = repr(lhs_rhs_ir)
+    for section in (
+        "dimensions:",
+        "physical_buffers:",
+        "operators:",
+        "loop_order:",
+        "buffer_scopes:",
+    ):
+        assert section in text
+    for name in (
+        "d0",
+        "d1",
+        "d2",
+        "sbuf_lhs",
+        "psum_lhs_T",
+        "sbuf_lhs_T",
+        "psum_out",
+        "transpose_lhs_T",
+    ):
+        assert name in text
+    assert "variant: base" in text
+
+
+def test_mac_count_counts_matmuls_only() -> None:
+    w = small_workload("matmul_lhs_rhs")
+    assert compute_mac_count(w.f_nkigym, w.input_specs) == 256 * 256 * 1024
+    g = small_workload("matmul_gelu")
+    assert compute_mac_count(g.f_nkigym, g.input_specs) == 256 * 256 * 1024
+
+
+def test_parameters_must_match_input_specs() -> None:
+    def f(a, b):
+        return NKIMatmul()(stationary=a, moving=b)
+
+    with pytest.raises(IRBuildError, match="do not match INPUT_SPECS"):
+        build_ir(f, {"a": ((128, 128), "bfloat16")})
+
+
+def test_mismatched_contraction_sizes_are_reported() -> None:
+    def f(a, b):
+        return NKIMatmul()(stationary=a, moving=b)
+
+    specs = {"a": ((256, 128), "bfloat16"), "b": ((128, 512), "bfloat16")}
+    with pytest.raises(IRBuildError, match="axis sizes 256 and 128 differ"):
+        build_ir(f, specs)
+
+
+def test_returning_an_input_is_rejected() -> None:
+    def f(a):
+        NKIActivation(op="relu")(data=a)
+        return a
+
+    with pytest.raises(IRBuildError, match="must return the result of an op"):
+        build_ir(f, {"a": ((128, 512), "float32")})
+
+
+def test_tensor_reduce_is_reported_as_not_lowered() -> None:
+    def f(a):
+        s = NKITensorReduce(op="add")(data=a)
+        return s
+
+    with pytest.raises(IRBuildError, match="tensor_reduce"):
+        build_ir(f, {"a": ((128, 512), "float32")})
+
+
+def test_ops_reject_bad_attributes() -> None:
+    with pytest.raises(OpError, match="not one of"):
+        NKIActivation(op="softplus_typo")(data=np.ones((2, 2)))
+    with pytest.raises(OpError, match="unknown attribute"):
+        NKITranspose(op="add")
+    with pytest.raises(OpError, match="operand0 must be a Python number"):
+        NKITensorScalar(op0="multiply", operand0="2")(data=np.ones((2, 2)))
+    with pytest.raises(OpError, match="free axes only"):
+        NKITensorReduce(op="add", axis=0)(data=np.ones((2, 2)))
+
+
+def test_ops_numpy_semantics() -> None:
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(NKITranspose()(data=a), a.T)
+    np.testing.assert_array_equal(NKITensorTensor(op="subtract")(data1=a, data2=a * 2), -a)
+    scaled = NKITensorScalar()(
+        data=a, op0="subtract", operand0=1.0, reverse0=True, op1="multiply", operand1=2.0
+    )
+    np.testing.assert_array_equal(scaled, (1.0 - a) * 2.0)
+    np.testing.assert_array_equal(NKITensorReduce(op="maximum")(data=a), [[2.0], [5.0]])
+    np.testing.assert_allclose(
+        NKIActivation(op="exp", scale=0.5)(data=a), np.exp(a * 0.5), rtol=1e-6
+    )

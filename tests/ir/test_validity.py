@@ -1,0 +1,114 @@
+"""validity_report: each broken knob state fails one named check whose fix clears it."""
+
+from __future__ import annotations
+
+import pytest
+from ir_support import SHIPPED, small_ir
+
+from kernelopt.ir import KernelIR, Scope, apply_fix, build_ir, validity_report
+from kernelopt.ir.model import KernelIR as IR
+from kernelopt.ir.ops import NKIMatmul
+
+PT, PB, FULL = Scope.PER_TILE, Scope.PER_BLOCK, Scope.FULL
+DEFAULT_ORDER = ["d1.block", "d2.block", "d1.tile", "d2.tile", "d0.block", "d0.tile"]
+
+
+def _scopes(ir: KernelIR, **changes: dict[str, Scope]) -> dict[str, dict[str, Scope]]:
+    return {**ir.buffer_scopes, **changes}
+
+
+def broken_states(ir: IR) -> dict[str, tuple[IR, str, str]]:
+    """name -> (broken IR, expected check, expected buffer) on the small matmul."""
+    return {
+        "tile before block": (
+            ir.with_knobs(
+                loop_order=["d1.tile", "d1.block", *DEFAULT_ORDER[1:2], *DEFAULT_ORDER[3:]]
+            ),
+            "loop_order",
+            "loop_order",
+        ),
+        "missing loop": (ir.with_knobs(loop_order=DEFAULT_ORDER[:-1]), "loop_order", "loop_order"),
+        "block size not a divisor": (
+            ir.with_knobs(ltiles_per_block={"d0": 3, "d1": 1, "d2": 1}),
+            "ltiles_per_block",
+            "d0",
+        ),
+        "scope keys": (
+            ir.with_knobs(buffer_scopes=_scopes(ir, sbuf_lhsT={"d0": PT, "d2": FULL})),
+            "scope_keys",
+            "sbuf_lhsT",
+        ),
+        "psum per tile on K": (
+            ir.with_knobs(buffer_scopes=_scopes(ir, psum_out={"d1": PT, "d2": PT, "d0": PT})),
+            "psum_reducing_scope",
+            "psum_out",
+        ),
+        "empty emission interval": (
+            ir.with_knobs(buffer_scopes=_scopes(ir, sbuf_lhsT={"d0": PT, "d1": PB})),
+            "emission_depth",
+            "sbuf_lhsT",
+        ),
+        "accumulator does not outlive K": (
+            ir.with_knobs(
+                loop_order=["d0.block", "d1.block", "d2.block", "d1.tile", "d2.tile", "d0.tile"]
+            ),
+            "accumulator_lifetime",
+            "psum_out",
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", list(broken_states(small_ir("matmul"))))
+def test_fix_hint_applied_clears_the_failure(case: str) -> None:
+    broken, check, buffer = broken_states(small_ir("matmul"))[case]
+    report = validity_report(broken)
+    failure = next((f for f in report if (f.check, f.buffer) == (check, buffer)), None)
+    assert failure is not None, [(f.check, f.buffer) for f in report]
+    assert failure.fix is not None and failure.fix_hint.startswith("set ")
+    fixed = apply_fix(broken, failure.fix)
+    assert (check, buffer) not in {(f.check, f.buffer) for f in validity_report(fixed)}
+
+
+def test_consumer_inside_the_loops_that_complete_its_operand() -> None:
+    ir = small_ir("matmul_gelu")
+    full = {"d1": FULL, "d2": FULL}
+    broken = ir.with_knobs(
+        buffer_scopes=_scopes(
+            ir, psum_mm={**full, "d0": FULL}, sbuf_mm=full, sbuf_out={"d1": PT, "d2": PT}
+        )
+    )
+    report = validity_report(broken)
+    assert [(f.check, f.buffer) for f in report] == [("operand_scope", "sbuf_out")]
+    assert "activation_out" in report[0].detail
+    fixed = apply_fix(broken, report[0].fix)
+    assert validity_report(fixed) == []
+
+
+def test_every_failure_is_reported_not_just_the_first() -> None:
+    ir = small_ir("matmul")
+    broken = ir.with_knobs(
+        ltiles_per_block={"d0": 3, "d1": 5, "d2": 1},
+        buffer_scopes=_scopes(ir, sbuf_rhs={"d0": PT}),
+    )
+    found = {(f.check, f.buffer) for f in validity_report(broken)}
+    assert found == {
+        ("ltiles_per_block", "d0"),
+        ("ltiles_per_block", "d1"),
+        ("scope_keys", "sbuf_rhs"),
+    }
+
+
+def test_matmul_operand_dtypes_must_match() -> None:
+    def f(a, b):
+        out = NKIMatmul()(stationary=a, moving=b)
+        return out
+
+    ir = build_ir(f, {"a": ((128, 128), "bfloat16"), "b": ((128, 512), "float32")})
+    report = validity_report(ir)
+    assert [(r.check, r.buffer) for r in report] == [("isa_dtype", "matmul_out")]
+    assert report[0].fix is None and "INPUT_SPECS" in report[0].fix_hint
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_default_knobs_are_valid(name: str) -> None:
+    assert validity_report(small_ir(name)) == []
