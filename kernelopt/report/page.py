@@ -19,6 +19,12 @@ from kernelopt.report.frames import RunFrames
 from kernelopt.report.verdicts import colour_of
 
 ERROR_PREVIEW = 160
+METRIC_CAPTION = (
+    "Filled: kept. Hollow: measured and discarded (tie, regression, diverged). "
+    "Crosses: failed or incorrect; those without a number sit in the grey band. "
+    "Noisy targets judge a candidate against BEST re-measured beside it, so a "
+    "verdict can differ from the distance to the running-best line."
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,7 @@ h2 { font-size: 18px; margin: 32px 0 10px; padding-bottom: 6px; border-bottom: 1
 figure { margin: 12px 0; background: white; border: 1px solid var(--line); border-radius: 8px;
   padding: 8px; }
 figure img { display: block; width: 100%; height: auto; }
+figcaption { color: var(--muted); font-size: 12px; padding: 4px 6px 2px; }
 table { border-collapse: collapse; width: 100%; background: white; border: 1px solid var(--line);
   border-radius: 8px; overflow: hidden; font-size: 13px; }
 th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top; }
@@ -69,6 +76,8 @@ footer { color: var(--muted); font-size: 12px; margin-top: 32px; }
 def fmt_metric(value: float | None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
+    if 1e4 <= abs(value) < 1e12:
+        return f"{value:,.0f}"  # 25,960 reads better than 2.596e+04
     return f"{value:.4g}"
 
 
@@ -84,13 +93,14 @@ def _gain_class(value: float | None) -> str:
     return "good" if value > 0 else "bad"
 
 
-def _img(path: Path, alt: str, out: Path, embed: bool) -> str:
+def _img(path: Path, alt: str, out: Path, embed: bool, caption: str = "") -> str:
     if embed:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         src = f"data:image/png;base64,{data}"
     else:
         src = path.relative_to(out).as_posix()
-    return f'<figure><img src="{escape(src)}" alt="{escape(alt)}"></figure>'
+    note = f"<figcaption>{escape(caption)}</figcaption>" if caption else ""
+    return f'<figure><img src="{escape(src)}" alt="{escape(alt)}">{note}</figure>'
 
 
 def _table(headers: Sequence[tuple[str, bool]], rows: Iterable[Sequence[str]]) -> str:
@@ -147,7 +157,7 @@ def _cards(frames: RunFrames) -> str:
         ("vs baseline", escape(fmt_gain(improvement) or "n/a"), _gain_class(improvement)),
         ("attempts", f"{len(df)}", ""),
         ("kept", f"{kept}", ""),
-        ("status", "stopped" if frames.stop else "running or paused", ""),
+        ("status", "stopped" if frames.stop else "open", ""),
     ]
     cards = "".join(
         f'<div class="card"><div class="k">{escape(k)}</div><div class="v {cls}">{v}</div></div>'
@@ -328,7 +338,7 @@ def render_page(
         _cards(frames),
         _stop_section(frames),
         "<h2>Metric over attempts</h2>",
-        _img(figures.metric, "metric of every attempt", out, embed),
+        _img(figures.metric, "metric of every attempt", out, embed, METRIC_CAPTION),
         _kept_section(frames, figures, out, embed),
         _classes_section(frames, figures, out, embed),
         "<h2>Regression counters</h2>",

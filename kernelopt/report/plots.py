@@ -83,39 +83,56 @@ def metric_over_attempts(frames: RunFrames, path: Path) -> Path:
         else:
             style = {"marker": "o", "s": 60, "color": colour, "edgecolors": "white"}
         ax.scatter(part["attempt"], part["metric"], zorder=3, linewidths=1.5, **style)
-    # Attempts without a number (crashes, wrong answers) sit in a shaded band
-    # under the data, so they are seen without pretending to have a value.
+    if _spans_decades(measured["metric"]):
+        ax.set_yscale("log")
     floor = df[df["metric"].isna()]
     if not floor.empty:
-        lo, hi = ax.get_ylim()
-        span = (hi - lo) or 1.0
-        band_top = lo - 0.04 * span
-        band_bottom = lo - 0.16 * span
-        ax.set_ylim(band_bottom, hi)
-        ax.axhspan(band_bottom, band_top, color="#f3f4f6", zorder=0)
-        ax.annotate(
-            "no metric",
-            (0.005, (band_top + band_bottom) / 2),
-            xycoords=("axes fraction", "data"),
-            va="center",
-            fontsize=7,
-            color="#6b7280",
-        )
-        for verdict, part in floor.groupby("verdict", sort=False):
-            ax.scatter(
-                part["attempt"],
-                [(band_top + band_bottom) / 2] * len(part),
-                marker="X",
-                s=60,
-                color=colour_of(str(verdict)),
-                zorder=3,
-            )
+        _no_metric_band(ax, floor)
     ax.set_xlabel("attempt", color=INK)
     ax.set_ylabel(_plain(f"{frames.metric_name} ({_direction(frames)})"), color=INK)
     ax.set_title(_plain(f"{frames.metric_name} of every attempt"), color=INK, loc="left")
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.legend(handles=_verdict_legend(df), **LEGEND_OUTSIDE)
     return _save(fig, path)
+
+
+def _no_metric_band(ax: Axes, floor: pd.DataFrame) -> None:
+    """Attempts without a number (crashes, wrong answers) in a shaded band under the data.
+
+    They are seen without pretending to have a value. The band is laid out in
+    the axis' own scale so it works on a log axis too.
+    """
+    scale = ax.yaxis.get_transform()
+    lo, hi = scale.transform(ax.get_ylim())
+    span = (hi - lo) or 1.0
+    top, bottom, middle = scale.inverted().transform(
+        [lo - 0.04 * span, lo - 0.16 * span, lo - 0.10 * span]
+    )
+    ax.set_ylim(bottom, ax.get_ylim()[1])
+    ax.axhspan(bottom, top, color="#f3f4f6", zorder=0)
+    ax.annotate(
+        "no metric",
+        (0.005, middle),
+        xycoords=("axes fraction", "data"),
+        va="center",
+        fontsize=7,
+        color="#6b7280",
+    )
+    for verdict, part in floor.groupby("verdict", sort=False):
+        ax.scatter(
+            part["attempt"],
+            [middle] * len(part),
+            marker="X",
+            s=60,
+            color=colour_of(str(verdict)),
+            zorder=3,
+        )
+
+
+def _spans_decades(values: pd.Series) -> bool:
+    """A log axis when one wild attempt would otherwise flatten all the others."""
+    positive = values[values > 0]
+    return len(positive) == len(values) and len(values) > 1 and positive.max() > 20 * positive.min()
 
 
 def _verdict_legend(df: pd.DataFrame) -> list[Line2D]:
@@ -221,21 +238,20 @@ def counters_over_attempts(frames: RunFrames, path: Path, limit: int | None = No
     """Consecutive regressions after each attempt, against the stop limit."""
     df = frames.attempts
     fig, ax = _figure(3.2)
-    ax.step(
+    ax.bar(
         df["attempt"],
         df["consecutive_regressions"],
-        where="post",
+        width=0.6,
         color=colour_of("regression"),
-        linewidth=2,
         label="consecutive regressions",
     )
-    ax.step(
+    ax.plot(
         df["attempt"],
         df["recent_regressions"],
-        where="post",
         color="#f59e0b",
         linewidth=1.5,
-        linestyle=(0, (2, 2)),
+        marker="o",
+        markersize=4,
         label="regressions in the recent window",
     )
     if limit is not None:
@@ -248,7 +264,7 @@ def counters_over_attempts(frames: RunFrames, path: Path, limit: int | None = No
             1,
         ]
     )
-    ax.set_ylim(-0.2, top + 0.6)
+    ax.set_ylim(0, top + 0.6)
     ax.yaxis.get_major_locator().set_params(integer=True)
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("attempt", color=INK)
