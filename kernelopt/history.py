@@ -178,11 +178,19 @@ class RunState:
         return out
 
 
-def _trailers(run_id: str, attempt: int, kind: str) -> str:
-    return f"Kernelopt-Run: {run_id}\nKernelopt-Attempt: {attempt}\nKernelopt-Kind: {kind}\n"
+def _trailers(run_id: str, attempt: int, kind: str, extra: Mapping[str, str] | None = None) -> str:
+    lines = [f"Kernelopt-Run: {run_id}", f"Kernelopt-Attempt: {attempt}", f"Kernelopt-Kind: {kind}"]
+    lines += [f"{key}: {value}" for key, value in (extra or {}).items()]
+    return "\n".join(lines) + "\n"
 
 
-def candidate_message(run_id: str, attempt: int, kind: str, hypothesis: str) -> str:
+def candidate_message(
+    run_id: str,
+    attempt: int,
+    kind: str,
+    hypothesis: str,
+    trailers: Mapping[str, str] | None = None,
+) -> str:
     first, _, rest = hypothesis.strip().partition("\n")
     subject = f"kernelopt #{attempt} {kind}: {first.strip() or '(no hypothesis given)'}"
     if len(subject) > 120:
@@ -191,7 +199,17 @@ def candidate_message(run_id: str, attempt: int, kind: str, hypothesis: str) -> 
     parts = [subject, ""]
     if body:
         parts += [body, ""]
-    return "\n".join(parts) + "\n" + _trailers(run_id, attempt, kind)
+    return "\n".join(parts) + "\n" + _trailers(run_id, attempt, kind, trailers)
+
+
+def read_trailers(message: str) -> dict[str, str]:
+    """The ``Kernelopt-*`` trailers of a commit message written by ``candidate_message``."""
+    out: dict[str, str] = {}
+    for line in message.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key.startswith("Kernelopt-"):
+            out[key] = value.strip()
+    return out
 
 
 class RunRepo:
@@ -360,6 +378,7 @@ class RunRepo:
         *,
         allow_empty: bool = False,
         parent: str | None = None,
+        trailers: Mapping[str, str] | None = None,
     ) -> str | None:
         """Commit the worktree as attempt ``attempt`` and record its ref.
 
@@ -374,7 +393,7 @@ class RunRepo:
         parent = parent or head
         if not allow_empty and tree == self.wt("rev-parse", f"{parent}^{{tree}}").strip():
             return None
-        message = candidate_message(self.run_id, attempt, kind, hypothesis)
+        message = candidate_message(self.run_id, attempt, kind, hypothesis, trailers)
         sha = self.wt("commit-tree", tree, "-p", parent, "-F", "-", input=message).strip()
         self.set_ref(f"attempts/{attempt}", sha)
         self.wt("update-ref", f"refs/heads/{self.branch}", sha, head)

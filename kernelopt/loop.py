@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -40,7 +41,14 @@ from kernelopt.decide import (
 from kernelopt.decide import (
     gain as relative_gain,
 )
-from kernelopt.history import LEDGER, AttemptRecord, HistoryError, RunRepo, RunState
+from kernelopt.history import (
+    LEDGER,
+    AttemptRecord,
+    HistoryError,
+    RunRepo,
+    RunState,
+    read_trailers,
+)
 from kernelopt.measurement import Measurement
 from kernelopt.program import Program
 from kernelopt.proposers.base import Candidate, Observation, Proposer, ProposerState
@@ -79,6 +87,18 @@ class Judgement:
     improved: tuple[str, ...] = ()
     regressed: tuple[str, ...] = ()
     spread: Spread | None = None
+
+
+def _candidate_trailers(candidate: Candidate) -> dict[str, str]:
+    """What a proposer knows about a candidate, kept in its commit for resuming."""
+    trailers = {}
+    if candidate.signature:
+        trailers["Kernelopt-Signature"] = candidate.signature
+    if candidate.knobs is not None:
+        trailers["Kernelopt-Knobs"] = json.dumps(
+            candidate.knobs, sort_keys=True, separators=(",", ":"), default=str
+        )
+    return trailers
 
 
 def _classes(m: Measurement) -> dict[str, float]:
@@ -323,7 +343,12 @@ class Runner:
         if formatted is not None:
             return self.record_failure(candidate.kind, candidate.hypothesis, formatted)
         sha = self.repo.commit_attempt(
-            n, candidate.kind, candidate.hypothesis, allow_empty=True, parent=state.best_commit
+            n,
+            candidate.kind,
+            candidate.hypothesis,
+            allow_empty=True,
+            parent=state.best_commit,
+            trailers=_candidate_trailers(candidate),
         )
         assert sha is not None
         return self._evaluate(
@@ -358,18 +383,22 @@ class Runner:
         state = self._require_state()
         results = []
         for n, sha in state.pending:
-            kind, hypothesis = self._read_commit(sha)
             self.repo.reset_to(sha)
-            results.append(self._evaluate(Pending(n, sha, kind, hypothesis)))
+            results.append(self._evaluate(self._pending(n, sha)))
         return results
 
     def _record_pending_as_interrupted(self, state: RunState) -> None:
         for n, sha in state.pending:
-            kind, hypothesis = self._read_commit(sha)
             failure = Measurement.failure(INTERRUPTED, "the runner stopped before measuring it")
-            self._decide_and_record(
-                Pending(n, sha, kind, hypothesis), [(failure, None)], reset=False
-            )
+            self._decide_and_record(self._pending(n, sha), [(failure, None)], reset=False)
+
+    def _pending(self, n: int, sha: str) -> Pending:
+        """A committed, undecided attempt as its commit tells it, knobs included, so
+        that a proposer sees it as tried after a resume and does not propose it again."""
+        kind, hypothesis = self._read_commit(sha)
+        trailers = read_trailers(self.repo.git("log", "-1", "--format=%B", sha))
+        knobs = json.loads(trailers["Kernelopt-Knobs"]) if "Kernelopt-Knobs" in trailers else None
+        return Pending(n, sha, kind, hypothesis, knobs, trailers.get("Kernelopt-Signature"))
 
     def _read_commit(self, sha: str) -> tuple[str, str]:
         body = self.repo.git("log", "-1", "--format=%B", sha)

@@ -87,8 +87,11 @@ def fmt_gain(value: float | None) -> str:
     return f"{value * 100:+.2f}%"
 
 
-def _gain_class(value: float | None) -> str:
+def _gain_class(value: float | None, verdict: str | None = None) -> str:
+    """Green or red where the gain decided something; a tie's small gain stays plain."""
     if value is None or math.isnan(value) or value == 0:
+        return ""
+    if verdict is not None and verdict not in ("keep", "regression"):
         return ""
     return "good" if value > 0 else "bad"
 
@@ -140,9 +143,9 @@ def _error_cell(error: str, log_tail: str = "") -> str:
     return f'<details class="err"><summary>{escape(preview)}</summary><pre>{detail}</pre></details>'
 
 
-def _gain_cell(value: float | None) -> str:
+def _gain_cell(value: float | None, verdict: str | None = None) -> str:
     text = fmt_gain(value)
-    cls = _gain_class(value)
+    cls = _gain_class(value, verdict)
     return f'<span class="{cls}">{escape(text)}</span>' if cls else escape(text)
 
 
@@ -306,7 +309,7 @@ def _attempts_section(frames: RunFrames) -> str:
                 escape(r.kind),
                 _badge(r.verdict),
                 escape(fmt_metric(r.metric)),
-                _gain_cell(r.gain),
+                _gain_cell(r.gain, r.verdict),
                 escape(r.hypothesis),
                 _error_cell(r.error, r.log_tail),
             ]

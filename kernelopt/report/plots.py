@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 import pandas as pd
 from matplotlib.axes import Axes
@@ -25,12 +28,9 @@ DPI = 110
 INK = "#1f2937"
 GRID = "#e5e7eb"
 # Legends sit right of the plot so they never hide a point.
-LEGEND_OUTSIDE: dict[str, object] = {
-    "fontsize": 8,
-    "frameon": False,
-    "loc": "upper left",
-    "bbox_to_anchor": (1.01, 1.0),
-}
+LEGEND_OUTSIDE: Mapping[str, Any] = MappingProxyType(
+    {"fontsize": 8, "frameon": False, "loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
+)
 CLASS_COLOURS = ("#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#0891b2", "#65a30d")
 
 

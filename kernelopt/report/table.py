@@ -22,12 +22,12 @@ def _metric(value: Any) -> str:
     return f"{float(value):.4g}"
 
 
-def _gain(value: Any) -> Text:
+def _gain(value: Any, verdict: str) -> Text:
+    """Coloured only where the gain decided something: a tie's +0.2% is noise."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return Text("")
-    g = float(value)
-    style = "green" if g > 0 else ("red" if g < 0 else "")
-    return Text(f"{g * 100:+.2f}%", style=style)
+    style = {"keep": "green", "regression": "red"}.get(verdict, "")
+    return Text(f"{float(value) * 100:+.2f}%", style=style)
 
 
 def _first_line(text: str, width: int) -> str:
@@ -63,7 +63,7 @@ def render_log_table(rows: Sequence[Mapping[str, Any]], console: Console) -> Non
             Text(str(row.get("kind", ""))),
             Text(verdict, style=style),
             Text(_metric(row.get("metric"))),
-            _gain(row.get("gain")),
+            _gain(row.get("gain"), verdict),
             detail,
         )
     console.print(table)

@@ -67,6 +67,8 @@ def test_verdicts_have_their_colours() -> None:
     }
     for text, colour in expected.items():
         assert SGR[colour] in codes[text], (text, codes.get(text))
+    # a tie's gain is noise: printed, but not in a winning colour
+    assert not {SGR["green"], SGR["red"]} & codes.get("+0.40%", set())
 
 
 def test_rows_with_missing_fields_still_render() -> None:

@@ -81,6 +81,9 @@ def test_kept_changes_classes_and_stop_summary_carry_the_numbers(toy_report: Rep
     # two keeps: 100/200 -> 80/160 (mean 150 -> 120, +20%), then -> 70/140 (+12.5%)
     assert "+20.00%" in text and "+12.50%" in text
     assert "+30.00%" in text  # BEST vs baseline: 105 vs 150
+    html = toy_report.index.read_text()
+    assert '<span class="good">+12.50%</span>' in html
+    assert "+0.24%" in text and '<span class="good">+0.24%' not in html  # a tie is not a win
     class_rows = _rows_after(text, "class")
     assert class_rows[:8] == ["n=64", "100", "70", "+30.00%", "n=128", "200", "140", "+30.00%"]
     assert "Stop Summary" in text
