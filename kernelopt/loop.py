@@ -14,8 +14,8 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,6 +41,7 @@ from kernelopt.decide import (
 from kernelopt.decide import (
     gain as relative_gain,
 )
+from kernelopt.executor import Device, Executor, HostFault, InProcess, NoIdleDeviceError
 from kernelopt.history import (
     LEDGER,
     AttemptRecord,
@@ -195,7 +196,7 @@ class Runner:
         worktree: Path | None = None,
         reporter: Reporter | None = None,
         remeasure: bool = False,
-        gate: Callable[[], contextlib.AbstractContextManager[Mapping[str, str]]] | None = None,
+        executor: Executor | None = None,
     ):
         self.program = program
         self.target = target
@@ -203,7 +204,7 @@ class Runner:
         self.repo = RunRepo(repo_root, self.run_id, worktree)
         self.reporter = reporter or SilentReporter()
         self.remeasure = remeasure
-        self.gate = gate
+        self.executor: Executor = executor or InProcess(getattr(target, "device", "local"))
         self.state: RunState | None = None
         self._lock_fd: int | None = None
 
@@ -424,12 +425,6 @@ class Runner:
 
     # -- measuring and deciding --------------------------------------------------
 
-    def _measure(self, tree: Path) -> Measurement:
-        if self.gate is None:
-            return self.target.measure(tree)
-        with self.gate():
-            return self.target.measure(tree)
-
     def _best_tree(self) -> Path:
         """BEST's tree, exported beside the worktree, for interleaved re-measurement."""
         assert self.state is not None and self.state.best_commit is not None
@@ -441,69 +436,90 @@ class Runner:
             marker.write_text(best)
         return dest
 
-    def _evaluate(self, att: Pending) -> AttemptResult:
+    def _evaluate(self, att: Pending, tree: Path | None = None) -> AttemptResult:
+        """Measure one committed attempt on a device from the executor, then decide."""
         assert self.state is not None
-        n, sha, kind, hypothesis = att.n, att.sha, att.kind, att.hypothesis
+        reused = self._reusable(att)
+        self.reporter.event("measuring", attempt=att.n, kind=att.kind, hypothesis=att.hypothesis)
+        if reused is not None:
+            samples = [(Measurement.from_json(reused.measurement), None)]
+            return self._decide_and_record(att, samples, reused_from=reused.attempt)
         started = time.monotonic()
-        device = getattr(self.target, "device", "")
-        content_key = self.repo.content_key(sha, device)
-        reused = (
-            None
-            if (self.remeasure or kind == BASELINE)
-            else self.state.by_content().get(content_key)
-        )
-        measure_time = 0.0
-        samples: list[tuple[Measurement, Measurement | None]] = []
-        self.reporter.event("measuring", attempt=n, kind=kind, hypothesis=hypothesis)
         try:
-            if reused is not None and (
-                self.target.deterministic
-                or reused.note.get("best_commit") == self.state.best_commit
-            ):
-                samples = [(Measurement.from_json(reused.measurement), None)]
-            else:
-                reused = None
-                t0 = time.monotonic()
-                first = self._measure(self.repo.worktree)
-                measure_time += time.monotonic() - t0
-                samples = [(first, None)]
-                if kind != BASELINE and first.ok and not self.target.deterministic:
-                    samples, extra_time = self._paired(first)
-                    measure_time += extra_time
+            samples = self._judge_with_retry(att, tree or self.repo.worktree)
         except KeyboardInterrupt:
-            failure = Measurement.failure("interrupted", "interrupted by the user (Ctrl-C)")
+            failure = Measurement.failure(INTERRUPTED, "interrupted by the user (Ctrl-C)")
             self._decide_and_record(att, [(failure, None)])
             raise
+        except NoIdleDeviceError as exc:
+            return self._stop_without_device(att, str(exc))
         return self._decide_and_record(
-            att,
-            samples,
-            content_key=content_key,
-            reused_from=reused.attempt if reused else None,
-            timings={"measure_s": measure_time, "started": started},
+            att, samples, timings={"measure_s": time.monotonic() - started}
         )
 
+    def _reusable(self, att: Pending) -> AttemptRecord | None:
+        """An earlier attempt with the same tree on the same device kind, if its result holds."""
+        assert self.state is not None
+        if self.remeasure or att.kind == BASELINE:
+            return None
+        key = self.repo.content_key(att.sha, getattr(self.target, "device", ""))
+        earlier = self.state.by_content().get(key)
+        if earlier is None:
+            return None
+        # A noisy result only holds against the BEST it was compared with.
+        if self.target.deterministic or earlier.note.get("best_commit") == self.state.best_commit:
+            return earlier
+        return None
+
+    def _judge_with_retry(
+        self, att: Pending, tree: Path
+    ) -> list[tuple[Measurement, Measurement | None]]:
+        """Judge on one device; a host fault is retried once on another device."""
+        for attempt in (1, 2):
+            try:
+                with self.executor.device() as device:
+                    return self._judge_on(device, att, tree)
+            except HostFault as exc:
+                if attempt == 2:
+                    failure = Measurement.failure(FAILED, f"host fault (retried once): {exc}")
+                    return [(failure, None)]
+                self.reporter.event("host_fault", attempt=att.n, error=str(exc))
+        raise AssertionError("unreachable")
+
+    def _judge_on(
+        self, device: Device, att: Pending, tree: Path
+    ) -> list[tuple[Measurement, Measurement | None]]:
+        """The candidate's samples, paired with BEST's on the same device when noisy."""
+        first = device.measure(self.target, tree)
+        if att.kind == BASELINE or not first.ok or self.target.deterministic:
+            return [(first, None)]
+        return self._paired(device, tree, first)
+
+    def _stop_without_device(self, att: Pending, reason: str) -> AttemptResult:
+        """No idle device within device.max_wait: record the attempt, stop the run."""
+        failure = Measurement.failure(FAILED, f"not measured: {reason}")
+        result = self._decide_and_record(att, [(failure, None)])
+        why = f"no idle device: {reason}"
+        self.record_stop(why)
+        return replace(result, stop=True, stop_reason=why)
+
     def _paired(
-        self, first: Measurement
-    ) -> tuple[list[tuple[Measurement, Measurement | None]], float]:
+        self, device: Device, tree: Path, first: Measurement
+    ) -> list[tuple[Measurement, Measurement | None]]:
         """Interleave candidate and BEST measurements until the rule decides."""
         assert self.state is not None
         best_tree = self._best_tree()
         samples: list[tuple[Measurement, Measurement | None]] = []
         cand = first
-        spent = 0.0
         while True:
-            t0 = time.monotonic()
-            best = self._measure(best_tree)
-            spent += time.monotonic() - t0
+            best = device.measure(self.target, best_tree)
             samples.append((cand, best))
             if not (cand.ok and best.ok) or self._judge_paired(samples).verdict is not None:
-                return samples, spent
-            t0 = time.monotonic()
-            cand = self._measure(self.repo.worktree)
-            spent += time.monotonic() - t0
+                return samples
+            cand = device.measure(self.target, tree)
             if not cand.ok:
                 samples.append((cand, None))
-                return samples, spent
+                return samples
             self.reporter.event("sample", count=len(samples) + 1)
 
     def _judge_paired(self, samples: list[tuple[Measurement, Measurement | None]]) -> Judgement:
@@ -568,7 +584,6 @@ class Runner:
         att: Pending,
         samples: list[tuple[Measurement, Measurement | None]],
         *,
-        content_key: str | None = None,
         reused_from: int | None = None,
         timings: dict[str, float] | None = None,
         reset: bool = True,
@@ -688,7 +703,7 @@ class Runner:
                 for c, b in samples
             ],
             "spread": spread,
-            "content_key": content_key,
+            "content_key": self.repo.content_key(sha, getattr(self.target, "device", "")),
             "reused_from": reused_from,
             "knobs": knobs,
             "signature": signature,

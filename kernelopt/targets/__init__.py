@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kernelopt.measurement import Measurement
 from kernelopt.program import Program
@@ -18,8 +20,22 @@ class LocalCommand:
     device: str = "none"
     deterministic: bool = False
 
-    def measure(self, tree: Path) -> Measurement:
-        return self.target.measure(tree)
+    def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
+        return self.target.measure(tree, env=env)
+
+    def spec(self) -> dict[str, Any]:
+        """What a host needs to rebuild this target (``python -m kernelopt.remote``)."""
+        t = self.target
+        return {
+            "kind": "command",
+            "command": t.command,
+            "metric": t.metric,
+            "better": t.better,
+            "results": {"format": t.results.format, "path": t.results.path},
+            "correct": t.correct,
+            "config_columns": list(t.config_columns),
+            "timeout_s": t.timeout_s,
+        }
 
 
 def command_target(program: Program) -> CommandTarget:

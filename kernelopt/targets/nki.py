@@ -9,8 +9,10 @@ simulator's message (file, line, limit), like a compiler error would be.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kernelopt.measurement import FAILED, INCORRECT, OK, Measurement
 from kernelopt.program import Program
@@ -38,7 +40,18 @@ class NkiSimTarget:
         """The compiler baseline cannot run on sim; the ledger row says so."""
         return _sim_reference(tree)
 
-    def measure(self, tree: Path) -> Measurement:
+    def spec(self) -> dict[str, Any]:
+        return {
+            "kind": "nki-sim",
+            "workload": self.workload,
+            "kernel": self.kernel,
+            "func": self.func,
+            "seeds": list(self.seeds),
+            "atol": self.atol,
+            "rtol": self.rtol,
+        }
+
+    def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
         from kernelopt.sim import check_kernel
 
         started = time.monotonic()
