@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from kernelopt.decide import BASELINE, KEEP, gain
+from kernelopt.decide import KEEP, gain
 from kernelopt.history import AttemptRecord, RunState
 from kernelopt.report.verdicts import BROKEN, group_of
 
@@ -272,5 +272,5 @@ def run_frames(state: RunState, better: str | None = None) -> RunFrames:
         stop=stop_info(state),
         baseline_metric=baseline_metric,
         best_metric=best.metric if best else None,
-        best_commit=best.commit if best and best.verdict in (KEEP, BASELINE) else None,
+        best_commit=best.commit if best else None,
     )

@@ -58,7 +58,8 @@ figure img { display: block; width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: 12px; padding: 4px 6px 2px; }
 table { border-collapse: collapse; width: 100%; background: white; border: 1px solid var(--line);
   border-radius: 8px; overflow: hidden; font-size: 13px; }
-th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top;
+  overflow-wrap: anywhere; }
 th { background: #f1f5f9; font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 code { font: 12px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; }
