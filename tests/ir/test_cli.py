@@ -1,0 +1,91 @@
+"""``kernelopt ir`` commands through click's runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from ir_support import IR_DIR
+
+from kernelopt.ir.cli import ir_group
+
+MATMUL = IR_DIR / "matmul"
+LHS_RHS = IR_DIR / "matmul_lhs_rhs"
+
+
+def run(*args: str):
+    return CliRunner().invoke(ir_group, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("command", ["show", "validate", "render", "sample"])
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    assert "Example:" in result.output and f"kernelopt ir {command}" in result.output
+
+
+def test_show_prints_each_variant() -> None:
+    result = run("show", LHS_RHS / "workload.py")
+    assert result.exit_code == 0, result.output
+    assert "== base" in result.output and "== LoadTranspose" in result.output
+    assert "physical_buffers:" in result.output and "psum_lhs_T" in result.output
+
+
+def test_validate_accepts_the_shipped_knobs() -> None:
+    result = run("validate", MATMUL / "knobs.json", "--workload", MATMUL / "workload.py")
+    assert result.exit_code == 0 and "valid" in result.output
+
+
+def test_validate_exits_1_with_fix_hints(tmp_path: Path) -> None:
+    knobs = json.loads((MATMUL / "knobs.json").read_text())
+    knobs["ltiles_per_block"]["d0"] = 5
+    knobs["buffer_scopes"]["psum_out"]["d0"] = "PER_TILE"
+    path = tmp_path / "knobs.json"
+    path.write_text(json.dumps(knobs))
+    result = run("validate", path, "-w", MATMUL / "workload.py")
+    assert result.exit_code == 1
+    assert (
+        "ltiles_per_block(d0)" in result.output
+        and "fix: set ltiles_per_block['d0'] = 4" in result.output
+    )
+    as_json = run("validate", path, "-w", MATMUL / "workload.py", "--json")
+    report = json.loads(as_json.output)
+    assert as_json.exit_code == 1 and report["valid"] is False
+    assert {f["check"] for f in report["failures"]} == {"ltiles_per_block"}
+
+
+def test_validate_reports_unknown_names_as_errors(tmp_path: Path) -> None:
+    path = tmp_path / "knobs.json"
+    path.write_text(json.dumps({"buffer_scopes": {"sbuf_x": {"d0": "FULL"}}}))
+    result = run("validate", path, "-w", MATMUL / "workload.py")
+    assert result.exit_code != 0 and "buffer_scopes.sbuf_x: unknown buffer" in result.output
+
+
+def test_render_prints_the_shipped_kernel() -> None:
+    result = run("render", MATMUL / "knobs.json", "-w", MATMUL / "workload.py")
+    assert result.exit_code == 0
+    assert result.output == (MATMUL / "kernel.py").read_text()
+
+
+def test_render_refuses_an_invalid_state(tmp_path: Path) -> None:
+    path = tmp_path / "knobs.json"
+    path.write_text(json.dumps({"loop_order": ["d0.tile", "d0.block"]}))
+    result = run("render", path, "-w", MATMUL / "workload.py")
+    assert result.exit_code == 1 and "loop_order(loop_order)" in result.output
+
+
+def test_sample_json_is_seeded_and_alternates_variants() -> None:
+    first = run("sample", LHS_RHS / "workload.py", "-n", "4", "--seed", "3", "--json")
+    again = run("sample", LHS_RHS / "workload.py", "-n", "4", "--seed", "3", "--json")
+    assert first.exit_code == 0 and first.output == again.output
+    states = [json.loads(line) for line in first.output.splitlines()]
+    assert [s["variant"] for s in states] == ["base", "LoadTranspose"] * 2
+    other = run("sample", LHS_RHS / "workload.py", "-n", "4", "--seed", "4", "--json")
+    assert other.output != first.output
+
+
+def test_missing_workload_file_is_a_usage_error(tmp_path: Path) -> None:
+    result = run("show", tmp_path / "nope.py")
+    assert result.exit_code == 2 and "does not exist" in result.output

@@ -1,0 +1,137 @@
+"""NkiKnobProposer against the real KernelIR: batches, dedup, sweeps, exhaustion."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kernelopt.ir import ir_from_knobs, render_ir, validity_report
+from kernelopt.proposers.base import Observation, Proposer, ProposerState
+from kernelopt.proposers.nki import NkiKnobProposer
+
+ROOT = Path(__file__).resolve().parents[2]
+LHS_RHS = ROOT / "ir" / "matmul_lhs_rhs" / "workload.py"
+KNOBS, KERNEL = "ir/matmul_lhs_rhs/knobs.json", "ir/matmul_lhs_rhs/kernel.py"
+
+TINY = """
+import numpy as np
+
+from kernelopt.ir import NKIActivation
+
+
+def f_nkigym(x):
+    out = NKIActivation(op="relu")(data=x)
+    return out
+
+
+def f_numpy(x):
+    return np.maximum(x, 0)
+
+
+INPUT_SPECS = {"x": ((128, 512), "float32")}
+"""
+
+
+def _state(tried: set[str], best: dict | None = None, batch: int = 4) -> ProposerState:
+    return ProposerState(
+        best_metric=None, best_knobs=best, better="higher", tried=frozenset(tried), batch_size=batch
+    )
+
+
+def _proposer(seed: int = 0) -> NkiKnobProposer:
+    return NkiKnobProposer(LHS_RHS, knobs_path=KNOBS, kernel_path=KERNEL, seed=seed)
+
+
+def test_implements_the_proposer_protocol() -> None:
+    assert isinstance(_proposer(), Proposer)
+
+
+def test_first_batch_is_every_variant_at_default_knobs() -> None:
+    batch = _proposer().propose(_state(set(), batch=1))
+    assert batch is not None
+    assert [c.knobs["variant"] for c in batch] == ["base", "LoadTranspose"]
+    assert all(c.kind == "knob" and "default knobs" in c.hypothesis for c in batch)
+    for c in batch:
+        assert set(c.files) == {KNOBS, KERNEL}
+        assert json.loads(c.files[KNOBS]) == c.knobs
+        ir = ir_from_knobs(LHS_RHS, c.knobs)
+        assert c.files[KERNEL] == render_ir(ir)
+
+
+def test_never_proposes_a_signature_twice_and_follows_the_best() -> None:
+    proposer = _proposer(seed=3)
+    tried: set[str] = set()
+    best = None
+    for round_ in range(8):
+        batch = proposer.propose(_state(tried, best))
+        assert batch
+        for c in batch:
+            assert c.signature not in tried
+            tried.add(c.signature)
+            assert validity_report(ir_from_knobs(LHS_RHS, c.knobs)) == []
+            assert "\n" not in c.hypothesis and c.hypothesis
+        if round_ in (1, 4):
+            best = batch[-1].knobs  # the loop kept this one
+        verdict = "keep" if round_ in (1, 4) else "regression"
+        proposer.observe([Observation(round_, "knob", verdict, None, knobs=batch[-1].knobs)])
+    assert len(tried) > 20
+
+
+def test_sweeps_change_one_knob_around_the_best() -> None:
+    proposer = _proposer()
+    first = proposer.propose(_state(set()))
+    assert first is not None
+    best = first[0].knobs
+    tried = {c.signature for c in first}
+    proposer.observe([Observation(1, "knob", "keep", 1.0, knobs=best)])
+    batch = proposer.propose(_state(tried, best, batch=5))
+    assert batch is not None and 1 <= len(batch) <= 10
+    assert all(c.hypothesis.startswith("vs best:") for c in batch)
+    # One knob family per sweep: every candidate names the same knob first.
+    families = {c.hypothesis.split(": ", 1)[1].split(" ")[0].split("[")[0] for c in batch}
+    assert len(families) == 1
+
+
+def test_a_tiny_space_is_exhausted_then_none(tmp_path: Path) -> None:
+    workload = tmp_path / "workload.py"
+    workload.write_text(TINY)
+    proposer = NkiKnobProposer(workload, knobs_path="k.json", kernel_path="k.py", seed=1)
+    tried: set[str] = set()
+    best = None
+    for _ in range(400):
+        batch = proposer.propose(_state(tried, best, batch=16))
+        if batch is None:
+            break
+        for c in batch:
+            assert c.signature not in tried
+            tried.add(c.signature)
+        best = batch[0].knobs
+    else:
+        raise AssertionError("the proposer never reported the space exhausted")
+    # Exhausted means every valid state was proposed: count them independently.
+    assert len(tried) == _count_valid(workload)
+    assert proposer.propose(_state(tried, best)) is None
+
+
+def _count_valid(workload: Path) -> int:
+    import itertools
+
+    from kernelopt.ir.derive import derive
+    from kernelopt.ir.knobs_io import ir_for_workload
+    from kernelopt.ir.model import SCOPES
+
+    ir = ir_for_workload(workload)
+    entries = [f"{d.name}.{k}" for d in ir.dims for k in ("block", "tile")]
+    count = 0
+    for order in itertools.permutations(entries):
+        for scopes in itertools.product(SCOPES, repeat=4):
+            state = ir.with_knobs(
+                order,
+                None,
+                {
+                    "sbuf_x": dict(zip(("d0", "d1"), scopes[:2], strict=True)),
+                    "sbuf_out": dict(zip(("d0", "d1"), scopes[2:], strict=True)),
+                },
+            )
+            count += not derive(state)[1]
+    return count
