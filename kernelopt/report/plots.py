@@ -31,6 +31,7 @@ GRID = "#e5e7eb"
 LEGEND_OUTSIDE: Mapping[str, Any] = MappingProxyType(
     {"fontsize": 8, "frameon": False, "loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
 )
+MAX_BARS = 30
 CLASS_COLOURS = ("#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#0891b2", "#65a30d")
 
 
@@ -165,6 +166,12 @@ def gain_per_keep(frames: RunFrames, path: Path) -> Path | None:
     kept = frames.kept
     if kept.empty:
         return None
+    title = "Gain of each kept change"
+    if len(kept) > MAX_BARS:
+        # A long night keeps many changes; the picture shows the ones that
+        # mattered most, in attempt order, and the table lists them all.
+        kept = kept.loc[kept["gain"].fillna(0.0).nlargest(MAX_BARS).index].sort_values("attempt")
+        title = f"The {MAX_BARS} largest gains of {len(frames.kept)} kept changes"
     height = max(2.4, 0.55 * len(kept) + 1.4)
     fig, ax = _figure(height)
     labels = [
@@ -187,7 +194,7 @@ def gain_per_keep(frames: RunFrames, path: Path) -> Path | None:
         )
     ax.set_ylim(-0.8, len(kept) - 0.2)
     ax.set_xlabel("gain over the BEST it replaced (%)", color=INK)
-    ax.set_title("Gain of each kept change", color=INK, loc="left")
+    ax.set_title(title, color=INK, loc="left")
     ax.margins(x=0.15)
     return _save(fig, path)
 

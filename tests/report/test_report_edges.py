@@ -59,3 +59,27 @@ def test_log_axis_only_when_values_span_decades() -> None:
     assert _spans_decades(pd.Series([0.01, 10.0, 5000.0]))
     assert not _spans_decades(pd.Series([100.0, 150.0, 120.0]))
     assert not _spans_decades(pd.Series([-1.0, 100.0]))  # a log axis cannot show it
+
+
+def _keeps(count: int) -> tuple[AttemptRecord, ...]:
+    records = [_note(0, "baseline", 100.0, best_metric=100.0)]
+    metric = 100.0
+    for n in range(1, count + 1):
+        better = metric * (1.0 + n / 1000)
+        records.append(
+            _note(n, "keep", better, best_metric=better, previous_best=metric, gain=n / 1000)
+        )
+        metric = better
+    return tuple(records)
+
+
+def test_many_keeps_plot_the_largest_gains_and_list_them_all(tmp_path: Path) -> None:
+    heights = {}
+    for count in (30, 40):
+        records = _keeps(count)
+        report = write_report(RunState("r", records[-1].commit, records), tmp_path / str(count))
+        with Image.open(report.out / "gains.png") as image:
+            heights[count] = image.height
+        html = report.index.read_text()
+        assert all(r.commit in html for r in records)  # the tables list every keep
+    assert heights[40] == heights[30]  # the picture stops growing at 30 bars
