@@ -1,0 +1,1 @@
+"""Test doubles shipped with kernelopt, for dry runs on machines without hardware."""

@@ -1,0 +1,1 @@
+"""Fake neuronxcc package: only the NKI standalone compile entry point."""

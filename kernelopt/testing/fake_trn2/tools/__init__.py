@@ -1,0 +1,1 @@
+"""The fake executables' entry points (run as `python -m ...` by the wrappers)."""
