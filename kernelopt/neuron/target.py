@@ -1,0 +1,298 @@
+"""The nki target on a Neuron device: the hardware twin of NkiSimTarget.
+
+For a batch of trees: lease an idle device (gate), ship each tree to the
+lease's host, compile all of them on the host's CPUs while the device
+measures them in order (driver `compile` / `measure`), fetch NEFF, NTFF,
+summary and compiler log into the run's results folder, and return one
+Measurement per tree. Host directories are removed afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelopt.devices.acquire import Lease, NoIdleDevice, acquire
+from kernelopt.devices.base import Gate
+from kernelopt.devices.locks import DEFAULT_LOCK_DIR
+from kernelopt.hosts.base import Host, HostError
+from kernelopt.measurement import FAILED, Measurement
+from kernelopt.neuron import remote
+from kernelopt.neuron.facts import (
+    COMPILE_LOG_NAME,
+    NEFF_NAME,
+    NTFF_NAME,
+    SUMMARY_NAME,
+)
+from kernelopt.neuron.pipeline import compile_while_measuring
+from kernelopt.neuron.record import to_measurement
+from kernelopt.program import NeuronConfig, Program
+from kernelopt.workload import WorkloadError, load_workload
+
+# Host-side commands other than the compile (which has its own timeout) and
+# the measurement get this long before the driver call is abandoned.
+_SLACK_S = 300.0
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    tree: Path
+    data: bytes
+    key: str
+    macs: int
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    directory: str | None
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NeuronTarget:
+    workload: str  # relative to the tree root
+    kernel: str
+    hosts: tuple[Host, ...]
+    gate: Gate
+    results_dir: Path
+    func: str | None = None
+    settings: NeuronConfig = field(default_factory=NeuronConfig)
+    python: str = "python3"
+    poll_s: float = 600.0
+    max_wait_s: float = 3600.0
+    lock_dir: str = DEFAULT_LOCK_DIR
+    device: str = "neuron"
+    deterministic: bool = False
+
+    @classmethod
+    def from_program(
+        cls,
+        program: Program,
+        root: Path,
+        hosts: Sequence[Host],
+        gate: Gate,
+        *,
+        run: str | None = None,
+        python: str = "python3",
+        lock_dir: str = DEFAULT_LOCK_DIR,
+    ) -> NeuronTarget:
+        """``run`` names the results subfolder (default: the program's name)."""
+        t, d = program.target, program.device
+        if not t.workload or not t.kernel:
+            raise ValueError(f"{program.path}: target.workload and target.kernel are required")
+        if not hosts:
+            raise ValueError(f"{program.path}: device.hosts names no host to measure on")
+        configured = d.neuron.results
+        base = Path(configured) if configured else Path(root) / ".git" / "kernelopt" / "results"
+        if configured and not base.is_absolute():
+            base = Path(root) / base
+        return cls(
+            workload=t.workload,
+            kernel=t.kernel,
+            func=t.func,
+            hosts=tuple(hosts),
+            gate=gate,
+            results_dir=base / (run or program.name),
+            settings=d.neuron,
+            python=python,
+            poll_s=d.poll_s,
+            max_wait_s=d.max_wait_s,
+            lock_dir=lock_dir,
+        )
+
+    def measure(self, tree: Path) -> Measurement:
+        return self.measure_batch([tree])[0]
+
+    def measure_batch(self, trees: Sequence[Path]) -> list[Measurement]:
+        """One Measurement per tree, in order; compiles overlap measurements."""
+        prepared: list[_Prepared | Measurement] = [self._prepare(Path(t)) for t in trees]
+        ready = [p for p in prepared if isinstance(p, _Prepared)]
+        done: dict[int, Measurement] = {}
+        if ready:
+            lease = acquire(
+                self.gate,
+                self.hosts,
+                poll_s=self.poll_s,
+                max_wait_s=self.max_wait_s,
+                lock_dir=self.lock_dir,
+            )
+            if isinstance(lease, NoIdleDevice):
+                failure = Measurement.failure(
+                    FAILED, f"no idle Neuron device: {lease.reason}", device=self.device
+                )
+                return [p if isinstance(p, Measurement) else failure for p in prepared]
+            with lease:
+                workers = self._workers(lease.host, len(ready))
+                results = compile_while_measuring(
+                    ready,
+                    lambda p: self._compile(lease.host, p),
+                    lambda p, c: self._measure(lease, p, c),
+                    workers,
+                )
+            done = {id(p): m for p, m in zip(ready, results, strict=True)}
+        return [p if isinstance(p, Measurement) else done[id(p)] for p in prepared]
+
+    def reference(self, tree: Path) -> Measurement:
+        """The compiler baseline (f_numpy through nkipy and neuronx-cc) on the first host."""
+        what = {"what": "f_numpy compiled by neuronx-cc (nkipy)"}
+        host = self.hosts[0]
+        try:
+            directory = remote.ship_tree(host, remote.pack_tree(Path(tree)))
+        except HostError as exc:
+            return Measurement.failure(FAILED, str(exc), device=self.device, extra=what)
+        try:
+            record = self._driver(
+                host, ["reference", "--workload", f"{directory}/{self.workload}"], _SLACK_S
+            )
+        finally:
+            host.remove_tree(directory)
+        return to_measurement(
+            {},
+            record,
+            host=host.name,
+            device=self.device,
+            duration_s=0.0,
+            artifacts={},
+            extra=what,
+        )
+
+    # -- steps ---------------------------------------------------------------
+
+    def _prepare(self, tree: Path) -> _Prepared | Measurement:
+        """Pack the tree and count the workload's MACs here, before any host work."""
+        try:
+            workload = load_workload(tree / self.workload, require=("f_numpy", "INPUT_SPECS"))
+        except WorkloadError as exc:
+            return Measurement.failure(FAILED, str(exc), device=self.device)
+        if not (tree / self.kernel).is_file():
+            return Measurement.failure(
+                FAILED, f"{tree / self.kernel}: kernel file does not exist", device=self.device
+            )
+        digest = hashlib.sha256()
+        for rel in (self.kernel, self.workload):
+            digest.update((tree / rel).read_bytes())
+        key = f"{digest.hexdigest()[:12]}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 10**6:06d}"
+        return _Prepared(tree, remote.pack_tree(tree), key, _mac_count(workload))
+
+    def _compile(self, host: Host, p: _Prepared) -> _Compiled:
+        try:
+            directory = remote.ship_tree(host, p.data)
+        except HostError as exc:
+            return _Compiled(None, {"stage": "ship", "status": "failed", "error": str(exc)})
+        s = self.settings
+        args = [
+            "compile",
+            "--kernel",
+            f"{directory}/{self.kernel}",
+            "--workload",
+            f"{directory}/{self.workload}",
+            "--out",
+            f"{directory}/out",
+            "--lnc",
+            str(s.lnc),
+            "--opt",
+            str(s.opt),
+            "--timeout",
+            str(s.compile_timeout_s),
+            *(["--func", self.func] if self.func else []),
+            *[f"--compiler-arg={a}" for a in s.compiler_args],
+        ]
+        record = self._driver(host, args, s.compile_timeout_s + _SLACK_S)
+        return _Compiled(directory, record)
+
+    def _measure(self, lease: Lease, p: _Prepared, c: _Compiled) -> Measurement:
+        started = time.monotonic()
+        host = lease.host
+        measured: dict[str, Any] | None = None
+        artifacts: dict[str, str] = {}
+        try:
+            if c.directory is not None and c.record.get("status") == "ok":
+                s = self.settings
+                args = [
+                    "measure",
+                    "--workload",
+                    f"{c.directory}/{self.workload}",
+                    "--out",
+                    f"{c.directory}/out",
+                    "--warmup",
+                    str(s.warmup),
+                    "--iterations",
+                    str(s.iterations),
+                    "--macs",
+                    str(p.macs),
+                    "--lnc",
+                    str(s.lnc),
+                    "--timeout",
+                    str(s.compile_timeout_s),
+                ]
+                measured = self._driver(
+                    host, args, s.compile_timeout_s + _SLACK_S, env=lease.binding
+                )
+            if c.directory is not None:
+                out = f"{c.directory}/out"
+                artifacts = remote.fetch(
+                    host,
+                    {
+                        "neff": f"{out}/{NEFF_NAME}",
+                        "ntff": f"{out}/{NTFF_NAME}",
+                        "summary": f"{out}/{SUMMARY_NAME}",
+                        "compile_log": f"{out}/{COMPILE_LOG_NAME}",
+                    },
+                    self.results_dir / p.key,
+                )
+        finally:
+            if c.directory is not None:
+                host.remove_tree(c.directory)
+        s = self.settings
+        return to_measurement(
+            c.record,
+            measured,
+            host=host.name,
+            device=f"{lease.device}@{lease.binding.get('NEURON_RT_VISIBLE_CORES', '')}",
+            duration_s=float(c.record.get("compile_s", 0.0)) + time.monotonic() - started,
+            artifacts=artifacts,
+            extra={
+                "key": p.key,
+                "lnc": s.lnc,
+                "opt": s.opt,
+                "compiler_args": list(s.compiler_args),
+            },
+        )
+
+    def _driver(
+        self, host: Host, args: list[str], timeout: float, env: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        return remote.run_driver(
+            host,
+            args,
+            python=self.python,
+            activate=self.settings.activate,
+            timeout=timeout,
+            env=env,
+        )
+
+    def _workers(self, host: Host, count: int) -> int:
+        if self.settings.compile_workers > 0:
+            return min(self.settings.compile_workers, count)
+        result = host.run(["nproc"], timeout=30)
+        cpus = int(result.stdout.strip()) if result.ok and result.stdout.strip().isdigit() else 1
+        return max(1, min(cpus, count))
+
+
+def _mac_count(workload: Any) -> int:
+    """MACs from the op graph (f_nkigym) when the IR can count them, else 0 (the
+    record then carries the profiler's MFU)."""
+    if workload.f_nkigym is None:
+        return 0
+    try:
+        from kernelopt.ir import compute_mac_count
+    except ImportError:
+        return 0
+    try:
+        return int(compute_mac_count(workload.f_nkigym, workload.input_specs))
+    except Exception:  # the op graph is user code; MFU then comes from the profiler
+        return 0
