@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kernelopt.ir.model import KernelIR, PhysicalBuffer, Scope
 
+_SCOPE_VALUES = tuple(s.value for s in Scope)
 MATMUL_DTYPES = ("bfloat16", "float16", "float32", "float8_e4m3")
 TWO_BYTE = ("bfloat16", "float16")
 
@@ -96,8 +97,9 @@ def knob_key_failures(ir: KernelIR) -> list[Failure]:
         given = ir.buffer_scopes.get(buf.name, {})
         missing = [d for d in buf.knob_dims if d not in given]
         extra = [d for d in given if d not in buf.knob_dims]
-        if missing or extra:
-            parts = []
+        bad = [f"{d}={v!r}" for d, v in given.items() if v not in _SCOPE_VALUES]
+        if missing or extra or bad:
+            parts = [f"{', '.join(bad)} not one of {list(_SCOPE_VALUES)}"] if bad else []
             if missing:
                 parts.append(f"missing {missing}")
             if extra:

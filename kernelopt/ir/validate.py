@@ -63,12 +63,18 @@ def _scope_patches(ir: KernelIR, buf_name: str) -> Iterator[Patch]:
         d: [s for s in SCOPES if not (s == Scope.PER_TILE and d in buf.lifetime_dims)]
         for d in buf.knob_dims
     }
+    valid = {d: v for d, v in current.items() if v in set(SCOPES)}
     for d in buf.knob_dims:
         for s in allowed[d]:
-            if s != current[d] and all(v is not None for k, v in current.items() if k != d):
-                yield {"buffer_scopes": {buf_name: {**current, d: s}}}
+            if s != current[d] and all(k in valid for k in buf.knob_dims if k != d):
+                yield {"buffer_scopes": {buf_name: _plain({**valid, d: s})}}
     for combo in itertools.product(*(allowed[d] for d in buf.knob_dims)):
-        yield {"buffer_scopes": {buf_name: dict(zip(buf.knob_dims, combo, strict=True))}}
+        yield {"buffer_scopes": {buf_name: _plain(dict(zip(buf.knob_dims, combo, strict=True)))}}
+
+
+def _plain(scopes: dict[str, Scope]) -> dict[str, str]:
+    """Scope values as plain strings, so a patch is JSON like knobs.json itself."""
+    return {d: Scope(s).value for d, s in scopes.items()}
 
 
 def _order_patches(ir: KernelIR) -> Iterator[Patch]:
