@@ -13,6 +13,7 @@ import datetime as dt
 import fcntl
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -76,6 +77,13 @@ class Pending:
     knobs: dict[str, Any] | None = None
     signature: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Named:
+    """A name standing in for a host in HostPool slots (the device knows its host)."""
+
+    name: str
 
 
 @dataclass(frozen=True)
@@ -378,6 +386,79 @@ class Runner:
                 FAILED, f"the formatter {status}: {command}\n{tail}".strip(), log_tail=tail
             )
         return None
+
+    def try_batch(self, candidates: list[Candidate]) -> list[AttemptResult]:
+        """Commit several candidates, measure them at once (one per device), decide in order.
+
+        Each is judged against the BEST of the batch's start. Once one of
+        them is kept, the later ones of a noisy target are judged again
+        against the new BEST (their comparison no longer holds); a
+        deterministic target's later ones are simply compared with it.
+        """
+        state = self._require_state()
+        assert state.best_commit is not None
+        pending: list[Pending] = []
+        trees: dict[int, Path] = {}
+        root = self.repo.common_dir / "kernelopt" / "trees" / self.run_id
+        for candidate in candidates:
+            n = self.state.next_attempt + len(pending)  # type: ignore[union-attr]
+            self.repo.write_files(candidate.files)
+            sha = self.repo.commit_attempt(
+                n, candidate.kind, candidate.hypothesis, allow_empty=True, parent=state.best_commit
+            )
+            assert sha is not None
+            self.repo.reset_to(state.best_commit)
+            att = Pending(
+                n, sha, candidate.kind, candidate.hypothesis, candidate.knobs, candidate.signature
+            )
+            pending.append(att)
+            trees[n] = root / str(n)
+            self.repo.export_tree(sha, trees[n])
+            self.state = replace(self.state, pending=(*self.state.pending, (n, sha)))  # type: ignore[arg-type]
+        try:
+            samples = self._measure_many(pending, trees)
+            results = []
+            kept = False
+            for att in pending:
+                if isinstance(samples[att.n], NoIdleDeviceError):
+                    results.append(self._stop_without_device(att, str(samples[att.n])))
+                    break
+                if kept and not self.target.deterministic:
+                    results.append(self._evaluate(att, trees[att.n]))
+                else:
+                    self.reporter.event(
+                        "measuring", attempt=att.n, kind=att.kind, hypothesis=att.hypothesis
+                    )
+                    results.append(self._decide_and_record(att, samples[att.n]))  # type: ignore[arg-type]
+                kept = kept or results[-1].verdict == KEEP
+                if results[-1].stop:
+                    break
+            return results
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def _measure_many(
+        self, pending: list[Pending], trees: dict[int, Path]
+    ) -> dict[int, list[tuple[Measurement, Measurement | None]] | NoIdleDeviceError]:
+        from kernelopt.hosts.pool import HostPool
+
+        self._best_tree()  # exported once, before the threads share it
+        try:
+            with self.executor.devices(len(pending)) as devices:
+                pool = HostPool([(_Named(d.host_name + "/" + d.name), d) for d in devices])
+                jobs = pool.map(
+                    pending, lambda att, _host, dev: self._judge_on(dev, att, trees[att.n])
+                )
+        except NoIdleDeviceError as exc:
+            return {att.n: exc for att in pending}
+        out: dict[int, list[tuple[Measurement, Measurement | None]] | NoIdleDeviceError] = {}
+        for att, job in zip(pending, jobs, strict=True):
+            if job.value is not None:
+                out[att.n] = job.value
+            else:
+                failure = Measurement.failure(FAILED, f"host fault (retried once): {job.error}")
+                out[att.n] = [(failure, None)]
+        return out
 
     def measure_pending(self) -> list[AttemptResult]:
         """Measure attempts that were committed but never decided (killed mid-measure)."""
@@ -759,6 +840,8 @@ class Runner:
 
     def _commit_keep(self, n: int, sha: str, note: Mapping[str, Any]) -> None:
         """Append the ledger row for a kept attempt and move BEST there."""
+        if self.repo.head() != sha or self.repo.is_dirty():
+            self.repo.reset_to(sha)  # the keep commit is the candidate's child
         # What measuring left in the worktree (a benchmark's result files) must
         # not ride along into the ledger commit or the next candidate's commit.
         self.repo.reset_to(sha)
@@ -966,16 +1049,21 @@ class Runner:
             reason = self.stop_reason(started, count, max_candidates)
             if reason:
                 return self.summary(reason)
-            batch = proposer.propose(self.proposer_state())
+            state = replace(self.proposer_state(), batch_size=self.executor.slots)
+            batch = proposer.propose(state)
             if not batch:
                 return self.summary("the proposer has nothing left to try")
-            for candidate in batch:
-                reason = self.stop_reason(started, count, max_candidates)
-                if reason:
-                    return self.summary(reason)
-                if candidate.signature and candidate.signature in self.proposer_state().tried:
-                    continue
-                result = self.try_candidate(candidate)
+            fresh = [c for c in batch if not (c.signature and c.signature in state.tried)]
+            budget = None if max_candidates is None else max_candidates - count
+            if self.program.stop.max_candidates is not None:
+                left = self.program.stop.max_candidates - self.state.counters.attempts
+                budget = left if budget is None else min(budget, left)
+            fresh = fresh[: max(budget, 1)] if budget is not None else fresh
+            if len(fresh) > 1:
+                results = self.try_batch(fresh)
+            else:
+                results = [self.try_candidate(c) for c in fresh]
+            for candidate, result in zip(fresh, results, strict=False):
                 count += 1
                 proposer.observe([self._observation(result, candidate)])
                 if result.stop:

@@ -8,15 +8,20 @@ simulator's message (file, line, limit), like a compiler error would be.
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelopt.measurement import FAILED, INCORRECT, OK, Measurement
+from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Measurement
 from kernelopt.program import Program
 from kernelopt.workload import WorkloadError, load_workload
+
+_ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,10 @@ class NkiSimTarget:
     seeds: tuple[int, ...] = (0,)
     atol: float = 5e-3
     rtol: float = 5e-3
+    timeout_s: float = 600.0
+    # Simulate in a child process: a kernel that loops forever or exhausts
+    # memory must cost an attempt, not the runner.
+    isolate: bool = True
     device: str = "sim"
     deterministic: bool = True
 
@@ -34,7 +43,7 @@ class NkiSimTarget:
     def from_program(cls, program: Program, root: Path) -> NkiSimTarget:
         t = program.target
         assert t.workload and t.kernel
-        return cls(workload=t.workload, kernel=t.kernel, func=t.func)
+        return cls(workload=t.workload, kernel=t.kernel, func=t.func, timeout_s=program.timeout_s)
 
     def reference(self, tree: Path) -> Measurement:
         """The compiler baseline cannot run on sim; the ledger row says so."""
@@ -49,9 +58,40 @@ class NkiSimTarget:
             "seeds": list(self.seeds),
             "atol": self.atol,
             "rtol": self.rtol,
+            "timeout_s": self.timeout_s,
         }
 
     def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
+        if self.isolate:
+            return self._measure_in_child(Path(tree), env)
+        return self._measure_here(Path(tree))
+
+    def _measure_in_child(self, tree: Path, env: Mapping[str, str] | None) -> Measurement:
+        from kernelopt.remote import parse_output
+        from kernelopt.targets.command import run_local
+
+        spec = json.dumps(self.spec())
+        # One BLAS thread: the simulator's many small matmuls run several
+        # times slower when BLAS spreads each over threads.
+        child_env = {**(env or {}), **_ONE_THREAD}
+        command = f"{shlex.quote(sys.executable)} -m kernelopt.remote <<'KERNELOPT_SPEC'\n{spec}\nKERNELOPT_SPEC"
+        run = run_local(command, tree, child_env, self.timeout_s)
+        if run.timed_out:
+            return Measurement.failure(
+                TIMEOUT, f"the simulation timed out after {self.timeout_s:g} s", device=self.device
+            )
+        measurement = parse_output(run.output)
+        if measurement is None:
+            tail = "\n".join(run.output.splitlines()[-20:])
+            return Measurement.failure(
+                FAILED,
+                f"the simulator crashed (exit {run.returncode})",
+                log_tail=tail,
+                device=self.device,
+            )
+        return measurement
+
+    def _measure_here(self, tree: Path) -> Measurement:
         from kernelopt.sim import check_kernel
 
         started = time.monotonic()

@@ -122,3 +122,22 @@ def test_wrong_numerics_are_incorrect_and_never_kept(
     assert out.exit_code == 12 and data["verdict"] == "incorrect", out.output
     best = git(repo, "rev-parse", "refs/kernelopt/mm-t/best").strip()
     assert git(worktree, "rev-parse", "HEAD").strip() == best
+
+
+def test_a_kernel_that_never_ends_times_out_and_the_run_goes_on(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = repo / "programs" / "mm.md"
+    program.write_text(PROGRAM.replace("metric:", "timeout: 3s\nmetric:"))
+    git(repo, "commit", "-qam", "short timeout")
+    runner = CliRunner()
+    monkeypatch.chdir(repo)
+    assert runner.invoke(main, ["run", "programs/mm.md", "--tag", "t"]).exit_code == 0
+    worktree = repo / ".git" / "kernelopt" / "worktrees" / "mm-t"
+    kernel = worktree / "ir" / "mm" / "kernel.py"
+    kernel.write_text(kernel.read_text().replace("    return out", "    while True:\n        pass"))
+    monkeypatch.chdir(worktree)
+    out = runner.invoke(main, ["try", "-m", "spin forever", "--json"])
+    data = json.loads(out.output)
+    assert out.exit_code == 13 and data["verdict"] == "failed"
+    assert "timed out after 3 s" in data["error"]
