@@ -7,6 +7,7 @@ the other engines write SBUF directly; the returned tensor is stored to HBM.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +78,12 @@ def build_ir(
             raise IRBuildError(f"{buf.name}: a reduced dimension reappears as an axis")
         buffers.append(buf)
 
+    def pin_axis(name: str, dim: str) -> None:
+        """A whole-row reader needs every tile of ``dim`` in the buffer at once."""
+        i = next(i for i, b in enumerate(buffers) if b.name == name)
+        buf = buffers[i]
+        buffers[i] = dataclasses.replace(buf, pinned_full=tuple(sorted({*buf.pinned_full, dim})))
+
     inputs: list[HbmTensor] = []
     for p in tr.params:
         axes = dims_of(p)
@@ -88,14 +95,10 @@ def build_ir(
 
     for op in tr.ops:
         v = op.output.name
-        axes = dims_of(op.output) if len(op.output.axes) == 2 else None
+        axes = dims_of(op.output)
         srcs = {role: sbuf_of[t.name] for role, t in op.operands.items()}
         upstream = tuple(sorted({d for t in op.operands.values() for d in pinned[t.name]}))
         label = {lab: names[tr.find(axis)] for lab, axis in op.labels.items()}
-        if isinstance(op.op, NKITensorReduce) or axes is None:
-            raise IRBuildError(
-                f"{type(op.op).__name__} ({v}): lowering tensor_reduce is not supported yet"
-            )
         psum, sbuf = f"psum_{v}", f"sbuf_{v}"
         out_roles = ((axes[0], "partition"), (axes[1], "free"))
         if isinstance(op.op, NKIMatmul):
@@ -139,6 +142,18 @@ def build_ir(
             )
             operators.append(Operator(f"copy_{v}", "copy", sbuf, (psum,), out_roles))
             pinned[v] = upstream
+        elif isinstance(op.op, NKITensorReduce):
+            f = label["F"]
+            pin_axis(srcs["data"], f)
+            pinned[v] = tuple(sorted({*upstream, f}))
+            add_buffer(PhysicalBuffer(sbuf, "sbuf", axes, "float32", "result", (), pinned[v]))
+            roles = ((label["P"], "partition"), (f, "reduce"), (label["ONE"], "free"))
+            attrs = (("op", op.attrs["op"]), ("reduce", f))
+            operators.append(
+                Operator(
+                    f"tensor_reduce_{v}", "tensor_reduce", sbuf, (srcs["data"],), roles, (), attrs
+                )
+            )
         else:
             add_buffer(PhysicalBuffer(sbuf, "sbuf", axes, op.output.dtype, "result", (), upstream))
             attrs = tuple(sorted((k, val) for k, val in op.attrs.items() if val is not None))

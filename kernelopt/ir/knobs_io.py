@@ -55,6 +55,10 @@ def ir_from_knobs(
     Missing keys keep the variant's defaults; per buffer, scopes merge by dim.
     """
     ir = base if isinstance(base, KernelIR) else ir_for_workload(base)
+    if ir.variant != "base":
+        raise KnobsError(
+            f"{source}: knobs apply to the base IR of a workload, got variant {ir.variant!r}"
+        )
     if not isinstance(data, dict):
         raise KnobsError(f"{source}: expected a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - set(KEYS))

@@ -50,7 +50,8 @@ class PhysicalBuffer:
     ``axes`` are (partition dim, free dim). ``lifetime_dims`` are reducing dims
     the buffer accumulates over without holding them (PSUM's K): they take a
     scope knob but no shape. ``pinned_full`` dims are reducing dims upstream of
-    the buffer: fixed to FULL and left off the knob surface.
+    the buffer, or an axis a whole-row reduction reads at once: fixed to FULL
+    and left off the knob surface.
     """
 
     name: str
@@ -63,7 +64,7 @@ class PhysicalBuffer:
 
     @property
     def knob_dims(self) -> tuple[str, ...]:
-        return self.axes + self.lifetime_dims
+        return tuple(d for d in self.axes + self.lifetime_dims if d not in self.pinned_full)
 
 
 @dataclass(frozen=True)

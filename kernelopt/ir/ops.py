@@ -71,6 +71,7 @@ class AxisSpec:
     output: tuple[str, ...]
     reduces: tuple[str, ...] = ()
     limits: tuple[tuple[str, int], ...] = ()
+    new_axes: tuple[tuple[str, int], ...] = ()  # output labels no operand has, with sizes
 
 
 class NKIOp:
@@ -239,7 +240,9 @@ class NKITensorReduce(NKIOp):
     """
 
     kind = "tensor_reduce"
-    spec = AxisSpec(operands={"data": ("P", "F")}, output=("P",), reduces=("F",))
+    spec = AxisSpec(
+        operands={"data": ("P", "F")}, output=("P", "ONE"), reduces=("F",), new_axes=(("ONE", 1),)
+    )
     attr_names = ("op", "axis", "keepdims")
 
     def check_attrs(self, attrs: dict[str, Any]) -> None:

@@ -378,6 +378,22 @@ class _Renderer:
                 args.append(f"reverse{i}=True")
         self._elementwise(op, site, indent, "nisa.tensor_scalar", args)
 
+    def op_tensor_reduce(self, op: Operator, site: _Site, indent: int) -> None:
+        ir = self.ir
+        dst, data = ir.buffer[op.dst], ir.buffer[op.srcs[0]]
+        indent = self.local_loops(site, dst.axes, indent)
+        dp, df = data.axes
+        # The reduced dim is pinned FULL on the data buffer: the whole row is one view.
+        row = f"{data.name}[:, {site.buffer_index(data, dp)}, 0:{ir.dim[df].size}]"
+        args = [
+            f"dst={self.view(site, dst, indent)}",
+            f"op=nl.{op.attr('op')}",
+            f"data={row}",
+            "axis=1",
+            "keepdims=True",
+        ]
+        self.w.call(indent, "nisa.tensor_reduce", args)
+
     def op_activation(self, op: Operator, site: _Site, indent: int) -> None:
         args = [f"dst={{{op.dst}}}", f"op=nl.{op.attr('op')}", f"data={{{op.srcs[0]}}}"]
         if op.attr("scale", 1.0) != 1.0:

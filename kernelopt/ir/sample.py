@@ -46,7 +46,9 @@ def draw_scopes(
             lo, hi = narrow(lo, hi, d, Scope.FULL, position[f"{d}.block"], position[f"{d}.tile"])
         chosen: dict[str, Scope] = {}
         # Reducing dims first: they cannot fall back to PER_TILE.
-        for d in buf.lifetime_dims + buf.axes:
+        for d in (*buf.lifetime_dims, *buf.axes):
+            if d in buf.pinned_full:
+                continue
             block, tile = position[f"{d}.block"], position[f"{d}.tile"]
             options = []
             for scope in SCOPES:
@@ -88,8 +90,8 @@ def default_knobs(ir: KernelIR) -> KernelIR:
         order += [f"{d}.block", f"{d}.tile"]
     scopes = {
         b.name: {
-            **{d: Scope.PER_TILE for d in b.axes},
-            **{d: Scope.FULL for d in b.lifetime_dims},
+            **{d: Scope.PER_TILE for d in b.axes if d in b.knob_dims},
+            **{d: Scope.FULL for d in b.lifetime_dims if d in b.knob_dims},
         }
         for b in ir.buffers
     }

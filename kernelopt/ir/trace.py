@@ -97,6 +97,8 @@ class _Tracer:
                     self.axes.union(labels[lab], axis, f"{where}, axis {lab}")
                 else:
                     labels[lab] = axis
+        for lab, size in op.spec.new_axes:
+            labels[lab] = self.axes.new(size)
         dtypes = {t.dtype for t in operands.values()}
         dtype = operands[next(iter(op.spec.operands))].dtype if len(dtypes) > 1 else dtypes.pop()
         out_axes = tuple(labels[lab] for lab in op.spec.output)

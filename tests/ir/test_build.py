@@ -113,13 +113,18 @@ def test_returning_an_input_is_rejected() -> None:
         build_ir(f, {"a": ((128, 512), "float32")})
 
 
-def test_tensor_reduce_is_reported_as_not_lowered() -> None:
+def test_tensor_reduce_pins_the_reduced_axis_of_its_operand() -> None:
     def f(a):
-        s = NKITensorReduce(op="add")(data=a)
+        e = NKIActivation(op="exp")(data=a)
+        s = NKITensorReduce(op="add")(data=e)
         return s
 
-    with pytest.raises(IRBuildError, match="tensor_reduce"):
-        build_ir(f, {"a": ((128, 512), "float32")})
+    ir = build_ir(f, {"a": ((128, 1024), "float32")})
+    sbuf_e = ir.buffer["sbuf_e"]
+    # The reduction reads whole rows: the data buffer holds every d1 tile, off the knobs.
+    assert sbuf_e.pinned_full == ("d1",) and sbuf_e.knob_dims == ("d0",)
+    assert ir.output.shape == (128, 1) and ir.dim["d2"].size == 1
+    assert ir.dim["d1"].reducing
 
 
 def test_ops_reject_bad_attributes() -> None:
