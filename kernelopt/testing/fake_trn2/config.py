@@ -63,7 +63,13 @@ def load() -> dict[str, Any]:
     return settings
 
 
+# Environment variables a call records, so tests can see how a tool was bound.
+RECORDED_ENV = ("NEURON_RT_VISIBLE_CORES", "NEURON_PLATFORM_TARGET_OVERRIDE")
+
+
 def record_call(tool: str, args: list[str]) -> None:
     """One line per invocation with its wall-clock start, for tests to read."""
+    env = {name: os.environ[name] for name in RECORDED_ENV if name in os.environ}
+    entry = {"tool": tool, "args": args, "t": time.time(), "env": env}
     with open(home() / CALLS_NAME, "a") as log:
-        log.write(json.dumps({"tool": tool, "args": args, "t": time.time()}) + "\n")
+        log.write(json.dumps(entry) + "\n")

@@ -1,0 +1,76 @@
+"""neuron-profile summary-json: one-key unwrap, fractions to percent, negatives dropped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernelopt.neuron.summary import (
+    SummaryError,
+    convert_fields,
+    mfu_percent,
+    parse_summary,
+    unwrap_summary,
+)
+
+
+def test_fraction_becomes_percent_and_negative_is_missing() -> None:
+    text = json.dumps(
+        {
+            "kernel_3f9a": {
+                "mfu_estimated_percent": 0.873,
+                "mfu_max_achievable_estimated_percent": 0.97,
+                "mbu_estimated_percent": -1,
+                "dma_active_time_percent": 1,
+                "total_time": 0.00021,
+                "spill_save_bytes": -1,
+                "hbm_read_bytes": 1048576,
+                "instance_type": "trn2.48xlarge",
+            }
+        }
+    )
+    profile = parse_summary(text)
+    assert profile["mfu_estimated_percent"] == pytest.approx(87.3)
+    assert profile["dma_active_time_percent"] == pytest.approx(100.0)
+    assert "mbu_estimated_percent" not in profile
+    assert "spill_save_bytes" not in profile
+    assert profile["hbm_read_bytes"] == 1048576 and isinstance(profile["hbm_read_bytes"], int)
+    assert profile["total_time"] == pytest.approx(0.00021)
+    assert profile["instance_type"] == "trn2.48xlarge"
+    assert profile["roofline_efficiency"] == pytest.approx(100 * 0.873 / 0.97)
+
+
+def test_unknown_top_level_key_is_unwrapped_whatever_its_name() -> None:
+    flat = {"total_time": 1.0}
+    assert unwrap_summary({"some-new-name.neff": flat}) == flat
+    assert unwrap_summary(flat) == flat  # a flat dict is accepted as it is
+
+
+def test_several_nested_keys_are_refused_with_the_keys_named() -> None:
+    with pytest.raises(SummaryError, match="a, b"):
+        unwrap_summary({"a": {"x": 1}, "b": {"y": 2}})
+
+
+def test_not_json_names_the_source_and_the_start_of_the_output() -> None:
+    with pytest.raises(SummaryError, match="view of k.neff.*Error: no NTFF"):
+        parse_summary("Error: no NTFF\n", source="view of k.neff")
+
+
+def test_percent_already_above_one_is_kept_and_nan_dropped() -> None:
+    converted = convert_fields({"hfu_estimated_percent": 42.0, "mbu_estimated_percent": "nan"})
+    assert converted == {"hfu_estimated_percent": 42.0}
+
+
+def test_missing_ceiling_gives_no_roofline_efficiency() -> None:
+    profile = parse_summary(json.dumps({"k": {"mfu_estimated_percent": 0.5}}))
+    assert "roofline_efficiency" not in profile
+
+
+def test_mfu_from_macs_and_time() -> None:
+    # 2048^3 MACs in 0.25 ms at 79 TFLOPS.
+    assert mfu_percent(2048**3, 0.25e-3, 79e12) == pytest.approx(
+        100 * 2 * 2048**3 / (0.25e-3 * 79e12)
+    )
+    assert mfu_percent(0, 1.0, 79e12) is None
+    assert mfu_percent(10, 0.0, 79e12) is None
