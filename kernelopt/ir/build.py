@@ -13,9 +13,11 @@ from typing import Any
 
 from kernelopt.ir.model import Dim, HbmTensor, KernelIR, Operator, PhysicalBuffer
 from kernelopt.ir.ops import PMAX, NKIMatmul, NKITensorReduce, NKITranspose
-from kernelopt.ir.trace import IRBuildError, Trace, TracedTensor, trace
+from kernelopt.ir.trace import IRBuildError, Trace, TracedOp, TracedTensor, trace
 
 FREE_TILE = 512  # widest free extent one engine instruction takes in these kernels
+Pins = tuple[str, ...]
+Labels = dict[str, str]
 
 
 def _largest_divisor(size: int, limit: int) -> int:
@@ -51,6 +53,124 @@ def _dims(tr: Trace) -> tuple[dict[int, str], tuple[Dim, ...]]:
     return names, dims
 
 
+def _roles(axes: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+    return ((axes[0], "partition"), (axes[1], "free"))
+
+
+class _Lowering:
+    """Accumulates buffers and operators while walking the traced ops in order."""
+
+    def __init__(self, tr: Trace, names: dict[int, str]) -> None:
+        self.tr, self.names = tr, names
+        self.buffers: list[PhysicalBuffer] = []
+        self.operators: list[Operator] = []
+        self.sbuf_of: dict[str, str] = {}  # traced tensor -> SBUF buffer holding it
+        self.pinned: dict[str, tuple[str, ...]] = {}  # traced tensor -> reduced dims upstream
+
+    def axes(self, t: TracedTensor) -> tuple[str, str]:
+        a, b = (self.names[self.tr.find(x)] for x in t.axes)
+        return a, b
+
+    def add(self, buf: PhysicalBuffer) -> None:
+        if any(b.name == buf.name for b in self.buffers):
+            raise IRBuildError(f"two buffers would be named {buf.name!r}: rename a variable")
+        if set(buf.pinned_full) & set(buf.axes):
+            raise IRBuildError(f"{buf.name}: a reduced dimension reappears as an axis")
+        self.buffers.append(buf)
+
+    def pin_axis(self, name: str, dim: str) -> None:
+        """A whole-row reader needs every tile of ``dim`` in the buffer at once."""
+        i = next(i for i, b in enumerate(self.buffers) if b.name == name)
+        buf = self.buffers[i]
+        pinned = tuple(sorted({*buf.pinned_full, dim}))
+        self.buffers[i] = dataclasses.replace(buf, pinned_full=pinned)
+
+    def load(self, p: TracedTensor) -> HbmTensor:
+        axes = self.axes(p)
+        buf = f"sbuf_{p.name}"
+        self.add(PhysicalBuffer(buf, "sbuf", axes, p.dtype, "load"))
+        self.operators.append(Operator(f"load_{p.name}", "load", buf, (p.name,), _roles(axes)))
+        self.sbuf_of[p.name], self.pinned[p.name] = buf, ()
+        return HbmTensor(p.name, (p.shape[0], p.shape[1]), p.dtype, axes)
+
+    def op(self, op: TracedOp) -> None:
+        v = op.output.name
+        srcs = {role: self.sbuf_of[t.name] for role, t in op.operands.items()}
+        upstream = tuple(sorted({d for t in op.operands.values() for d in self.pinned[t.name]}))
+        label = {lab: self.names[self.tr.find(axis)] for lab, axis in op.labels.items()}
+        if isinstance(op.op, NKIMatmul):
+            self.pinned[v] = self.matmul(op, srcs, upstream, label)
+        elif isinstance(op.op, NKITranspose):
+            self.pinned[v] = self.transpose(op, srcs, upstream, label)
+        elif isinstance(op.op, NKITensorReduce):
+            self.pinned[v] = self.reduce(op, srcs, upstream, label)
+        else:
+            self.pinned[v] = self.elementwise(op, srcs, upstream)
+        self.sbuf_of[v] = f"sbuf_{v}"
+
+    def matmul(self, op: TracedOp, srcs: dict[str, str], upstream: Pins, label: Labels) -> Pins:
+        """PSUM accumulates over K; a drain moves the finished sum to SBUF."""
+        v, axes, k = op.output.name, self.axes(op.output), label["K"]
+        psum, sbuf = f"psum_{v}", f"sbuf_{v}"
+        pins = tuple(sorted({*upstream, k}))
+        self.add(PhysicalBuffer(psum, "psum", axes, "float32", "accumulator", (k,), upstream))
+        self.add(PhysicalBuffer(sbuf, "sbuf", axes, op.output.dtype, "result", (), pins))
+        roles = ((k, "reduce"), (label["M"], "stationary_free"), (label["N"], "moving_free"))
+        operands = (srcs["stationary"], srcs["moving"])
+        required = (k, label["M"], label["N"])
+        self.operators.append(Operator(f"matmul_{v}", "matmul", psum, operands, roles, required))
+        drain = Operator(f"drain_{v}", "drain", sbuf, (psum,), _roles(axes), (), (("reduce", k),))
+        self.operators.append(drain)
+        return pins
+
+    def transpose(self, op: TracedOp, srcs: dict[str, str], upstream: Pins, label: Labels) -> Pins:
+        """TensorE writes the transpose to PSUM; a copy brings it back to SBUF."""
+        v, axes, dtype = op.output.name, self.axes(op.output), op.output.dtype
+        psum, sbuf = f"psum_{v}", f"sbuf_{v}"
+        self.add(PhysicalBuffer(psum, "psum", axes, dtype, "transposed", (), upstream))
+        self.add(PhysicalBuffer(sbuf, "sbuf", axes, dtype, "result", (), upstream))
+        roles = ((label["P"], "partition_in"), (label["F"], "free_in"))
+        required = (label["P"], label["F"])
+        data = (srcs["data"],)
+        self.operators.append(Operator(f"transpose_{v}", "transpose", psum, data, roles, required))
+        self.operators.append(Operator(f"copy_{v}", "copy", sbuf, (psum,), _roles(axes)))
+        return upstream
+
+    def reduce(self, op: TracedOp, srcs: dict[str, str], upstream: Pins, label: Labels) -> Pins:
+        """One instruction per row block, reading every tile of the reduced dim."""
+        v, axes, f = op.output.name, self.axes(op.output), label["F"]
+        self.pin_axis(srcs["data"], f)
+        pins = tuple(sorted({*upstream, f}))
+        sbuf = f"sbuf_{v}"
+        self.add(PhysicalBuffer(sbuf, "sbuf", axes, "float32", "result", (), pins))
+        roles = ((label["P"], "partition"), (f, "reduce"), (label["ONE"], "free"))
+        attrs = (("op", op.attrs["op"]), ("reduce", f))
+        data = (srcs["data"],)
+        self.operators.append(
+            Operator(f"tensor_reduce_{v}", "tensor_reduce", sbuf, data, roles, (), attrs)
+        )
+        return pins
+
+    def elementwise(self, op: TracedOp, srcs: dict[str, str], upstream: Pins) -> Pins:
+        v, axes = op.output.name, self.axes(op.output)
+        sbuf = f"sbuf_{v}"
+        self.add(PhysicalBuffer(sbuf, "sbuf", axes, op.output.dtype, "result", (), upstream))
+        attrs = tuple(sorted((k, val) for k, val in op.attrs.items() if val is not None))
+        kind, operands = op.op.kind, tuple(srcs.values())
+        self.operators.append(
+            Operator(f"{kind}_{v}", kind, sbuf, operands, _roles(axes), (), attrs)
+        )
+        return upstream
+
+    def store(self, ret: TracedTensor, out_name: str) -> HbmTensor:
+        if ret.name not in self.sbuf_of or ret.name in {p.name for p in self.tr.params}:
+            raise IRBuildError("f_nkigym must return the result of an op, not an input")
+        axes = self.axes(ret)
+        src = (self.sbuf_of[ret.name],)
+        self.operators.append(Operator(f"store_{ret.name}", "store", out_name, src, _roles(axes)))
+        return HbmTensor(out_name, (ret.shape[0], ret.shape[1]), ret.dtype, axes)
+
+
 def build_ir(
     f_nkigym: Callable[..., Any],
     input_specs: dict[str, tuple[tuple[int, ...], str]],
@@ -61,132 +181,19 @@ def build_ir(
 
     tr = trace(f_nkigym, input_specs)
     names, dims = _dims(tr)
-
-    def dims_of(t: TracedTensor) -> tuple[str, str]:
-        a, b = (names[tr.find(x)] for x in t.axes)
-        return a, b
-
-    buffers: list[PhysicalBuffer] = []
-    operators: list[Operator] = []
-    sbuf_of: dict[str, str] = {}  # traced tensor name -> SBUF buffer holding it
-    pinned: dict[str, tuple[str, ...]] = {}  # traced tensor -> reducing dims upstream
-
-    def add_buffer(buf: PhysicalBuffer) -> None:
-        if any(b.name == buf.name for b in buffers):
-            raise IRBuildError(f"two buffers would be named {buf.name!r}: rename a variable")
-        if set(buf.pinned_full) & set(buf.axes):
-            raise IRBuildError(f"{buf.name}: a reduced dimension reappears as an axis")
-        buffers.append(buf)
-
-    def pin_axis(name: str, dim: str) -> None:
-        """A whole-row reader needs every tile of ``dim`` in the buffer at once."""
-        i = next(i for i, b in enumerate(buffers) if b.name == name)
-        buf = buffers[i]
-        buffers[i] = dataclasses.replace(buf, pinned_full=tuple(sorted({*buf.pinned_full, dim})))
-
-    inputs: list[HbmTensor] = []
-    for p in tr.params:
-        axes = dims_of(p)
-        inputs.append(HbmTensor(p.name, (p.shape[0], p.shape[1]), p.dtype, axes))
-        add_buffer(PhysicalBuffer(f"sbuf_{p.name}", "sbuf", axes, p.dtype, "load"))
-        roles = ((axes[0], "partition"), (axes[1], "free"))
-        operators.append(Operator(f"load_{p.name}", "load", f"sbuf_{p.name}", (p.name,), roles))
-        sbuf_of[p.name], pinned[p.name] = f"sbuf_{p.name}", ()
-
+    lower = _Lowering(tr, names)
+    inputs = tuple(lower.load(p) for p in tr.params)
     for op in tr.ops:
-        v = op.output.name
-        axes = dims_of(op.output)
-        srcs = {role: sbuf_of[t.name] for role, t in op.operands.items()}
-        upstream = tuple(sorted({d for t in op.operands.values() for d in pinned[t.name]}))
-        label = {lab: names[tr.find(axis)] for lab, axis in op.labels.items()}
-        psum, sbuf = f"psum_{v}", f"sbuf_{v}"
-        out_roles = ((axes[0], "partition"), (axes[1], "free"))
-        if isinstance(op.op, NKIMatmul):
-            k = label["K"]
-            add_buffer(PhysicalBuffer(psum, "psum", axes, "float32", "accumulator", (k,), upstream))
-            add_buffer(
-                PhysicalBuffer(
-                    sbuf, "sbuf", axes, op.output.dtype, "result", (), tuple(sorted({*upstream, k}))
-                )
-            )
-            roles = ((k, "reduce"), (label["M"], "stationary_free"), (label["N"], "moving_free"))
-            operators.append(
-                Operator(
-                    f"matmul_{v}",
-                    "matmul",
-                    psum,
-                    (srcs["stationary"], srcs["moving"]),
-                    roles,
-                    (k, label["M"], label["N"]),
-                )
-            )
-            operators.append(
-                Operator(f"drain_{v}", "drain", sbuf, (psum,), out_roles, (), (("reduce", k),))
-            )
-            pinned[v] = tuple(sorted({*upstream, k}))
-        elif isinstance(op.op, NKITranspose):
-            add_buffer(
-                PhysicalBuffer(psum, "psum", axes, op.output.dtype, "transposed", (), upstream)
-            )
-            add_buffer(PhysicalBuffer(sbuf, "sbuf", axes, op.output.dtype, "result", (), upstream))
-            roles = ((label["P"], "partition_in"), (label["F"], "free_in"))
-            operators.append(
-                Operator(
-                    f"transpose_{v}",
-                    "transpose",
-                    psum,
-                    (srcs["data"],),
-                    roles,
-                    (label["P"], label["F"]),
-                )
-            )
-            operators.append(Operator(f"copy_{v}", "copy", sbuf, (psum,), out_roles))
-            pinned[v] = upstream
-        elif isinstance(op.op, NKITensorReduce):
-            f = label["F"]
-            pin_axis(srcs["data"], f)
-            pinned[v] = tuple(sorted({*upstream, f}))
-            add_buffer(PhysicalBuffer(sbuf, "sbuf", axes, "float32", "result", (), pinned[v]))
-            roles = ((label["P"], "partition"), (f, "reduce"), (label["ONE"], "free"))
-            attrs = (("op", op.attrs["op"]), ("reduce", f))
-            operators.append(
-                Operator(
-                    f"tensor_reduce_{v}", "tensor_reduce", sbuf, (srcs["data"],), roles, (), attrs
-                )
-            )
-        else:
-            add_buffer(PhysicalBuffer(sbuf, "sbuf", axes, op.output.dtype, "result", (), upstream))
-            attrs = tuple(sorted((k, val) for k, val in op.attrs.items() if val is not None))
-            operators.append(
-                Operator(
-                    f"{op.op.kind}_{v}",
-                    op.op.kind,
-                    sbuf,
-                    tuple(srcs.values()),
-                    out_roles,
-                    (),
-                    attrs,
-                )
-            )
-            pinned[v] = upstream
-        sbuf_of[v] = sbuf
-
-    ret = tr.output
-    if ret.name not in sbuf_of or ret.name in {p.name for p in tr.params}:
-        raise IRBuildError("f_nkigym must return the result of an op, not an input")
-    out_axes = dims_of(ret)
-    param_names = {p.name for p in tr.params}
-    out_name = "out" if "out" not in param_names else "out_hbm"
-    output = HbmTensor(out_name, (ret.shape[0], ret.shape[1]), ret.dtype, out_axes)
-    roles = ((out_axes[0], "partition"), (out_axes[1], "free"))
-    operators.append(Operator(f"store_{ret.name}", "store", out_name, (sbuf_of[ret.name],), roles))
+        lower.op(op)
+    out_name = "out" if "out" not in {p.name for p in tr.params} else "out_hbm"
+    output = lower.store(tr.output, out_name)
     ir = KernelIR(
         func_name=name,
-        inputs=tuple(inputs),
+        inputs=inputs,
         output=output,
         dims=dims,
-        buffers=tuple(buffers),
-        operators=tuple(operators),
+        buffers=tuple(lower.buffers),
+        operators=tuple(lower.operators),
         loop_order=(),
     )
     return with_default_knobs(ir)
