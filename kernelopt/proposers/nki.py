@@ -96,7 +96,8 @@ class NkiKnobProposer:
     # --- the two verbs ------------------------------------------------------------------
 
     def observe(self, results: list[Observation]) -> None:
-        self.last_improved = any(r.verdict == "keep" for r in results)
+        # Sticky until the next refill reads it: results may arrive one at a time.
+        self.last_improved = self.last_improved or any(r.verdict == "keep" for r in results)
 
     def propose(self, state: ProposerState) -> list[Candidate] | None:
         tried = set(state.tried) | self.proposed
@@ -110,6 +111,8 @@ class NkiKnobProposer:
                 for ir in first:
                     self.proposed.add(knob_signature(ir))
                 return [self._candidate(None, ir, knob_signature(ir)) for ir in first]
+        if self.last_improved:
+            self.queue.clear()  # settings queued around the old best are stale now
         batch: list[Candidate] = []
         stale = 0
         while len(batch) < want:
@@ -150,18 +153,21 @@ class NkiKnobProposer:
             return self._from_exhaustive(tried)
         if best is not None:
             knobs = self._knobs_of(best)
-            if not self.last_improved:
+            if self.last_improved:
+                self.fruitless_sweeps = 0  # the knob just won: sweep it again around the new best
+            else:
                 self.knob_index += 1
                 self.fruitless_sweeps += 1
-            else:
-                self.fruitless_sweeps = 0
             self.last_improved = False
-            if self.fruitless_sweeps <= len(knobs):
-                sweep = [ir for ir in self._sweep(best, knobs[self.knob_index % len(knobs)])]
-                fresh = [ir for ir in sweep if knob_signature(ir) not in tried]
+            while self.fruitless_sweeps <= len(knobs):
+                knob = knobs[self.knob_index % len(knobs)]
+                fresh = [ir for ir in self._sweep(best, knob) if knob_signature(ir) not in tried]
                 if fresh:
                     self.queue.extend(fresh[:SWEEP_WIDTH])
                     return True
+                self.knob_index += 1
+                self.fruitless_sweeps += 1
+            # A whole round of sweeps found nothing: knobs interact, so draw jointly.
             self.fruitless_sweeps = 0
         drawn = self._joint(tried)
         if drawn:

@@ -135,3 +135,27 @@ def _count_valid(workload: Path) -> int:
             )
             count += not derive(state)[1]
     return count
+
+
+def _family(hypothesis: str) -> str:
+    return hypothesis.split(": ", 1)[1].split(" ")[0].split("[")[0]
+
+
+def test_a_win_repeats_the_sweep_and_a_loss_moves_to_another_knob() -> None:
+    proposer = _proposer(seed=2)
+    first = proposer.propose(_state(set()))
+    assert first is not None
+    tried = {c.signature for c in first}
+    best = first[0].knobs
+    proposer.observe([Observation(1, "knob", "keep", 1.0, knobs=best)])
+    a = proposer.propose(_state(tried, best, batch=3))  # part of a sweep of up to 8
+    assert a is not None
+    tried |= {c.signature for c in a}
+    proposer.observe([Observation(2, "knob", "keep", 2.0, knobs=a[0].knobs)])
+    # A new best re-centres the sweep (the rest of the old one is dropped): same knob.
+    b = proposer.propose(_state(tried, a[0].knobs, batch=8))
+    assert b is not None and _family(b[0].hypothesis) == _family(a[0].hypothesis)
+    tried |= {c.signature for c in b}
+    proposer.observe([Observation(3, "knob", "regression", 0.5, knobs=b[0].knobs)])
+    c = proposer.propose(_state(tried, a[0].knobs, batch=3))
+    assert c is not None and _family(c[0].hypothesis) != _family(a[0].hypothesis)
