@@ -7,18 +7,14 @@ people and agents and may hold anything.
 
 from __future__ import annotations
 
-import base64
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any
 
+from kernelopt.report import html_parts as h
 from kernelopt.report.frames import RunFrames
-from kernelopt.report.verdicts import colour_of
 
-ERROR_PREVIEW = 160
 METRIC_CAPTION = (
     "Filled: kept. Hollow: measured and discarded (tie, regression, diverged). "
     "Crosses: failed or incorrect; those without a number sit in the grey band. "
@@ -74,91 +70,15 @@ footer { color: var(--muted); font-size: 12px; margin-top: 32px; }
 """
 
 
-def fmt_metric(value: float | None) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if 1e4 <= abs(value) < 1e12:
-        return f"{value:,.0f}"  # 25,960 reads better than 2.596e+04
-    return f"{value:.4g}"
-
-
-def fmt_gain(value: float | None) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return f"{value * 100:+.2f}%"
-
-
-def _gain_class(value: float | None, verdict: str | None = None) -> str:
-    """Green or red where the gain decided something; a tie's small gain stays plain."""
-    if value is None or math.isnan(value) or value == 0:
-        return ""
-    if verdict is not None and verdict not in ("keep", "regression"):
-        return ""
-    return "good" if value > 0 else "bad"
-
-
-def _img(path: Path, alt: str, out: Path, embed: bool, caption: str = "") -> str:
-    if embed:
-        data = base64.b64encode(path.read_bytes()).decode("ascii")
-        src = f"data:image/png;base64,{data}"
-    else:
-        src = path.relative_to(out).as_posix()
-    note = f"<figcaption>{escape(caption)}</figcaption>" if caption else ""
-    return f'<figure><img src="{escape(src)}" alt="{escape(alt)}">{note}</figure>'
-
-
-def _table(headers: Sequence[tuple[str, bool]], rows: Iterable[Sequence[str]]) -> str:
-    """Rows of already-escaped cells; headers are (text, numeric)."""
-    head = "".join(f"<th{' class=num' if num else ''}>{escape(h)}</th>" for h, num in headers)
-    body = []
-    for row in rows:
-        cells = "".join(
-            f"<td{' class=num' if num else ''}>{cell}</td>"
-            for cell, (_, num) in zip(row, headers, strict=True)
-        )
-        body.append(f"<tr>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _badge(verdict: str) -> str:
-    return f'<span class="badge" style="background:{colour_of(verdict)}">{escape(verdict)}</span>'
-
-
-def _commit(sha: str) -> str:
-    return f'<code title="{escape(sha)}">{escape(sha[:10])}</code>'
-
-
-def _error_cell(error: str, log_tail: str = "") -> str:
-    """The error's first line; the whole error and the log tail one click away."""
-    if not error and not log_tail:
-        return ""
-    lines = error.strip().splitlines()
-    first = lines[0] if lines else "(see the log tail)"
-    preview = first[:ERROR_PREVIEW] + ("..." if len(first) > ERROR_PREVIEW else "")
-    if preview == error.strip() and not log_tail:
-        return f'<span class="err">{escape(preview)}</span>'
-    detail = escape(error.strip())
-    if log_tail:
-        detail += "\n\n" if detail else ""
-        detail += escape(log_tail.strip())
-    return f'<details class="err"><summary>{escape(preview)}</summary><pre>{detail}</pre></details>'
-
-
-def _gain_cell(value: float | None, verdict: str | None = None) -> str:
-    text = fmt_gain(value)
-    cls = _gain_class(value, verdict)
-    return f'<span class="{cls}">{escape(text)}</span>' if cls else escape(text)
-
-
 def _cards(frames: RunFrames) -> str:
     df = frames.attempts
     counts = df["verdict"].value_counts()
     kept = int(counts.get("keep", 0))
     improvement = frames.improvement
     items = [
-        ("best " + frames.metric_name, escape(fmt_metric(frames.best_metric)), ""),
-        ("baseline", escape(fmt_metric(frames.baseline_metric)), ""),
-        ("vs baseline", escape(fmt_gain(improvement) or "n/a"), _gain_class(improvement)),
+        ("best " + frames.metric_name, escape(h.fmt_metric(frames.best_metric)), ""),
+        ("baseline", escape(h.fmt_metric(frames.baseline_metric)), ""),
+        ("vs baseline", escape(h.fmt_gain(improvement) or "n/a"), h.gain_class(improvement)),
         ("attempts", f"{len(df)}", ""),
         ("kept", f"{kept}", ""),
         ("status", "stopped" if frames.stop else "open", ""),
@@ -179,16 +99,16 @@ def _stop_section(frames: RunFrames) -> str:
         '<div class="stop">',
         f"<p><b>Reason:</b> {escape(stop.reason)}</p>",
         f"<p><b>Time:</b> {escape(stop.time)}</p>",
-        f"<p><b>BEST:</b> {_commit(frames.best_commit or '')} "
-        f"{escape(frames.metric_name)} {escape(fmt_metric(frames.best_metric))} "
-        f"({escape(fmt_gain(frames.improvement) or 'n/a')} vs baseline "
-        f"{escape(fmt_metric(frames.baseline_metric))})</p>",
+        f"<p><b>BEST:</b> {h.commit(frames.best_commit or '')} "
+        f"{escape(frames.metric_name)} {escape(h.fmt_metric(frames.best_metric))} "
+        f"({escape(h.fmt_gain(frames.improvement) or 'n/a')} vs baseline "
+        f"{escape(h.fmt_metric(frames.baseline_metric))})</p>",
         "</div>",
     ]
     if stop.recent_regressions:
         parts.append("<p>The regressions it stopped on:</p>")
         parts.append(
-            _table(
+            h.table(
                 [
                     ("attempt", True),
                     ("hypothesis", False),
@@ -203,9 +123,9 @@ def _stop_section(frames: RunFrames) -> str:
                         escape(str(r.get("hypothesis", ""))),
                         escape(", ".join(str(f) for f in r.get("files") or ())),
                         escape(
-                            f"{fmt_metric(_num(r.get('best')))} -> {fmt_metric(_num(r.get('candidate')))}"
+                            f"{h.fmt_metric(h.as_float(r.get('best')))} -> {h.fmt_metric(h.as_float(r.get('candidate')))}"
                         ),
-                        _gain_cell(_num(r.get("gain"))),
+                        h.gain_cell(h.as_float(r.get("gain"))),
                         escape(str(r.get("notes", ""))),
                     ]
                     for r in stop.recent_regressions
@@ -215,17 +135,10 @@ def _stop_section(frames: RunFrames) -> str:
     return "".join(parts)
 
 
-def _num(value: Any) -> float | None:
-    try:
-        return None if value is None else float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _kept_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -> str:
     if frames.kept.empty:
         return "<h2>Kept changes</h2><p>No change beat the baseline yet.</p>"
-    table = _table(
+    table = h.table(
         [
             ("attempt", True),
             ("commit", False),
@@ -237,36 +150,38 @@ def _kept_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -
         (
             [
                 str(int(r.attempt)),
-                _commit(r.commit),
+                h.commit(r.commit),
                 escape(r.hypothesis),
-                escape(fmt_metric(r.metric)),
-                _gain_cell(r.gain),
-                _gain_cell(r.gain_vs_baseline),
+                escape(h.fmt_metric(r.metric)),
+                h.gain_cell(r.gain),
+                h.gain_cell(r.gain_vs_baseline),
             ]
             for r in frames.kept.itertuples()
         ),
     )
-    img = _img(figures.gains, "gain of each kept change", out, embed) if figures.gains else ""
+    img = h.img(figures.gains, "gain of each kept change", out, embed) if figures.gains else ""
     return f"<h2>Kept changes</h2>{img}{table}"
 
 
 def _classes_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -> str:
     if frames.class_summary.empty:
         return ""
-    table = _table(
+    table = h.table(
         [("class", False), ("baseline", True), ("best", True), ("change", True)],
         (
             [
                 escape(r["class"]),
-                escape(fmt_metric(r["baseline"])),
-                escape(fmt_metric(r["best"])),
-                _gain_cell(r["change"]),
+                escape(h.fmt_metric(r["baseline"])),
+                escape(h.fmt_metric(r["best"])),
+                h.gain_cell(r["change"]),
             ]
             for r in frames.class_summary.to_dict("records")
         ),
     )
     img = (
-        _img(figures.classes, "config classes over attempts", out, embed) if figures.classes else ""
+        h.img(figures.classes, "config classes over attempts", out, embed)
+        if figures.classes
+        else ""
     )
     return f"<h2>Config classes</h2>{img}{table}"
 
@@ -274,25 +189,25 @@ def _classes_section(frames: RunFrames, figures: Figures, out: Path, embed: bool
 def _profile_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -> str:
     if frames.profile.empty:
         return ""
-    table = _table(
+    table = h.table(
         [("field", False), ("baseline", True), ("best", True)],
         (
             [
                 f"<code>{escape(r['field'])}</code>",
-                escape(fmt_metric(r["baseline"])),
-                escape(fmt_metric(r["best"])),
+                escape(h.fmt_metric(r["baseline"])),
+                escape(h.fmt_metric(r["best"])),
             ]
             for r in frames.profile.to_dict("records")
         ),
     )
     img = (
-        _img(figures.profile, "profile of BEST vs baseline", out, embed) if figures.profile else ""
+        h.img(figures.profile, "profile of BEST vs baseline", out, embed) if figures.profile else ""
     )
     return f"<h2>Profile</h2>{img}{table}"
 
 
 def _attempts_section(frames: RunFrames) -> str:
-    table = _table(
+    table = h.table(
         [
             ("#", True),
             ("commit", False),
@@ -306,13 +221,13 @@ def _attempts_section(frames: RunFrames) -> str:
         (
             [
                 str(int(r.attempt)),
-                _commit(r.commit),
+                h.commit(r.commit),
                 escape(r.kind),
-                _badge(r.verdict),
-                escape(fmt_metric(r.metric)),
-                _gain_cell(r.gain, r.verdict),
+                h.badge(r.verdict),
+                escape(h.fmt_metric(r.metric)),
+                h.gain_cell(r.gain, r.verdict),
                 escape(r.hypothesis),
-                _error_cell(r.error, r.log_tail),
+                h.error_cell(r.error, r.log_tail),
             ]
             for r in frames.attempts.itertuples()
         ),
@@ -342,11 +257,11 @@ def render_page(
         _cards(frames),
         _stop_section(frames),
         "<h2>Metric over attempts</h2>",
-        _img(figures.metric, "metric of every attempt", out, embed, METRIC_CAPTION),
+        h.img(figures.metric, "metric of every attempt", out, embed, METRIC_CAPTION),
         _kept_section(frames, figures, out, embed),
         _classes_section(frames, figures, out, embed),
         "<h2>Regression counters</h2>",
-        _img(figures.counters, "regression counters over attempts", out, embed),
+        h.img(figures.counters, "regression counters over attempts", out, embed),
         _profile_section(frames, figures, out, embed),
         _attempts_section(frames),
         "<footer>Generated by kernelopt report from the run's git notes "
@@ -359,4 +274,4 @@ def render_page(
     )
 
 
-__all__ = ["Figures", "fmt_gain", "fmt_metric", "render_page"]
+__all__ = ["Figures", "render_page"]
