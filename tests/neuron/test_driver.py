@@ -1,0 +1,100 @@
+"""The host-side driver and steps on their own: one record per call, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelopt.neuron.remote import driver_line
+from kernelopt.neuron.steps import StepError, jit_function_name
+from kernelopt.testing.fake_trn2 import FakeTrn2
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
+
+
+def _driver(fake: FakeTrn2, *args: str, extra: dict[str, str] | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "NEURON_RT_VISIBLE_CORES"}
+    env.update(fake.env())
+    env.update(extra or {})
+    result = subprocess.run(
+        [sys.executable, "-m", "kernelopt.neuron.driver", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    (line,) = result.stdout.strip().splitlines()
+    return json.loads(line)
+
+
+def test_measure_without_a_leased_core_is_a_failed_record(fake: FakeTrn2, tmp_path: Path) -> None:
+    record = _driver(
+        fake, "measure", "--workload", str(KERNELS / "workload.py"), "--out", str(tmp_path)
+    )
+    assert record["status"] == "failed" and "NEURON_RT_VISIBLE_CORES is not set" in record["error"]
+
+
+def test_measure_before_compile_names_the_missing_neff(fake: FakeTrn2, tmp_path: Path) -> None:
+    record = _driver(
+        fake,
+        "measure",
+        "--workload",
+        str(KERNELS / "workload.py"),
+        "--out",
+        str(tmp_path),
+        extra={"NEURON_RT_VISIBLE_CORES": "3"},
+    )
+    assert record["status"] == "failed" and "no NEFF" in record["error"]
+
+
+def test_compile_without_the_sdk_says_to_source_the_environment(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernelopt.neuron.driver",
+            "compile",
+            "--kernel",
+            str(KERNELS / "kernel.py"),
+            "--workload",
+            str(KERNELS / "workload.py"),
+            "--out",
+            str(tmp_path),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    record = json.loads(result.stdout)
+    assert record["status"] == "failed"
+    assert "device.neuron.activate" in record["error"] or "importing it failed" in record["error"]
+
+
+def test_the_jit_function_is_found_or_the_choice_is_asked_for(tmp_path: Path) -> None:
+    assert jit_function_name(KERNELS / "kernel.py", None) == "small_matmul"
+    assert jit_function_name(KERNELS / "kernel.py", "other") == "other"
+    two = tmp_path / "two.py"
+    two.write_text("import nki\n@nki.jit\ndef a(x):\n    pass\n@nki.jit()\ndef b(x):\n    pass\n")
+    with pytest.raises(StepError, match=r"found: a, b.*target.func"):
+        jit_function_name(two, None)
+
+
+def test_every_value_in_the_driver_line_is_quoted() -> None:
+    line = driver_line(
+        ["compile", "--kernel", "/t/a b;rm -rf ~/x"],
+        python="/opt/py thon",
+        activate="~/venvs/kernel env/bin/activate",
+        env={"NEURON_RT_VISIBLE_CORES": "0,1"},
+    )
+    assert "'/t/a b;rm -rf ~/x'" in line
+    assert "'/opt/py thon'" in line
+    assert ". \"$HOME\"/'venvs/kernel env/bin/activate' && " in line
+    assert "NEURON_RT_VISIBLE_CORES=0,1" in line
