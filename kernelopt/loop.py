@@ -251,7 +251,13 @@ class Runner:
             self._finish_last(state, agent_mode=agent_mode)
             state = self.repo.load_state()
         self.state = state
-        return state
+        last = state.attempts[-1] if state.attempts else None
+        if state.stop is None and last is not None and last.note.get("stop_reason"):
+            # Killed while recording a stop its last attempt decided: record it now,
+            # rather than measuring candidates past the limit.
+            self.record_stop(str(last.note["stop_reason"]))
+        assert self.state is not None
+        return self.state
 
     def _finish_last(self, state: RunState, *, agent_mode: bool) -> None:
         best_ref = state.best_commit

@@ -204,3 +204,29 @@ def test_ctrl_c_records_the_attempt_as_interrupted(bench_repo: RepoFactory, tmp_
     # Started again, the run goes on after the interrupted attempt.
     resume(repo)
     check_consistent(repo, ["baseline", "interrupted", "keep"], [100.0, None, 80.0])
+
+
+@pytest.mark.parametrize(
+    ("pattern", "count", "subject"),
+    [
+        ("refs/heads/kernelopt/x-t", 1, "kernelopt: stop"),  # the Stop Summary commit
+        ("refs/notes/kernelopt", 5, ""),  # the stop note, after four attempts' notes
+    ],
+)
+def test_killed_while_recording_the_stop(
+    bench_repo: RepoFactory, tmp_path: Path, pattern: str, count: int, subject: str
+) -> None:
+    repo = bench_repo(space=[100, 130, 140, 150, 160], decide={"max_consecutive_regressions": 3})
+    killed = install_hook(repo, tmp_path, pattern, count, subject)
+
+    code, _, err = finish(start_run(repo, tmp_path / "runner.pid"))
+
+    assert killed.exists(), f"the hook never fired: {err}"
+    assert code == -signal.SIGKILL
+    (repo.root / ".git" / "hooks" / "reference-transaction").unlink()
+    out = resume(repo)
+    # The limit was reached before the kill: no further candidate is measured.
+    assert list(repo.attempt_refs()) == [0, 1, 2, 3]
+    assert "3 consecutive measured regressions" in out
+    assert repo.rev(repo.ref("stop")) is not None
+    assert repo.ledger().count("### Stop Summary") == 1
