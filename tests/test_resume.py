@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 from benchmarks_support.gitrepo import BenchRepo, RepoFactory, git
 
+# Each test starts `kernelopt` twice as a real process: about 25 s for the file.
+pytestmark = pytest.mark.slow
+
 # X values and what a full, uninterrupted run records for them (noise-free bench):
 # 80 is kept, 130 regresses, 70 is kept again; 100 is the baseline.
 SPACE = [100, 80, 130, 70]
@@ -171,6 +174,8 @@ KILL_POINTS = {
     "keep ledger commit": ("refs/heads/kernelopt/x-t", 1, "kernelopt: keep #1"),
     "best ref of a keep": ("refs/kernelopt/x-t/best", 2, ""),
     "best ref of the last keep": ("refs/kernelopt/x-t/best", 3, ""),
+    # reset --hard records ORIG_HEAD: a kill after a revert, before the next commit.
+    "worktree reset": ("ORIG_HEAD", 4, ""),
 }
 
 
