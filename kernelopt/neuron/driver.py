@@ -32,6 +32,7 @@ from typing import Any
 from kernelopt.neuron.facts import (
     COMPILE_LOG_NAME,
     DEFAULT_COMPILE_TIMEOUT_S,
+    LNC_ENV,
     NEFF_NAME,
     NTFF_NAME,
     PEAK_BF16_FLOPS_PER_CORE,
@@ -159,6 +160,7 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
         return failed(f"{VISIBLE_CORES_ENV} is not set: measure needs a leased NeuronCore")
     if not neff.is_file():
         return failed(f"no NEFF at {neff}: compile first")
+    env = {**env, LNC_ENV: str(args.lnc)}
     done = run(
         _python_step(
             "run",

@@ -18,6 +18,8 @@ DEFAULT_COMPILE_TIMEOUT_S = 600.0
 PLATFORM_ENV = "NEURON_PLATFORM_TARGET_OVERRIDE"
 PLATFORM = "trn2"
 VISIBLE_CORES_ENV = "NEURON_RT_VISIBLE_CORES"
+# The runtime's logical-core setting must match the LNC the NEFF was compiled for.
+LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 
 NEURON_BIN = "/opt/aws/neuron/bin"
 

@@ -98,3 +98,33 @@ def test_every_value_in_the_driver_line_is_quoted() -> None:
     assert "'/opt/py thon'" in line
     assert ". \"$HOME\"/'venvs/kernel env/bin/activate' && " in line
     assert "NEURON_RT_VISIBLE_CORES=0,1" in line
+
+
+def test_a_neff_for_another_lnc_is_a_runtime_error(fake: FakeTrn2, tmp_path: Path) -> None:
+    workload, out = str(KERNELS / "workload.py"), str(tmp_path)
+    compiled = _driver(
+        fake,
+        "compile",
+        "--kernel",
+        str(KERNELS / "kernel.py"),
+        "--workload",
+        workload,
+        "--out",
+        out,
+        "--lnc",
+        "2",
+    )
+    assert compiled["status"] == "ok", compiled
+    record = _driver(
+        fake,
+        "measure",
+        "--workload",
+        workload,
+        "--out",
+        out,
+        "--lnc",
+        "1",
+        extra={"NEURON_RT_VISIBLE_CORES": "0"},
+    )
+    assert record["status"] == "failed"
+    assert "compiled for LNC=2 but NEURON_LOGICAL_NC_CONFIG=1" in record["error"]

@@ -55,7 +55,7 @@ def test_a_candidate_is_compiled_run_and_profiled_into_one_measurement(
     assert compiles and "--target" in compiles[-1]["args"]
     assert compiles[-1]["env"] == {"NEURON_PLATFORM_TARGET_OVERRIDE": "trn2"}
     (capture,) = [c for c in fake.calls("neuron-profile") if c["args"][0] == "capture"]
-    assert capture["env"]["NEURON_RT_VISIBLE_CORES"] == "0"
+    assert capture["env"] == {"NEURON_RT_VISIBLE_CORES": "0", "NEURON_LOGICAL_NC_CONFIG": "1"}
 
 
 def test_a_capacity_error_is_a_failed_measurement_with_the_compilers_message(

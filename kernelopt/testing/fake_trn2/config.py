@@ -64,7 +64,11 @@ def load() -> dict[str, Any]:
 
 
 # Environment variables a call records, so tests can see how a tool was bound.
-RECORDED_ENV = ("NEURON_RT_VISIBLE_CORES", "NEURON_PLATFORM_TARGET_OVERRIDE")
+RECORDED_ENV = (
+    "NEURON_RT_VISIBLE_CORES",
+    "NEURON_PLATFORM_TARGET_OVERRIDE",
+    "NEURON_LOGICAL_NC_CONFIG",
+)
 
 
 def record_call(tool: str, args: list[str]) -> None:

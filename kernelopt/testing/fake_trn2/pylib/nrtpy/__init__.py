@@ -40,6 +40,12 @@ class NrtpyModel:
             data = neff.read(neff_path, neff.NEFF_FORMAT)
         except neff.FakeFileError as error:
             raise NrtError(f"NRT_INVALID: {error}") from None
+        configured = os.environ.get("NEURON_LOGICAL_NC_CONFIG", "1")
+        if str(data["lnc"]) != configured:
+            raise NrtError(
+                f"NRT_INVALID: the NEFF was compiled for LNC={data['lnc']} but "
+                f"NEURON_LOGICAL_NC_CONFIG={configured}"
+            )
         return cls(data, name or Path(neff_path).stem, core_id)
 
     @property
