@@ -179,7 +179,9 @@ def _drain_adds(ir: KernelIR, drain: Operator) -> bool:
     return any(scope_of(ir, psum, d) == Scope.PER_BLOCK for d in psum.lifetime_dims)
 
 
-def _shape(ir: KernelIR, buf: PhysicalBuffer) -> tuple[int, int, int]:
+def buffer_shape(ir: KernelIR, buf: PhysicalBuffer) -> tuple[int, int, int]:
+    """(partition tile, tiles held along the partition dim, free elements held)."""
+
     def held(d: str) -> int:
         scope = scope_of(ir, buf, d)
         if scope == Scope.PER_TILE:
@@ -250,7 +252,7 @@ class _Renderer:
 
     def allocate(self, buf: PhysicalBuffer, indent: int) -> None:
         ir = self.ir
-        shape = ", ".join(str(s) for s in _shape(ir, buf))
+        shape = ", ".join(str(s) for s in buffer_shape(ir, buf))
         dtype = DTYPES[buffer_dtype(ir, buf)]
         self.w.call(
             indent,

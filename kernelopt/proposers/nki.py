@@ -5,6 +5,8 @@ proposer sweeps one knob at a time around the best state (5-10 settings), stays
 on a knob while it keeps winning, moves to the next knob when it stops, and
 draws joint samples once a whole round of sweeps found nothing, then goes
 back to sweeping. Every candidate is valid, rendered, and new by signature.
+States whose buffers would not fit SBUF/PSUM even in the estimate are left for
+last (they are proposed only once everything else is exhausted).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.ir.derive import derive
+from kernelopt.ir.footprint import fits
 from kernelopt.ir.knobs_io import (
     KnobsError,
     ir_for_workload,
@@ -161,7 +164,11 @@ class NkiKnobProposer:
             self.last_improved = False
             while self.fruitless_sweeps <= len(knobs):
                 knob = knobs[self.knob_index % len(knobs)]
-                fresh = [ir for ir in self._sweep(best, knob) if knob_signature(ir) not in tried]
+                fresh = [
+                    ir
+                    for ir in self._sweep(best, knob)
+                    if knob_signature(ir) not in tried and fits(ir)
+                ]
                 if fresh:
                     self.queue.extend(fresh[:SWEEP_WIDTH])
                     return True
@@ -213,8 +220,12 @@ class NkiKnobProposer:
         drawn: list[KernelIR] = []
         variants = list(self.variants.values())
         misses = 0
-        while len(drawn) < JOINT_BATCH and misses < STALE_DRAWS:
+        for _ in range(STALE_DRAWS * 20):
+            if len(drawn) == JOINT_BATCH or misses == STALE_DRAWS:
+                break
             ir = sample(self.rng.choice(variants), self.rng)
+            if not fits(ir):
+                continue  # likely out of memory on the device: try states that fit first
             sig = knob_signature(ir)
             if sig in tried or any(knob_signature(d) == sig for d in drawn):
                 misses += 1
