@@ -5,6 +5,7 @@
 """
 
 from kernelopt.ir.build import build_ir
+from kernelopt.ir.footprint import fits, footprint
 from kernelopt.ir.knobs_io import (
     KnobsError,
     ir_for_workload,
@@ -56,6 +57,8 @@ __all__ = [
     "build_ir",
     "compute_mac_count",
     "enumerate_rewrite_combinations",
+    "fits",
+    "footprint",
     "ir_for_workload",
     "ir_from_knobs",
     "knob_signature",
