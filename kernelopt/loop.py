@@ -642,8 +642,18 @@ class Runner:
         judged = combine_classes(overall, per_class)
         if judged is None:
             return Judgement(None, overall.gain, spread=spread)
+        # Recorded like the overall gain (and like a deterministic target's classes):
+        # the plain relative change of the class means; the rule itself uses log ratios.
+        class_gains = {
+            k: relative_gain(
+                sum(_classes(c)[k] for c, _ in measured) / len(measured),
+                sum(_classes(b)[k] for _, b in measured) / len(measured),
+                better,
+            )
+            for k in per_class
+        }
         return Judgement(
-            judged.verdict, overall.gain, judged.gains, judged.improved, judged.regressed, spread
+            judged.verdict, overall.gain, class_gains, judged.improved, judged.regressed, spread
         )
 
     def _judge_deterministic(self, cand: Measurement, metric: float) -> Judgement:
