@@ -281,3 +281,42 @@ def test_worktree_lives_under_the_git_directory(bench_repo: RepoFactory, cli: Cl
     assert f"worktree {repo.worktree()}" in listing
     assert f"branch refs/heads/{repo.branch()}" in listing
     assert Path(repo.worktree(), "bench.py").is_file()
+
+
+def test_a_failed_baseline_is_kept_and_the_next_start_measures_a_new_one(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo("fail", space=[100, 80])
+
+    first = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert first.exit_code == 1
+    assert "baseline could not be measured" in first.output
+    assert repo.rev(repo.ref("best")) is None
+    # The user fixes the benchmark input on their branch and starts again.
+    (repo.root / "knobs.json").write_text('{\n  "X": 100\n}\n')
+    git(repo.root, "commit", "-q", "-am", "a knob value the benchmark can run")
+    second = cli("run", str(repo.program), "--tag", "t", "--max-candidates", "1", cwd=repo.root)
+
+    assert second.exit_code == 0, second.output
+    notes = repo.notes()
+    assert [notes[n]["verdict"] for n in sorted(notes)] == ["failed", "baseline", "keep"]
+    assert notes[1]["metric"] == 100.0
+    assert "| baseline |" in repo.ledger()
+    assert repo.attempt_refs()[0] not in git(repo.root, "rev-list", repo.branch())
+    assert cli("runs", cwd=repo.root).output.split() == [repo.run_id()]
+
+
+def test_target_reached_and_candidate_budget_end_the_run(bench_repo: RepoFactory, cli: Cli) -> None:
+    reached = bench_repo(space=[100, 130, 80, 70], stop={"target": 80})
+    budget = bench_repo(space=[100, 130, 140, 150, 160], stop={"max_candidates": 2})
+
+    out = run(cli, reached)
+    run(cli, budget, "--max-candidates", "1")
+    again = run(cli, budget)
+
+    assert "target reached: time 80" in out
+    assert [n["verdict"] for n in reached.notes().values()] == ["baseline", "regression", "keep"]
+    # The budget counts the run's candidates, across invocations.
+    assert "candidate budget used: 2 of 2" in again
+    assert list(budget.attempt_refs()) == [0, 1, 2]
