@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ir_support import SHIPPED, small_ir
 
-from kernelopt.ir import KernelIR, Scope, apply_fix, build_ir, validity_report
+from kernelopt.ir import (
+    REWRITES,
+    KernelIR,
+    Scope,
+    apply_fix,
+    build_ir,
+    enumerate_rewrite_combinations,
+    validity_report,
+)
+from kernelopt.ir.model import SCOPES
 from kernelopt.ir.model import KernelIR as IR
 from kernelopt.ir.ops import NKIMatmul
 
@@ -112,3 +126,28 @@ def test_matmul_operand_dtypes_must_match() -> None:
 @pytest.mark.parametrize("name", SHIPPED)
 def test_default_knobs_are_valid(name: str) -> None:
     assert validity_report(small_ir(name)) == []
+
+
+def _raw_state(ir: KernelIR, rng: random.Random) -> KernelIR:
+    """Any knob state at all: orders may put a tile before its block, blocks may not divide."""
+    entries = [f"{d.name}.{k}" for d in ir.dims for k in ("block", "tile")]
+    rng.shuffle(entries)
+    blocks = {d.name: rng.choice([1, 2, 3]) for d in ir.dims}
+    scopes = {b.name: {d: rng.choice(SCOPES) for d in b.knob_dims} for b in ir.buffers}
+    return ir.with_knobs(entries, blocks, scopes)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_every_reported_failure_comes_with_a_fix_that_clears_it(name: str, seed: int) -> None:
+    rng = random.Random(seed)
+    variants = [
+        v for _, v in enumerate_rewrite_combinations(small_ir(name), list(REWRITES.values()))
+    ]
+    broken = _raw_state(rng.choice(variants), rng)
+    for failure in validity_report(broken):
+        assert failure.fix is not None, failure
+        json.dumps(failure.fix)  # a patch is plain JSON, like knobs.json
+        after = validity_report(apply_fix(broken, failure.fix))
+        assert (failure.check, failure.buffer) not in {(f.check, f.buffer) for f in after}
