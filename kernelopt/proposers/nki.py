@@ -16,7 +16,6 @@ import random
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from kernelopt.ir.derive import derive
 from kernelopt.ir.footprint import fits
@@ -279,13 +278,3 @@ class NkiKnobProposer:
             knobs=knobs_to_json(ir),
             signature=sig,
         )
-
-
-def proposer_from(target: dict[str, Any], seed: int = 0) -> NkiKnobProposer:
-    """Build from a program's ``target`` section (workload, knobs, kernel paths)."""
-    return NkiKnobProposer(
-        target["workload"],
-        knobs_path=target.get("knobs", "ir/matmul/knobs.json"),
-        kernel_path=target.get("kernel", "ir/matmul/kernel.py"),
-        seed=seed,
-    )

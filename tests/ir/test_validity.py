@@ -20,7 +20,6 @@ from kernelopt.ir import (
     validity_report,
 )
 from kernelopt.ir.model import SCOPES
-from kernelopt.ir.model import KernelIR as IR
 from kernelopt.ir.ops import NKIMatmul
 
 PT, PB, FULL = Scope.PER_TILE, Scope.PER_BLOCK, Scope.FULL
@@ -31,8 +30,8 @@ def _scopes(ir: KernelIR, **changes: dict[str, Scope]) -> dict[str, dict[str, Sc
     return {**ir.buffer_scopes, **changes}
 
 
-def broken_states(ir: IR) -> dict[str, tuple[IR, str, str]]:
-    """name -> (broken IR, expected check, expected buffer) on the small matmul."""
+def broken_states(ir: KernelIR) -> dict[str, tuple[KernelIR, str, str]]:
+    """name -> (broken KernelIR, expected check, expected buffer) on the small matmul."""
     return {
         "tile before block": (
             ir.with_knobs(
