@@ -320,3 +320,22 @@ def test_target_reached_and_candidate_budget_end_the_run(bench_repo: RepoFactory
     # The budget counts the run's candidates, across invocations.
     assert "candidate budget used: 2 of 2" in again
     assert list(budget.attempt_refs()) == [0, 1, 2]
+
+
+def test_a_lucky_best_sample_does_not_make_an_equal_candidate_a_regression(
+    bench_repo: RepoFactory, cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The baseline's only sample reads 50 instead of 100; the candidate (100.0,
+    # another tree with the same speed) must be judged against BEST re-measured.
+    lucky = tmp_path / "lucky"
+    lucky.touch()
+    monkeypatch.setenv("BENCH_LUCKY_FILE", str(lucky))
+    repo = bench_repo(space=[100, 100.0])
+
+    run(cli, repo, "--max-candidates", "1")
+
+    notes = repo.notes()
+    assert notes[0]["metric"] == 50.0
+    assert notes[1]["verdict"] == "tie"
+    assert notes[1]["gain"] == pytest.approx(0.0)
+    assert all(s["best"] == 100.0 for s in notes[1]["samples"])

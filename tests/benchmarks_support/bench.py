@@ -9,7 +9,8 @@
   "signal:NAME" -> send signal NAME once to the pid in $BENCH_PID_FILE (the file
                    is removed so a resumed run measures normally), then sleep.
 $BENCH_NOISE (a fraction, default 0) scales every time by a random factor in
-[1 - noise, 1 + noise]. Rows go to results/out.csv (cls, time, err) and the
+[1 - noise, 1 + noise]. While the file named by $BENCH_LUCKY_FILE exists, the
+next run reports half its time and removes the file: one lucky sample. Rows go to results/out.csv (cls, time, err) and the
 mean to stdout as ``time: <value>`` / ``err: <value>`` lines.
 """
 
@@ -52,6 +53,11 @@ else:
 def jitter(t):
     return t * (1 + random.uniform(-noise, noise)) if noise else t
 
+
+lucky = os.environ.get("BENCH_LUCKY_FILE", "")
+if lucky and os.path.exists(lucky):
+    os.remove(lucky)
+    a, b = a / 2, b / 2
 
 times = {"a": jitter(a), "b": jitter(b)}
 os.makedirs("results", exist_ok=True)
