@@ -7,7 +7,8 @@ happened to the kernel: failures are records with a status and the error.
         [--func F] [--lnc 1] [--opt 2] [--timeout 600] [--compiler-arg=ARG ...]
     python -m kernelopt.neuron.driver measure --workload W --out DIR
         [--warmup 10] [--iterations 100] [--macs N] [--lnc 1] [--timeout 600]
-    python -m kernelopt.neuron.driver reference --workload W
+    python -m kernelopt.neuron.driver reference --workload W --out DIR
+        [--warmup 10] [--iterations 100] [--macs N] [--lnc 1] [--timeout 600]
 
 `compile` runs with NEURON_PLATFORM_TARGET_OVERRIDE=trn2 and without
 NEURON_RT_VISIBLE_CORES (a compile worker holds no core); `measure` expects
@@ -216,6 +217,8 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
     return {
         **record,
         "status": "ok",
+        # Per-call wall time around the runtime's execute: includes launch overhead.
+        "timing": "host",
         "min_s": best,
         "median_s": median,
         "iterations": len(latencies),
@@ -235,21 +238,58 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
 
 
 def reference(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
-    """The compiler baseline needs nkipy on the host; say plainly when it is absent."""
+    """The compiler baseline: f_numpy through nkipy and neuronx-cc, on the leased core."""
     import importlib.util
 
+    record: dict[str, Any] = {"stage": "reference", "timing": "device"}
     if importlib.util.find_spec("nkipy") is None:
         return {
-            "stage": "reference",
+            **record,
             "status": "failed",
             "error": "nkipy is not importable in this host's Neuron environment, so f_numpy "
             "cannot be compiled by neuronx-cc; install nkipy there to get the baseline row",
         }
+    if not env.get(VISIBLE_CORES_ENV):
+        return {**record, "status": "failed", "error": f"{VISIBLE_CORES_ENV} is not set"}
+    done = run(
+        _python_step(
+            "reference",
+            "--workload",
+            args.workload,
+            "--out",
+            args.out,
+            "--warmup",
+            str(args.warmup),
+            "--iterations",
+            str(args.iterations),
+        ),
+        {**env, PLATFORM_ENV: PLATFORM},
+        args.timeout,
+    )
+    if done.timed_out:
+        return {
+            **record,
+            "status": "failed",
+            "timed_out": True,
+            "error": f"the nkipy baseline did not finish within {args.timeout:g}s",
+        }
+    if done.returncode != 0:
+        return {**record, "status": "failed", "error": _tail(done.stderr or done.stdout)}
+    try:
+        stats = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {**record, "status": "failed", "error": f"no timings: {_tail(done.stdout)}"}
+    peak = PEAK_BF16_FLOPS_PER_CORE * args.lnc
     return {
-        "stage": "reference",
-        "status": "failed",
-        "error": "nkipy is installed, but kernelopt's driver does not yet compile f_numpy "
-        "through it (see docs/trn2.md, 'Compiler baseline')",
+        **record,
+        "status": "ok",
+        "min_s": stats["min_s"],
+        "mean_s": stats["mean_s"],
+        "macs": args.macs,
+        "peak_flops": peak,
+        "mfu_percent": mfu_percent(args.macs, stats["min_s"], peak) if args.macs else None,
+        "neff": stats.get("neff"),
+        "compiler_version": _version(env),
     }
 
 
@@ -275,6 +315,12 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--timeout", type=float, default=DEFAULT_COMPILE_TIMEOUT_S)
     r = sub.add_parser("reference")
     r.add_argument("--workload", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--warmup", type=int, default=10)
+    r.add_argument("--iterations", type=int, default=100)
+    r.add_argument("--macs", type=int, default=0)
+    r.add_argument("--lnc", type=int, default=1)
+    r.add_argument("--timeout", type=float, default=DEFAULT_COMPILE_TIMEOUT_S)
     return top
 
 

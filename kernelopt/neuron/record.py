@@ -16,6 +16,7 @@ _EXTRA = (
     "peak_flops",
     "iterations",
     "warmup",
+    "timing",
 )
 _TIMES = ("compile_started", "compile_finished", "measure_started", "measure_finished")
 
@@ -41,8 +42,10 @@ def metrics_of(record: dict[str, Any]) -> dict[str, float]:
         metrics["mfu"] = metrics["mfu_estimated_percent"]
     if record.get("min_s") is not None:
         metrics["min_ms"] = 1e3 * float(record["min_s"])
-        metrics["median_ms"] = 1e3 * float(record["median_s"])
         metrics["time"] = float(record["min_s"])
+    for name in ("median", "mean"):
+        if record.get(f"{name}_s") is not None:
+            metrics[f"{name}_ms"] = 1e3 * float(record[f"{name}_s"])
     return metrics
 
 

@@ -10,6 +10,10 @@ record. Nothing else in kernelopt imports the SDK.
     python -m kernelopt.neuron.steps compile --kernel K --workload W --out DIR [--func F]
         [--lnc 1] [--opt 2] [--compiler-arg ARG ...]
     python -m kernelopt.neuron.steps run --neff N --workload W [--warmup 10] [--iterations 100]
+    python -m kernelopt.neuron.steps reference --workload W --out DIR [--warmup 10] [--iterations 100]
+
+`reference` is the compiler baseline: f_numpy traced by nkipy, compiled by
+neuronx-cc and timed on the device by nkipy's baremetal executor.
 """
 
 from __future__ import annotations
@@ -162,6 +166,36 @@ def run_step(args: argparse.Namespace) -> None:
     print(json.dumps({"latencies_s": latencies}))
 
 
+def reference_step(args: argparse.Namespace) -> None:
+    workload, inputs = _inputs(Path(args.workload))
+    try:
+        from nkipy.core.trace import NKIPyKernel
+        from nkipy.runtime import BaremetalExecutor, CompiledKernel
+        from nkipy.runtime.execute import _compile_kernel
+    except ImportError as exc:
+        raise StepError(f"nkipy is not importable here ({exc})") from None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    values = list(inputs.values())
+    try:
+        traced = NKIPyKernel.trace(workload.f_numpy)
+        neff = _compile_kernel(traced, *values, artifacts_dir=str(out))[0]
+        compiled = CompiledKernel(traced, neff)
+        with BaremetalExecutor() as executor:
+            stats = executor.benchmark(
+                compiled,
+                *values,
+                warmup_iterations=args.warmup,
+                benchmark_iterations=args.iterations,
+                mode="device",
+            )
+    except Exception as exc:  # the SDK's error types vary by release
+        raise StepError(f"nkipy baseline failed: {type(exc).__name__}: {exc}") from None
+    print(
+        json.dumps({"min_s": stats.min_ms / 1e3, "mean_s": stats.mean_ms / 1e3, "neff": str(neff)})
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m kernelopt.neuron.steps")
     sub = top.add_subparsers(dest="step", required=True)
@@ -178,13 +212,19 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--workload", required=True)
     r.add_argument("--warmup", type=int, default=10)
     r.add_argument("--iterations", type=int, default=100)
+    b = sub.add_parser("reference", help="f_numpy through nkipy and neuronx-cc, timed on device")
+    b.add_argument("--workload", required=True)
+    b.add_argument("--out", required=True)
+    b.add_argument("--warmup", type=int, default=10)
+    b.add_argument("--iterations", type=int, default=100)
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        (compile_step if args.step == "compile" else run_step)(args)
+        steps = {"compile": compile_step, "run": run_step, "reference": reference_step}
+        steps[args.step](args)
     except StepError as exc:
         print(str(exc), file=sys.stderr)
         return 1

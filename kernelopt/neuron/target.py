@@ -113,18 +113,9 @@ class NeuronTarget:
         ready = [p for p in prepared if isinstance(p, _Prepared)]
         done: dict[int, Measurement] = {}
         if ready:
-            lease = acquire(
-                self.gate,
-                self.hosts,
-                poll_s=self.poll_s,
-                max_wait_s=self.max_wait_s,
-                lock_dir=self.lock_dir,
-            )
-            if isinstance(lease, NoIdleDevice):
-                failure = Measurement.failure(
-                    FAILED, f"no idle Neuron device: {lease.reason}", device=self.device
-                )
-                return [p if isinstance(p, Measurement) else failure for p in prepared]
+            lease = self._lease()
+            if isinstance(lease, Measurement):
+                return [p if isinstance(p, Measurement) else lease for p in prepared]
             with lease:
                 workers = self._workers(lease.host, len(ready))
                 results = compile_while_measuring(
@@ -137,28 +128,78 @@ class NeuronTarget:
         return [p if isinstance(p, Measurement) else done[id(p)] for p in prepared]
 
     def reference(self, tree: Path) -> Measurement:
-        """The compiler baseline (f_numpy through nkipy and neuronx-cc) on the first host."""
+        """The compiler baseline: f_numpy through nkipy and neuronx-cc, on a leased device."""
         what = {"what": "f_numpy compiled by neuronx-cc (nkipy)"}
-        host = self.hosts[0]
-        try:
-            directory = remote.ship_tree(host, remote.pack_tree(Path(tree)))
-        except HostError as exc:
-            return Measurement.failure(FAILED, str(exc), device=self.device, extra=what)
-        try:
-            record = self._driver(
-                host, ["reference", "--workload", f"{directory}/{self.workload}"], _SLACK_S
-            )
-        finally:
-            host.remove_tree(directory)
+        prepared = self._prepare(Path(tree))
+        if isinstance(prepared, Measurement):
+            return prepared
+        lease = self._lease()
+        if isinstance(lease, Measurement):
+            return lease
+        started = time.monotonic()
+        with lease:
+            host = lease.host
+            try:
+                directory = remote.ship_tree(host, prepared.data)
+            except HostError as exc:
+                return Measurement.failure(FAILED, str(exc), device=self.device, extra=what)
+            s = self.settings
+            try:
+                record = self._driver(
+                    host,
+                    [
+                        "reference",
+                        "--workload",
+                        f"{directory}/{self.workload}",
+                        "--out",
+                        f"{directory}/reference",
+                        "--warmup",
+                        str(s.warmup),
+                        "--iterations",
+                        str(s.iterations),
+                        "--macs",
+                        str(prepared.macs),
+                        "--lnc",
+                        str(s.lnc),
+                        "--timeout",
+                        str(s.compile_timeout_s),
+                    ],
+                    s.compile_timeout_s + _SLACK_S,
+                    env=lease.binding,
+                )
+                neff = record.get("neff")
+                artifacts = (
+                    remote.fetch(
+                        host, {"neff": neff}, self.results_dir / f"reference-{prepared.key}"
+                    )
+                    if isinstance(neff, str)
+                    else {}
+                )
+            finally:
+                host.remove_tree(directory)
         return to_measurement(
             {},
             record,
             host=host.name,
-            device=self.device,
-            duration_s=0.0,
-            artifacts={},
-            extra=what,
+            device=f"{lease.device}@{lease.binding.get('NEURON_RT_VISIBLE_CORES', '')}",
+            duration_s=time.monotonic() - started,
+            artifacts=artifacts,
+            extra={**what, "key": prepared.key},
         )
+
+    def _lease(self) -> Lease | Measurement:
+        lease = acquire(
+            self.gate,
+            self.hosts,
+            poll_s=self.poll_s,
+            max_wait_s=self.max_wait_s,
+            lock_dir=self.lock_dir,
+        )
+        if isinstance(lease, NoIdleDevice):
+            return Measurement.failure(
+                FAILED, f"no idle Neuron device: {lease.reason}", device=self.device
+            )
+        return lease
 
     # -- steps ---------------------------------------------------------------
 

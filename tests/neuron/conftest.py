@@ -62,8 +62,10 @@ def make_tree(tmp_path: Path) -> Callable[..., Path]:
 
 @pytest.fixture
 def make_target(fake: FakeTrn2, tmp_path: Path) -> Callable[..., NeuronTarget]:
-    def build(hosts: tuple[Host, ...] = (LocalHost(),), **settings: Any) -> NeuronTarget:
-        config = NeuronConfig(activate=str(fake.activate_path), **settings)
+    def build(
+        hosts: tuple[Host, ...] = (LocalHost(),), activate: Path | None = None, **settings: Any
+    ) -> NeuronTarget:
+        config = NeuronConfig(activate=str(activate or fake.activate_path), **settings)
         return NeuronTarget(
             workload="ir/small/workload.py",
             kernel="ir/small/kernel.py",

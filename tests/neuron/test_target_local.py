@@ -177,3 +177,21 @@ def test_the_reference_row_says_why_there_is_no_compiler_baseline(
     assert m.status == "failed"
     assert "nkipy is not importable" in m.error
     assert m.extra["what"].startswith("f_numpy compiled by neuronx-cc")
+
+
+def test_the_reference_row_times_f_numpy_through_nkipy_when_the_host_has_it(
+    fake: FakeTrn2,
+    tmp_path: Path,
+    make_tree: Callable[..., Path],
+    make_target: Callable[..., NeuronTarget],
+) -> None:
+    doubles = Path(__file__).resolve().parent / "sdk_doubles"
+    activate = tmp_path / "activate-with-nkipy"
+    activate.write_text(f'. "{fake.activate_path}"\nexport PYTHONPATH="{doubles}:$PYTHONPATH"\n')
+    m = make_target(activate=activate).reference(make_tree())
+
+    assert m.status == "ok", m.error
+    assert m.metrics["min_ms"] == pytest.approx(0.25) and m.metrics["mean_ms"] == pytest.approx(0.3)
+    assert m.metrics["mfu"] == pytest.approx(100 * 2 * MACS / (0.25e-3 * 79e12))
+    assert m.extra["timing"] == "device" and m.extra["what"].startswith("f_numpy")
+    assert "output shape (128, 512)" in Path(m.artifacts["neff"]).read_text()
