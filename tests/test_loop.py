@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernelopt import ledger
+from kernelopt.program import load_program
+from kernelopt.session import Session
 
 
 def run(cli: Cli, repo: BenchRepo, *extra: str) -> str:
@@ -339,3 +348,60 @@ def test_a_lucky_best_sample_does_not_make_an_equal_candidate_a_regression(
     assert notes[1]["verdict"] == "tie"
     assert notes[1]["gain"] == pytest.approx(0.0)
     assert all(s["best"] == 100.0 for s in notes[1]["samples"])
+
+
+def test_stdout_results_and_a_removed_worktree(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=[100, 80, 70], results="stdout")
+    run(cli, repo, "--max-candidates", "1")
+    shutil.rmtree(repo.worktree())
+
+    run(cli, repo, "--max-candidates", "1")
+
+    notes = repo.notes()
+    assert [n["verdict"] for n in notes.values()] == ["baseline", "keep", "keep"]
+    assert notes[2]["measurement"]["extra"]["results_file"] == "stdout"
+    assert_at_best(repo)
+
+
+def test_a_repository_without_an_identity_gets_kernelopt_as_author(
+    bench_repo: RepoFactory, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = bench_repo(space=None)
+    git(repo.root, "config", "--unset", "user.name")
+    git(repo.root, "config", "--unset", "user.email")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+    run(cli, repo)
+
+    sha = repo.attempt_refs()[0]
+    assert git(repo.root, "log", "-1", "--format=%an <%ae>", sha).strip() == (
+        "kernelopt <kernelopt@localhost>"
+    )
+
+
+def test_a_second_runner_on_the_same_run_is_refused(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=[100, 80])
+    run(cli, repo, "--max-candidates", "0")
+    session = Session.create(load_program(repo.program), tag="t")
+
+    with session.runner.locked():
+        busy = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert busy.exit_code == 3
+    assert f"pid {os.getpid()}" in busy.stderr
+    assert list(repo.attempt_refs()) == [0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=200))
+def test_any_hypothesis_renders_as_one_ledger_row_of_nine_cells(hypothesis: str) -> None:
+    row = ledger.LedgerRow(
+        "2026-01-01", "0" * 40, "keep", "python b.py", "all", "k", "t 1", "+1%", hypothesis
+    )
+
+    text = ledger.render_row(row)
+
+    assert text.endswith("|\n") and text.count("\n") == 1
+    unescaped = re.findall(r"(?<!\\)\|", text)
+    assert len(unescaped) == 10
