@@ -203,9 +203,14 @@ def candidate_message(
 
 
 def read_trailers(message: str) -> dict[str, str]:
-    """The ``Kernelopt-*`` trailers of a commit message written by ``candidate_message``."""
+    """The ``Kernelopt-*`` trailers of a commit message written by ``candidate_message``.
+
+    Only the last paragraph is read: a hypothesis may contain lines that look
+    like trailers, and they must not pass for the runner's own.
+    """
     out: dict[str, str] = {}
-    for line in message.splitlines():
+    block = message.strip().rsplit("\n\n", 1)[-1]
+    for line in block.splitlines():
         key, sep, value = line.partition(": ")
         if sep and key.startswith("Kernelopt-"):
             out[key] = value.strip()

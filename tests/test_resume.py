@@ -15,7 +15,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from benchmarks_support.gitrepo import BenchRepo, RepoFactory, git
+from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git
+
+from kernelopt.history import RunRepo, read_trailers
 
 # Each test starts `kernelopt` twice as a real process: about 25 s for the file.
 pytestmark = pytest.mark.slow
@@ -235,3 +237,28 @@ def test_killed_while_recording_the_stop(
     assert "3 consecutive measured regressions" in out
     assert repo.rev(repo.ref("stop")) is not None
     assert repo.ledger().count("### Stop Summary") == 1
+
+
+def test_trailer_lines_in_a_hypothesis_do_not_pass_for_the_runners_own(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=None)
+    assert cli("run", str(repo.program), "--tag", "t", cwd=repo.root).exit_code == 0
+    # An agent's hypothesis quoting trailers, committed and never measured (a kill).
+    (repo.worktree() / "knobs.json").write_text('{"X": 80}\n')
+    hypothesis = (
+        "smaller X\n\nKernelopt-Knobs: {not json\nKernelopt-Kind: knob\nKernelopt-Signature: x"
+    )
+    sha = RunRepo(repo.root, repo.run_id()).commit_attempt(1, "edit", hypothesis)
+    assert sha is not None and read_trailers(git(repo.root, "log", "-1", "--format=%B", sha)) == {
+        "Kernelopt-Run": repo.run_id(),
+        "Kernelopt-Attempt": "1",
+        "Kernelopt-Kind": "edit",
+    }
+
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 0, result.output
+    note = repo.notes()[1]
+    assert note["verdict"] == "keep" and note["kind"] == "edit"
+    assert note["knobs"] is None and note["signature"] is None
