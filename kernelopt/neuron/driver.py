@@ -57,7 +57,12 @@ class Finished:
     seconds: float
 
 
-def run(argv: Sequence[str], env: Mapping[str, str], timeout: float | None) -> Finished:
+def run(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    timeout: float | None,
+    cwd: Path | None = None,
+) -> Finished:
     """Run a tool in its own process group; a timeout kills the whole group."""
     started = time.monotonic()
     try:
@@ -67,6 +72,7 @@ def run(argv: Sequence[str], env: Mapping[str, str], timeout: float | None) -> F
             stderr=subprocess.PIPE,
             text=True,
             env=dict(env),
+            cwd=cwd,
             start_new_session=True,
         )
     except OSError as exc:
@@ -114,9 +120,11 @@ def compile_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
         *[f"--compiler-arg={a}" for a in args.compiler_arg],
     )
     started = time.time()
-    done = run(argv, compile_env, args.timeout)
+    # neuronx-cc writes its log into the working directory: the attempt's out dir.
+    done = run(argv, compile_env, args.timeout, cwd=out)
     log = out / COMPILE_LOG_NAME
-    log.write_text(done.stdout + done.stderr)
+    with log.open("a") as text:
+        text.write(done.stdout + done.stderr)
     record: dict[str, Any] = {
         "stage": "compile",
         "compile_s": done.seconds,

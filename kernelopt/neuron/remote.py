@@ -22,8 +22,15 @@ from kernelopt.neuron.facts import NEURON_BIN
 _SKIP = {".git", "__pycache__", ".pytest_cache"}
 
 
+# Layout of an attempt's host directory: the candidate's files, and the
+# folder the driver works in and leaves NEFF, NTFF and logs in.
+TREE = "tree"
+OUT = "out"
+
+
 def pack_tree(tree: Path) -> bytes:
-    """The tree as tar bytes, without git metadata or caches."""
+    """The tree under ``tree/`` plus an empty ``out/``, as tar bytes, without git
+    metadata or caches."""
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         return None if _SKIP & set(Path(info.name).parts) else info
@@ -32,7 +39,10 @@ def pack_tree(tree: Path) -> bytes:
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for child in sorted(Path(tree).iterdir()):
             if child.name not in _SKIP:
-                tar.add(child, arcname=child.name, filter=keep)
+                tar.add(child, arcname=f"{TREE}/{child.name}", filter=keep)
+        out = tarfile.TarInfo(OUT)
+        out.type, out.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(out)
     return buffer.getvalue()
 
 
@@ -80,9 +90,10 @@ def run_driver(
     activate: str | None,
     timeout: float,
     env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> dict[str, Any]:
     """The driver's record, or a failed record saying why there is none."""
-    line = driver_line(args, python=python, activate=activate, env=env)
+    line = driver_line(args, python=python, activate=activate, env=env, cwd=cwd)
     try:
         result = host.run(line, timeout=timeout)
     except HostError as exc:

@@ -30,6 +30,7 @@ from kernelopt.neuron.facts import (
 )
 from kernelopt.neuron.pipeline import compile_while_measuring
 from kernelopt.neuron.record import to_measurement
+from kernelopt.neuron.remote import OUT, TREE
 from kernelopt.program import NeuronConfig, Program
 from kernelopt.workload import WorkloadError, load_workload
 
@@ -116,14 +117,20 @@ class NeuronTarget:
             lease = self._lease()
             if isinstance(lease, Measurement):
                 return [p if isinstance(p, Measurement) else lease for p in prepared]
-            with lease:
-                workers = self._workers(lease.host, len(ready))
-                results = compile_while_measuring(
-                    ready,
-                    lambda p: self._compile(lease.host, p),
-                    lambda p, c: self._measure(lease, p, c),
-                    workers,
+            try:
+                with lease:
+                    workers = self._workers(lease.host, len(ready))
+                    results = compile_while_measuring(
+                        ready,
+                        lambda p: self._compile(lease.host, p),
+                        lambda p, c: self._measure(lease, p, c),
+                        workers,
+                    )
+            except HostError as exc:  # the host went away mid-batch: every result says so
+                lost = Measurement.failure(
+                    FAILED, str(exc), device=self.device, host=lease.host.name
                 )
+                return [p if isinstance(p, Measurement) else lost for p in prepared]
             done = {id(p): m for p, m in zip(ready, results, strict=True)}
         return [p if isinstance(p, Measurement) else done[id(p)] for p in prepared]
 
@@ -147,12 +154,13 @@ class NeuronTarget:
             try:
                 record = self._driver(
                     host,
+                    directory,
                     [
                         "reference",
                         "--workload",
-                        f"{directory}/{self.workload}",
+                        f"{directory}/{TREE}/{self.workload}",
                         "--out",
-                        f"{directory}/reference",
+                        f"{directory}/{OUT}",
                         "--warmup",
                         str(s.warmup),
                         "--iterations",
@@ -228,11 +236,11 @@ class NeuronTarget:
         args = [
             "compile",
             "--kernel",
-            f"{directory}/{self.kernel}",
+            f"{directory}/{TREE}/{self.kernel}",
             "--workload",
-            f"{directory}/{self.workload}",
+            f"{directory}/{TREE}/{self.workload}",
             "--out",
-            f"{directory}/out",
+            f"{directory}/{OUT}",
             "--lnc",
             str(s.lnc),
             "--opt",
@@ -242,7 +250,7 @@ class NeuronTarget:
             *(["--func", self.func] if self.func else []),
             *[f"--compiler-arg={a}" for a in s.compiler_args],
         ]
-        record = self._driver(host, args, s.compile_timeout_s + _SLACK_S)
+        record = self._driver(host, directory, args, s.compile_timeout_s + _SLACK_S)
         return _Compiled(directory, record)
 
     def _measure(self, lease: Lease, p: _Prepared, c: _Compiled) -> Measurement:
@@ -256,9 +264,9 @@ class NeuronTarget:
                 args = [
                     "measure",
                     "--workload",
-                    f"{c.directory}/{self.workload}",
+                    f"{c.directory}/{TREE}/{self.workload}",
                     "--out",
-                    f"{c.directory}/out",
+                    f"{c.directory}/{OUT}",
                     "--warmup",
                     str(s.warmup),
                     "--iterations",
@@ -271,10 +279,10 @@ class NeuronTarget:
                     str(s.compile_timeout_s),
                 ]
                 measured = self._driver(
-                    host, args, s.compile_timeout_s + _SLACK_S, env=lease.binding
+                    host, c.directory, args, s.compile_timeout_s + _SLACK_S, env=lease.binding
                 )
             if c.directory is not None:
-                out = f"{c.directory}/out"
+                out = f"{c.directory}/{OUT}"
                 artifacts = remote.fetch(
                     host,
                     {
@@ -305,8 +313,15 @@ class NeuronTarget:
         )
 
     def _driver(
-        self, host: Host, args: list[str], timeout: float, env: dict[str, str] | None = None
+        self,
+        host: Host,
+        directory: str,
+        args: list[str],
+        timeout: float,
+        env: dict[str, str] | None = None,
     ) -> dict[str, Any]:
+        # Run from the attempt's own out dir: `python -m` puts the working
+        # directory on sys.path, and tools drop their logs there.
         return remote.run_driver(
             host,
             args,
@@ -314,6 +329,7 @@ class NeuronTarget:
             activate=self.settings.activate,
             timeout=timeout,
             env=env,
+            cwd=f"{directory}/{OUT}",
         )
 
     def _workers(self, host: Host, count: int) -> int:

@@ -20,10 +20,10 @@ KERNELS = Path(__file__).resolve().parent / "kernels"
 
 
 def _run(
-    fake: FakeTrn2, *argv: str, extra: dict[str, str] | None = None
+    fake: FakeTrn2, *argv: str, extra: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **fake.env(), **(extra or {})}
-    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
 def test_nothing_fake_is_importable_or_on_path_without_enabling_it() -> None:
@@ -118,6 +118,7 @@ def _compile(
         "trn2",
         "--output",
         str(out / "k.neff"),
+        cwd=out,
     )
 
 
@@ -159,3 +160,5 @@ def test_neuronx_cc_fails_like_the_real_compiler(
     result = _compile(fake, tmp_path, kernel)
     assert result.returncode == 1 and message in result.stderr
     assert not (tmp_path / "k.neff").exists()
+    # Like the real compiler, it keeps its log in the working directory.
+    assert message in (tmp_path / "log-neuron-cc.txt").read_text()

@@ -17,6 +17,7 @@ from typing import Any
 
 from kernelopt.testing.fake_trn2 import config, neff
 
+LOG_NAME = "log-neuron-cc.txt"
 ERROR_CODES = {"capacity": "NCC_EOOM001", "isa": "NCC_INKI016", "exception": "NCC_INKI001"}
 
 
@@ -49,6 +50,14 @@ def simulate(ir: dict[str, Any]) -> dict[str, Any]:
     return dict(run.profile)
 
 
+def _say(text: str, *, error: bool = False) -> None:
+    """Print like the compiler and append to log-neuron-cc.txt in the working
+    directory, where the real one keeps its log."""
+    print(text, file=sys.stderr if error else sys.stdout)
+    with open(LOG_NAME, "a") as log:
+        log.write(text + "\n")
+
+
 def compile_main(argv: list[str], settings: dict[str, Any]) -> int:
     if not argv or argv[0].startswith("-"):
         print("neuronx-cc compile: expected the input file first", file=sys.stderr)
@@ -62,10 +71,10 @@ def compile_main(argv: list[str], settings: dict[str, Any]) -> int:
     if target != "trn2":
         print(f"neuronx-cc: [NCC_EARG002] unsupported target {target!r}", file=sys.stderr)
         return 1
-    print(f"neuronx-cc {settings['compiler_version']}: compiling {source} for {target}")
+    _say(f"neuronx-cc {settings['compiler_version']}: compiling {source} for {target}")
     time.sleep(float(settings["compile_delay_s"]))
     if settings["compile_error"]:
-        print(f"ERROR [neuronx-cc]: {settings['compile_error']}", file=sys.stderr)
+        _say(f"ERROR [neuronx-cc]: {settings['compile_error']}", error=True)
         return 1
     ir = json.loads(Path(source).read_text())
     from kernelopt.sim import SimError
@@ -74,7 +83,7 @@ def compile_main(argv: list[str], settings: dict[str, Any]) -> int:
         profile = simulate(ir)
     except SimError as error:
         code = ERROR_CODES.get(error.kind, "NCC_INKI001")
-        print(f"ERROR [neuronx-cc]: [{code}] {error}", file=sys.stderr)
+        _say(f"ERROR [neuronx-cc]: [{code}] {error}", error=True)
         return 1
     neff.write(
         Path(output),
@@ -90,7 +99,7 @@ def compile_main(argv: list[str], settings: dict[str, Any]) -> int:
             "profile": profile,
         },
     )
-    print("Compiler status PASS")
+    _say("Compiler status PASS")
     return 0
 
 
