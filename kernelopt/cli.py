@@ -45,25 +45,60 @@ class Printer:
     def __init__(self, as_json: bool, metric: str = ""):
         self.as_json = as_json
         self.metric = metric
+        self.open_line: int | None = None  # the attempt whose line awaits its verdict
+
+    def _close(self) -> None:
+        if self.open_line is not None:
+            click.echo("")
+            self.open_line = None
 
     def event(self, name: str, **data: Any) -> None:
         if self.as_json:
             if name == "attempt":
                 click.echo(json.dumps({"event": "attempt", **data["result"].to_json()}))
+            elif name in ("waiting", "host_fault"):
+                click.echo(json.dumps({"event": name, **data}))
             return
         if name == "measuring":
-            label = "baseline" if data["attempt"] == 0 else f"#{data['attempt']} {data['kind']}"
-            click.echo(f"  {label}: {data['hypothesis']} ...", nl=False)
+            self._close()
+            click.echo(
+                f"  {_label(data['attempt'], data['kind'])}: {data['hypothesis']} ...", nl=False
+            )
+            self.open_line = data["attempt"]
+        elif name == "sample":
+            click.echo(".", nl=False)
+        elif name == "attempt":
+            r = data["result"]
+            if self.open_line == r.attempt:
+                click.echo(" " + format_result(r, self.metric))
+                self.open_line = None
+            else:
+                self._close()
+                click.echo(
+                    f"  {_label(r.attempt, r.kind)}: {r.hypothesis} ... {format_result(r, self.metric)}"
+                )
         elif name == "agent":
+            self._close()
             what = {
                 "repair": f"repairing #{data['attempt']}",
                 "split": f"splitting #{data['attempt']}",
             }
             click.echo(f"  agent round ({what.get(data['mode'], 'improve')})")
-        elif name == "sample":
-            click.echo(".", nl=False)
-        elif name == "attempt":
-            click.echo(" " + format_result(data["result"], self.metric))
+        elif name == "waiting":
+            self._close()
+            click.echo(
+                f"  no idle device ({data['reason']}); waited {data['waited_s']:.0f}s, "
+                f"next look in {data['next_poll_s']:.0f}s"
+            )
+        elif name == "host_fault":
+            self._close()
+            click.echo(
+                f"  host fault on #{data['attempt']}, retrying on another device: {data['error']}"
+            )
+
+
+def _label(attempt: int, kind: str) -> str:
+    return "baseline" if kind == "baseline" else f"#{attempt} {kind}"
 
 
 def format_metric(value: float | None) -> str:
@@ -397,8 +432,9 @@ def _reference_of(note: dict[str, Any]) -> dict[str, Any] | None:
     is_flag=True,
     help="What was learned: kept, regressed, failed ideas and why.",
 )
+@click.option("--plain", is_flag=True, help="One plain line per attempt, no table or colours.")
 @click.option("--json", "as_json", is_flag=True, help="Every attempt as a JSON list.")
-def log(run_id: str | None, lessons_only: bool, as_json: bool) -> None:
+def log(run_id: str | None, lessons_only: bool, plain: bool, as_json: bool) -> None:
     """Every attempt of a run, kept or not, with verdicts and numbers.
 
     Discarded attempts stay reachable: `git checkout <commit>` shows one.
@@ -439,6 +475,13 @@ def log(run_id: str | None, lessons_only: bool, as_json: bool) -> None:
         )
     if as_json:
         click.echo(json.dumps(rows, indent=1))
+        return
+    if not plain:
+        from rich.console import Console
+
+        from kernelopt.report.table import render_log_table
+
+        render_log_table(rows, Console())
         return
     for row in rows:
         gain = "" if row["gain"] is None else f"{row['gain'] * 100:+7.2f}%"
@@ -493,17 +536,18 @@ def runs_() -> None:
 
 def _register_plugins() -> None:
     """Commands that live beside the library they front."""
+    from kernelopt.devices.cli import gate_command
     from kernelopt.ir.cli import ir_group
+    from kernelopt.report.cli import report_command
     from kernelopt.sim.cli import sim_command
 
     main.add_command(sim_command, name="sim")
     main.add_command(ir_group, name="ir")
+    main.add_command(gate_command, name="gate")
+    main.add_command(report_command, name="report")
 
 
-try:
-    _register_plugins()
-except ImportError:  # pragma: no cover - only while a subpackage is absent
-    pass
+_register_plugins()
 
 _ = (make_target, make_proposer)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shlex
 import tarfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -152,6 +153,7 @@ class Gated:
         poll_s: float,
         max_wait_s: float,
         activate: str | None = None,
+        python: str = "python3",
         on_wait: Callable[[Any], None] | None = None,
         lock_dir: str | None = None,
         sleep: Callable[[float], None] | None = None,
@@ -161,10 +163,25 @@ class Gated:
         self.poll_s = poll_s
         self.max_wait_s = max_wait_s
         self.activate = activate
+        self.python = python
         self.on_wait = on_wait
-        self.lock_dir = lock_dir
+        # Tests and unusual hosts may keep device locks elsewhere than the default.
+        self.lock_dir = lock_dir or os.environ.get("KERNELOPT_LOCK_DIR")
         self.sleep = sleep
-        self.slots = max(1, len(self.hosts))
+        self._slots: int | None = None
+
+    @property
+    def slots(self) -> int:
+        """How many devices the hosts have (busy or not): the batch size worth proposing."""
+        if self._slots is None:
+            count = 0
+            for host in self.hosts:
+                try:
+                    count += len(self.gate.survey(host))
+                except Exception:  # an unreachable host adds no slot; the gate reports it later
+                    continue
+            self._slots = max(1, count)
+        return self._slots
 
     def _acquire(self, count: int) -> list[Any]:
         from kernelopt.devices.acquire import NoIdleDevice, acquire_many
@@ -197,6 +214,7 @@ class Gated:
             env=lease.binding,
             host=None if local else lease.host,
             activate=self.activate,
+            python=self.python,
         )
 
     @contextlib.contextmanager

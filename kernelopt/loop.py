@@ -407,7 +407,7 @@ class Runner:
         trees: dict[int, Path] = {}
         root = self.repo.common_dir / "kernelopt" / "trees" / self.run_id
         for candidate in candidates:
-            n = self.state.next_attempt + len(pending)  # type: ignore[union-attr]
+            n = self.state.next_attempt  # type: ignore[union-attr]  (counts the batch's pending)
             self.repo.write_files(candidate.files)
             sha = self.repo.commit_attempt(
                 n, candidate.kind, candidate.hypothesis, allow_empty=True, parent=state.best_commit

@@ -80,6 +80,8 @@ class Device:
     poll_s: float = 600.0
     max_wait_s: float = 3600.0
     trust_new_hosts: bool = False
+    ssh_config: str = "~/.ssh/config"
+    python: str = "python3"
     neuron: NeuronConfig = field(default_factory=NeuronConfig)
 
 
@@ -310,6 +312,8 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
         poll_s=parse_duration(d["poll"]),
         max_wait_s=parse_duration(d["max_wait"]),
         trust_new_hosts=d["trust_new_hosts"],
+        ssh_config=d["ssh_config"],
+        python=d["python"],
         neuron=NeuronConfig(
             activate=d["neuron"]["activate"],
             compiler_args=tuple(d["neuron"]["compiler_args"]),

@@ -231,6 +231,12 @@ SCHEMA = Section(
                 "trust_new_hosts": Key(
                     "bool", "accept ssh host keys not yet in known_hosts", default=False
                 ),
+                "ssh_config": Key(
+                    "str", "the ssh config file host aliases are read from", default="~/.ssh/config"
+                ),
+                "python": Key(
+                    "str", "the Python with kernelopt installed on remote hosts", default="python3"
+                ),
                 "neuron": Section(
                     "Trainium2 measurement settings (device kind neuron)",
                     {

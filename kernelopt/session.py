@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from kernelopt.executor import Executor, Gated, InProcess
 from kernelopt.history import Git, HistoryError, RunRepo, find_repo, list_runs
 from kernelopt.loop import Runner, Target
 from kernelopt.program import Program, load_program
@@ -20,27 +23,62 @@ class SessionError(ValueError):
 def choose_device(program: Program) -> tuple[str, str]:
     """(device kind, why) for ``device.kind: auto`` and explicit kinds."""
     kind = program.device.kind
+    hosts = program.device.hosts
     if program.target.kind == "command":
-        if kind in ("auto", "none"):
-            return "none", "this machine (command target, no device gate configured)"
-        return kind, f"{kind} (from the program)"
-    if kind in ("auto", "sim"):
-        if kind == "sim":
-            return "sim", "kernelopt's NKI simulator with a Trainium2 cost model (from the program)"
-        return "sim", (
-            "kernelopt's NKI simulator with a Trainium2 cost model "
-            "(no Neuron device or host configured)"
-        )
+        if kind == "auto" and not hosts:
+            return "none", "this machine (command target, no hosts or device gate configured)"
+        if kind == "none" and not hosts:
+            return "none", "this machine (device kind none)"
+        where = ", ".join(hosts) or "localhost"
+        return kind, f"the {kind} gate on {where}"
+    if kind == "sim" or (kind == "auto" and not hosts):
+        why = "from the program" if kind == "sim" else "no Neuron device or host configured"
+        return "sim", f"kernelopt's NKI simulator with a Trainium2 cost model ({why})"
+    if kind in ("auto", "neuron"):
+        return "neuron", f"Trainium2 through neuron tools on {', '.join(hosts) or 'localhost'}"
     return kind, f"{kind} (from the program)"
+
+
+def make_executor(program: Program, device: str, runner: Runner | None = None) -> Executor:
+    """In this process for sim and gate-less command targets; else gated devices on hosts."""
+    if device == "sim" or (device == "none" and not program.device.hosts):
+        return InProcess(device)
+    from kernelopt.devices.registry import make_gate
+    from kernelopt.hosts.open import open_hosts
+
+    try:
+        hosts = open_hosts(
+            list(program.device.hosts),
+            ssh_config=os.path.expanduser(program.device.ssh_config),
+            trust_new_hosts=program.device.trust_new_hosts,
+        )
+        gate = make_gate(device)
+    except ValueError as exc:
+        raise SessionError(f"{program.path}: device: {exc}") from None
+
+    def on_wait(notice: Any) -> None:
+        if runner is not None:
+            runner.reporter.event(
+                "waiting",
+                reason=notice.reason,
+                waited_s=notice.waited_s,
+                next_poll_s=notice.next_poll_s,
+            )
+
+    return Gated(
+        gate,
+        hosts,
+        poll_s=program.device.poll_s,
+        max_wait_s=program.device.max_wait_s,
+        activate=program.device.neuron.activate,
+        python=program.device.python,
+        on_wait=on_wait,
+    )
 
 
 def make_target(program: Program, root: Path, device: str) -> Target:
     if program.target.kind == "command":
-        if device not in ("none",):
-            raise SessionError(
-                f"{program.path}: device.kind {device!r} is not available for command targets yet; use none"
-            )
-        return LocalCommand(command_target(program))
+        return LocalCommand(command_target(program), device=device)
     if device != "sim":
         raise SessionError(
             f"{program.path}: device.kind {device!r} is not available for nki targets yet; use sim"
@@ -92,7 +130,7 @@ class Session:
         runner = Runner(
             program, root, target, tag=tag, worktree=Path(worktree) if worktree else None
         )
-        # Programs are read from the worktree copy by `kernelopt try`; record the path.
+        runner.executor = make_executor(program, device, runner)
         proposer = make_proposer(program, root)
         return cls(program, root, runner.run_id, device, reason, runner, proposer)
 
@@ -102,6 +140,7 @@ class Session:
         device, reason = choose_device(program)
         target = make_target(program, root, device)
         runner = Runner(program, root, target, tag=tag)
+        runner.executor = make_executor(program, device, runner)
         if runner.run_id != run_id:
             raise SessionError(f"program {program.name!r} does not belong to run {run_id!r}")
         return cls(program, root, run_id, device, reason, runner, None)

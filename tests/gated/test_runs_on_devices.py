@@ -1,0 +1,234 @@
+"""Whole runs through the idle-device gate and hosts: fake device tools, a real loopback sshd."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def _load(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+fake_tools = _load("kernelopt_gated_fake_tools", HERE.parent / "devices" / "fake_tools.py")
+sys.path.insert(0, str(HERE.parent / "hosts"))
+sshd_server = _load("kernelopt_gated_sshd", HERE.parent / "hosts" / "sshd_server.py")
+
+# The benchmark reports which device it was bound to and where it ran.
+BENCH = """
+import json, os, socket, time
+k = json.load(open("knobs.json"))
+t0 = time.time()
+time.sleep(float(os.environ.get("BENCH_SLEEP", "0")))
+print(f"t0: {t0}")
+print(f"t1: {time.time()}")
+print(f"time: {k['X']}")
+print(f"gpu: {os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}")
+print(f"pid: {os.getpid()}")
+"""
+
+
+def program(device: dict[str, Any], space: list[int], extra: str = "") -> str:
+    return f"""---
+name: g
+target:
+  kind: command
+  command: {sys.executable} bench.py
+  results: {{format: stdout}}
+  knobs: {{file: knobs.json, space: {{X: {json.dumps(space)}}}}}
+metric: {{name: time, better: lower}}
+device: {json.dumps(device)}
+decide: {{noise: 1%, confirm: 2, max_samples: 4}}
+timeout: 30s
+{extra}---
+Tune X.
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def make_repo(root: Path, text: str) -> Path:
+    (root / "programs").mkdir(parents=True)
+    (root / "bench.py").write_text(BENCH)
+    (root / "knobs.json").write_text('{"X": 100}\n')
+    (root / "programs" / "g.md").write_text(text)
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "setup")
+    return root
+
+
+def kernelopt(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "kernelopt.cli", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def notes(root: Path, run: str) -> list[dict[str, Any]]:
+    out = []
+    refs = git(root, "for-each-ref", "--format=%(refname)", f"refs/kernelopt/{run}/attempts/")
+    for ref in sorted(refs.split(), key=lambda r: int(r.rsplit("/", 1)[1])):
+        out.append(json.loads(git(root, "notes", "--ref", "refs/notes/kernelopt", "show", ref)))
+    return out
+
+
+@pytest.fixture
+def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    tools = fake_tools.FakeTools(tmp_path / "fakes")
+    monkeypatch.setenv("PATH", f"{tools.bin_dir}:{__import__('os').environ['PATH']}")
+    return tools
+
+
+def test_measurements_run_bound_to_the_idle_gpu(tmp_path: Path, fakes: Any) -> None:
+    fakes.set(
+        "nvidia",
+        gpus=[
+            {"index": 0, "uuid": "GPU-a", "util": 97, "mem": 30000, "total": 40000},
+            {"index": 1, "uuid": "GPU-b", "util": 0, "mem": 3, "total": 40000},
+        ],
+        apps=[{"uuid": "GPU-a", "pid": 4242, "name": "python3", "mem": 29000}],
+    )
+    root = make_repo(
+        tmp_path / "repo", program({"kind": "nvidia", "poll": "1s", "max_wait": "5s"}, [100, 50])
+    )
+    proc = kernelopt(
+        root,
+        "run",
+        "programs/g.md",
+        "--tag",
+        "t",
+        "--json",
+        env={"KERNELOPT_LOCK_DIR": str(tmp_path / "locks")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = notes(root, "g-t")
+    assert [r["verdict"] for r in records] == ["baseline", "keep"]
+    for r in records:
+        rows = r["measurement"]["rows"]
+        assert rows[0]["gpu"] == "GPU-b"  # bound to the idle GPU, never the busy one
+        assert r["measurement"]["device"] == "nvidia:1"
+    assert any("nvidia-smi" in call for call in fakes.calls)
+
+
+def test_no_idle_device_stops_the_run_with_a_stop_summary(tmp_path: Path, fakes: Any) -> None:
+    fakes.set(
+        "nvidia",
+        gpus=[{"index": 0, "uuid": "GPU-a", "util": 99, "mem": 39000, "total": 40000}],
+        apps=[{"uuid": "GPU-a", "pid": 4242, "name": "python3", "mem": 39000}],
+    )
+    root = make_repo(
+        tmp_path / "repo",
+        program({"kind": "nvidia", "poll": "0.2s", "max_wait": "0.6s"}, [100, 50]),
+    )
+    proc = kernelopt(root, "run", "programs/g.md", "--tag", "t")
+    assert "no idle device" in proc.stdout
+    wt = root / ".git" / "kernelopt" / "worktrees" / "g-t"
+    ledger = (wt / "performance.md").read_text()
+    assert "Stop Summary" in ledger and "no idle device" in ledger
+    records = notes(root, "g-t")
+    assert records[-1]["verdict"] == "failed" and "not measured" in records[-1]["error"]
+    # Waiting was reported, and the busy GPU was never used.
+    assert "next look in" in proc.stdout
+    again = kernelopt(root, "run", "programs/g.md", "--tag", "t")
+    assert "stopped" in again.stdout
+
+
+def test_a_batch_runs_at_once_on_two_ssh_hosts(tmp_path: Path) -> None:
+    reason = sshd_server.sshd_missing_reason()
+    if reason:
+        pytest.skip(f"needs a local OpenSSH server: {reason}")
+    server = sshd_server.LoopbackSSHD(tmp_path / "sshd", ("gym-1", "gym-2")).start()
+    try:
+        device = {
+            "kind": "none",
+            "hosts": ["gym-1", "gym-2"],
+            "ssh_config": str(server.ssh_config),
+            "python": sys.executable,
+            "poll": "1s",
+            "max_wait": "20s",
+        }
+        root = make_repo(tmp_path / "repo", program(device, [100, 60, 80, 90, 70]))
+        proc = kernelopt(
+            root,
+            "run",
+            "programs/g.md",
+            "--tag",
+            "t",
+            "--max-candidates",
+            "4",
+            env={"BENCH_SLEEP": "0.3"},
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    finally:
+        server.stop()
+    records = notes(root, "g-t")
+    assert len(records) == 5
+    assert {r["measurement"]["host"] for r in records} <= {"gym-1", "gym-2"}  # measured remotely
+    best = min(
+        (r for r in records if r["verdict"] in ("keep", "baseline")), key=lambda r: r["metric"]
+    )
+    assert best["metric"] == 60
+    wt = root / ".git" / "kernelopt" / "worktrees" / "g-t"
+    assert json.loads((wt / "knobs.json").read_text())["X"] == 60
+
+
+def test_a_batch_is_measured_at_once_one_candidate_per_idle_gpu(tmp_path: Path, fakes: Any) -> None:
+    fakes.set(
+        "nvidia",
+        gpus=[
+            {"index": 0, "uuid": "GPU-a", "util": 0, "mem": 3, "total": 40000},
+            {"index": 1, "uuid": "GPU-b", "util": 0, "mem": 3, "total": 40000},
+        ],
+        apps=[],
+    )
+    device = {"kind": "nvidia", "hosts": ["localhost"], "poll": "1s", "max_wait": "5s"}
+    # Both candidates are slower than BEST: each is decided from its batch measurement.
+    root = make_repo(tmp_path / "repo", program(device, [100, 105, 110]))
+    proc = kernelopt(
+        root,
+        "run",
+        "programs/g.md",
+        "--tag",
+        "t",
+        "--max-candidates",
+        "2",
+        env={"BENCH_SLEEP": "0.5", "KERNELOPT_LOCK_DIR": str(tmp_path / "locks")},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = notes(root, "g-t")
+    assert [r["attempt"] for r in records] == [0, 1, 2]
+    batch = records[1:]
+    gpus = {r["measurement"]["rows"][0]["gpu"] for r in batch}
+    assert gpus == {"GPU-a", "GPU-b"}  # one candidate per device
+    # The two candidates' first measurements overlapped in time.
+    first = [(r["measurement"]["rows"][0]["t0"], r["measurement"]["rows"][0]["t1"]) for r in batch]
+    (a0, a1), (b0, b1) = first
+    assert a0 < b1 and b0 < a1
