@@ -10,6 +10,7 @@ import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git, make_repo
 
 from kernelopt.cli import main
+from kernelopt.history import RunRepo
 from kernelopt.program import load_program
 
 TRY_FIELDS = {
@@ -228,3 +229,20 @@ def test_init_scaffolds_a_program_that_validates(tmp_path: Path, cli: Cli) -> No
 def test_loop_commands_have_help_with_an_example(name: str) -> None:
     command = main.commands[name]
     assert command.help and "Example" in command.help
+
+
+def test_try_after_a_killed_try_records_it_as_interrupted(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli)
+    # A `kernelopt try` killed after committing attempt 1, before measuring it.
+    (repo.worktree() / "knobs.json").write_text('{"X": 90}\n')
+    pending = RunRepo(repo.root, repo.run_id()).commit_attempt(1, "edit", "X = 90")
+    assert pending is not None
+
+    code, data = try_x(cli, repo, 80)
+
+    assert code == 0 and data["attempt"] == 2 and data["verdict"] == "keep"
+    note = repo.note(pending)
+    assert note["verdict"] == "interrupted" and note["attempt"] == 1
+    assert list(repo.attempt_refs()) == [0, 1, 2]
