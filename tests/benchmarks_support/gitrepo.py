@@ -134,8 +134,6 @@ class BenchRepo:
         return git(self.root, "log", "--format=%s", self.branch(tag)).splitlines()
 
 
-
-
 @dataclass(frozen=True)
 class Cli:
     """Runs ``kernelopt`` in this process (fast) from a chosen directory."""
