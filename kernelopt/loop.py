@@ -410,7 +410,12 @@ class Runner:
             n = self.state.next_attempt  # type: ignore[union-attr]  (counts the batch's pending)
             self.repo.write_files(candidate.files)
             sha = self.repo.commit_attempt(
-                n, candidate.kind, candidate.hypothesis, allow_empty=True, parent=state.best_commit
+                n,
+                candidate.kind,
+                candidate.hypothesis,
+                allow_empty=True,
+                parent=state.best_commit,
+                trailers=_candidate_trailers(candidate),
             )
             assert sha is not None
             self.repo.reset_to(state.best_commit)

@@ -18,6 +18,9 @@ import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git
 
 from kernelopt.history import RunRepo, read_trailers
+from kernelopt.program import load_program
+from kernelopt.proposers.base import Candidate
+from kernelopt.session import Session
 
 # Each test starts `kernelopt` twice as a real process: about 25 s for the file.
 pytestmark = pytest.mark.slow
@@ -262,3 +265,27 @@ def test_trailer_lines_in_a_hypothesis_do_not_pass_for_the_runners_own(
     note = repo.notes()[1]
     assert note["verdict"] == "keep" and note["kind"] == "edit"
     assert note["knobs"] is None and note["signature"] is None
+
+
+def test_batch_candidates_carry_their_knobs_for_a_resume(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=[100, 80, 130])
+    assert (
+        cli(
+            "run", str(repo.program), "--tag", "t", "--max-candidates", "0", cwd=repo.root
+        ).exit_code
+        == 0
+    )
+    runner = Session.create(load_program(repo.program), tag="t").runner
+    runner.open()
+    candidates = [
+        Candidate("knob", f"X -> {x}", {"knobs.json": f'{{"X": {x}}}\n'}, {"X": x}, f"sig{x}")
+        for x in (80, 130)
+    ]
+
+    results = runner.try_batch(candidates)
+
+    assert [r.verdict for r in results] == ["keep", "regression"]
+    for result, x in zip(results, (80, 130), strict=True):
+        message = git(repo.root, "log", "-1", "--format=%B", result.commit)
+        assert read_trailers(message)["Kernelopt-Knobs"] == f'{{"X":{x}}}'
+        assert read_trailers(message)["Kernelopt-Signature"] == f"sig{x}"
