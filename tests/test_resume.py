@@ -289,3 +289,32 @@ def test_batch_candidates_carry_their_knobs_for_a_resume(bench_repo: RepoFactory
         message = git(repo.root, "log", "-1", "--format=%B", result.commit)
         assert read_trailers(message)["Kernelopt-Knobs"] == f'{{"X":{x}}}'
         assert read_trailers(message)["Kernelopt-Signature"] == f"sig{x}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="kernelopt try lets click turn Ctrl-C into 'Aborted!' with exit 1; its help promises 15",
+)
+def test_ctrl_c_during_try_exits_with_the_interrupted_code(
+    bench_repo: RepoFactory, cli: Cli, tmp_path: Path
+) -> None:
+    repo = bench_repo(space=None)
+    assert cli("run", str(repo.program), "--tag", "t", cwd=repo.root).exit_code == 0
+    (repo.worktree() / "knobs.json").write_text('{"X": "signal:SIGINT"}\n')
+    pid_file = tmp_path / "try.pid"
+    env = {**os.environ, "BENCH_PID_FILE": str(pid_file)}
+    proc = subprocess.Popen(
+        ["kernelopt", "try", "-m", "interrupted", "--json"],
+        cwd=repo.worktree(),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pid_file.write_text(str(proc.pid))
+    code, _, err = finish(proc)
+
+    assert repo.notes()[1]["verdict"] == "interrupted"
+    assert repo.rev(repo.branch()) == repo.rev(repo.ref("best"))
+    assert "Traceback" not in err
+    assert code == 15
