@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +175,33 @@ def load_program(path: str | Path, root: str | Path | None = None) -> Program:
         problems += _cross_checks(values, root)
     if problems:
         raise ProgramError(path, problems)
-    return _build(path, values, body, data)
+    return _with_workload_defaults(_build(path, values, body, data), root)
+
+
+def _with_workload_defaults(program: Program, root: Path) -> Program:
+    """The seed's six-name workload.py: its HOSTS and TARGET_MFU fill what the program leaves out."""
+    if program.target.kind != "nki" or not program.target.workload:
+        return program
+    path = root / program.target.workload
+    text = path.read_text() if path.is_file() else ""
+    if "HOSTS" not in text and "TARGET_MFU" not in text:
+        return program  # nothing to take; importing the workload is not needed
+    from kernelopt.workload import WorkloadError, load_workload
+
+    try:
+        workload = load_workload(path, require=("f_numpy", "INPUT_SPECS"))
+    except WorkloadError as exc:
+        raise ProgramError(program.path, [Problem("target.workload", str(exc))]) from None
+    device, stop = program.device, program.stop
+    if not device.hosts and workload.hosts:
+        device = replace(device, hosts=workload.hosts)
+    if (
+        stop.target is None
+        and workload.target_mfu is not None
+        and program.metric in ("mfu", "mfu_estimated_percent")
+    ):
+        stop = replace(stop, target=workload.target_mfu)
+    return replace(program, device=device, stop=stop)
 
 
 def _find_root(path: Path) -> Path:

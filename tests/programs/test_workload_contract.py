@@ -1,0 +1,68 @@
+"""The seed's six-name workload.py fills the program's hosts and MFU target when it leaves them out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelopt.program import ProgramError, load_program
+
+WORKLOAD = """
+import numpy as np
+from kernelopt.ir import NKIMatmul
+
+def f_nkigym(lhsT, rhs):
+    return NKIMatmul()(stationary=lhsT, moving=rhs)
+
+def f_numpy(lhsT, rhs):
+    return lhsT.T @ rhs
+
+INPUT_SPECS = {"lhsT": ((256, 128), "bfloat16"), "rhs": ((256, 512), "bfloat16")}
+CACHE_ROOT = "/tmp/cache"
+HOSTS = ["gym-1", "gym-2"]
+TARGET_MFU = 88.5
+"""
+
+
+def write(tmp_path: Path, front: str, workload: str = WORKLOAD) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "ir" / "k").mkdir(parents=True)
+    (tmp_path / "ir" / "k" / "workload.py").write_text(workload)
+    (tmp_path / "ir" / "k" / "kernel.py").write_text("# kernel\n")
+    path = tmp_path / "p.md"
+    path.write_text(
+        f"---\nname: k\ntarget: {{kind: nki, workload: ir/k/workload.py, kernel: ir/k/kernel.py}}\n{front}---\nbody\n"
+    )
+    return path
+
+
+def test_hosts_and_target_come_from_the_workload(tmp_path: Path) -> None:
+    program = load_program(write(tmp_path, "metric: {name: mfu, better: higher}\n"))
+    assert program.device.hosts == ("gym-1", "gym-2")
+    assert program.stop.target == 88.5
+
+
+def test_the_program_wins_where_it_says_something(tmp_path: Path) -> None:
+    front = "metric: {name: mfu, better: higher}\ndevice: {hosts: [gym-9]}\nstop: {target: 80}\n"
+    program = load_program(write(tmp_path, front))
+    assert program.device.hosts == ("gym-9",)
+    assert program.stop.target == 80
+
+
+def test_a_broken_workload_is_a_program_problem_naming_the_key(tmp_path: Path) -> None:
+    bad = WORKLOAD.replace("INPUT_SPECS =", "raise RuntimeError('boom')\nINPUT_SPECS =")
+    with pytest.raises(ProgramError) as err:
+        load_program(write(tmp_path, "metric: {name: mfu, better: higher}\n", bad))
+    assert "target.workload" in str(err.value) and "boom" in str(err.value)
+
+
+def test_a_workload_missing_names_lists_every_one(tmp_path: Path) -> None:
+    from kernelopt.workload import SEED_CONTRACT, WorkloadError, load_workload
+
+    path = tmp_path / "w.py"
+    path.write_text("import numpy as np\nINPUT_SPECS = {'a': ((2, 2), 'float32')}\n")
+    with pytest.raises(WorkloadError) as err:
+        load_workload(path, require=SEED_CONTRACT)
+    for name in ("f_nkigym", "f_numpy", "CACHE_ROOT", "HOSTS", "TARGET_MFU"):
+        assert name in str(err.value)
