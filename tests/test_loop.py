@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernelopt import ledger
+from kernelopt.loop import AttemptResult, Runner
+from kernelopt.measurement import Measurement
 from kernelopt.program import load_program
+from kernelopt.proposers.base import Candidate
 from kernelopt.session import Session
 
 
@@ -405,3 +411,48 @@ def test_any_hypothesis_renders_as_one_ledger_row_of_nine_cells(hypothesis: str)
     assert text.endswith("|\n") and text.count("\n") == 1
     unescaped = re.findall(r"(?<!\\)\|", text)
     assert len(unescaped) == 10
+
+
+@dataclass
+class KnobIsTheTime:
+    """A deterministic target (like the simulator): the time is knobs.json's X."""
+
+    deterministic: bool = True
+    device: str = "sim"
+    calls: int = 0
+
+    def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
+        self.calls += 1
+        x = json.loads((tree / "knobs.json").read_text())["X"]
+        return Measurement(status="ok", metrics={"time": float(x)}, deterministic=True)
+
+
+def test_deterministic_target_is_measured_once_and_keeps_any_win(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=None, decide={"noise": "1%"})
+    target = KnobIsTheTime()
+    runner = Runner(load_program(repo.program), repo.root, target, tag="t")
+    runner.open()
+    runner.ensure_baseline()
+
+    def attempt(x: float) -> AttemptResult:
+        return runner.try_candidate(
+            Candidate("knob", f"X -> {x}", {"knobs.json": json.dumps({"X": x}) + "\n"}, {"X": x})
+        )
+
+    small_win = attempt(99.5)
+    small_loss = attempt(99.9)
+    big_loss = attempt(120)
+    calls = target.calls
+    again = attempt(120)
+
+    assert (small_win.verdict, small_win.samples) == ("keep", 1)
+    assert small_loss.verdict == "tie"
+    assert big_loss.verdict == "regression"
+    # The same tree on a deterministic device is never measured twice.
+    assert again.reused_from == big_loss.attempt and target.calls == calls
+    assert target.calls == 4
+    notes = repo.notes()
+    assert all(s["best"] is None for n in (1, 2, 3) for s in notes[n]["samples"])
+    assert notes[1]["device"] == "sim"
