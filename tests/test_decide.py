@@ -297,3 +297,31 @@ def test_named_target_class_decides_the_keep() -> None:
 def test_undecided_class_means_no_verdict_yet() -> None:
     assert combine_classes(a(KEEP), {"x": a(KEEP), "y": a(None)}) is None
     assert combine_classes(a(None), {"x": a(KEEP)}) is None
+
+
+@given(
+    st.lists(
+        st.sampled_from([KEEP, TIE, REGRESSION, FAILED, INCORRECT, DIVERGED, INTERRUPTED]),
+        max_size=40,
+    ),
+    st.integers(1, 6),
+    st.integers(1, 4),
+)
+def test_counters_follow_the_streak_model(verdicts: list[str], limit: int, window: int) -> None:
+    """Streak = regressions since the last keep/tie/failed/incorrect; diverged and
+    interrupted are transparent; the window holds the streak's last summaries."""
+    counters = Counters()
+    streak: list[int] = []
+    for n, verdict in enumerate(verdicts, start=1):
+        outcome = update_counters(
+            counters, verdict, max_consecutive=limit, window=window, summary={"attempt": n}
+        )
+        if verdict == REGRESSION:
+            streak.append(n)
+        elif verdict not in (DIVERGED, INTERRUPTED):
+            streak = []
+        counters = outcome.counters
+        assert counters.consecutive_regressions == len(streak)
+        assert [r["attempt"] for r in counters.recent_regressions] == streak[-window:]
+        assert counters.attempts == n
+        assert outcome.stop == (verdict == REGRESSION and len(streak) >= limit)

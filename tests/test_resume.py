@@ -172,6 +172,7 @@ def test_killed_mid_measurement(bench_repo: RepoFactory, tmp_path: Path) -> None
 
 
 KILL_POINTS = {
+    "run branch created": ("refs/heads/kernelopt/x-t", 1, ""),
     "baseline attempt ref": ("refs/kernelopt/x-t/attempts/0", 1, ""),
     "candidate attempt ref": ("refs/kernelopt/x-t/attempts/2", 1, ""),
     "note of a keep": ("refs/notes/kernelopt", 2, ""),
