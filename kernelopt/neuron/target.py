@@ -5,21 +5,26 @@ lease's host, compile all of them on the host's CPUs while the device
 measures them in order (driver `compile` / `measure`), fetch NEFF, NTFF,
 summary and compiler log into the run's results folder, and return one
 Measurement per tree. Host directories are removed afterwards.
+
+When the caller already holds a device (an executor that leased it and runs
+this target on the device's host), ``measure(tree, env=binding)`` uses that
+binding on this machine and skips the gate.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kernelopt.devices.acquire import Lease, NoIdleDevice, acquire
 from kernelopt.devices.base import Gate
 from kernelopt.devices.locks import DEFAULT_LOCK_DIR
 from kernelopt.hosts.base import Host, HostError
+from kernelopt.hosts.local import LocalHost
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.neuron import remote
 from kernelopt.neuron.facts import (
@@ -27,6 +32,7 @@ from kernelopt.neuron.facts import (
     NEFF_NAME,
     NTFF_NAME,
     SUMMARY_NAME,
+    VISIBLE_CORES_ENV,
 )
 from kernelopt.neuron.pipeline import compile_while_measuring
 from kernelopt.neuron.record import to_measurement
@@ -37,6 +43,34 @@ from kernelopt.workload import WorkloadError, load_workload
 # Host-side commands other than the compile (which has its own timeout) and
 # the measurement get this long before the driver call is abandoned.
 _SLACK_S = 300.0
+
+
+class HeldDevice(Protocol):
+    """What measuring needs from a device: where it is and how to bind to it."""
+
+    @property
+    def host(self) -> Host: ...
+
+    @property
+    def binding(self) -> dict[str, str]: ...
+
+    @property
+    def device(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class _CallersDevice:
+    """A device the caller leased and will release; used here as it is."""
+
+    host: Host
+    binding: dict[str, str]
+    device: str = "neuron"
+
+    def __enter__(self) -> _CallersDevice:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -105,16 +139,57 @@ class NeuronTarget:
             lock_dir=lock_dir,
         )
 
-    def measure(self, tree: Path) -> Measurement:
-        return self.measure_batch([tree])[0]
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> NeuronTarget:
+        """The target ``spec()`` describes, measuring on this machine only (the
+        executor that sent the spec leased the device and passes its binding)."""
+        settings = dict(spec["settings"])
+        settings["compiler_args"] = tuple(settings.get("compiler_args") or ())
+        results = Path(spec.get("results_dir") or "~/.cache/kernelopt/results").expanduser()
+        return cls(
+            workload=spec["workload"],
+            kernel=spec["kernel"],
+            func=spec.get("func"),
+            hosts=(LocalHost(),),
+            gate=_NO_GATE,
+            results_dir=results,
+            settings=NeuronConfig(**settings),
+            python=spec.get("python") or "python3",
+            # No gate to wait for: a measurement without the caller's binding fails at once.
+            poll_s=1.0,
+            max_wait_s=0.0,
+        )
 
-    def measure_batch(self, trees: Sequence[Path]) -> list[Measurement]:
-        """One Measurement per tree, in order; compiles overlap measurements."""
+    def spec(self) -> dict[str, Any]:
+        """A JSON description for measuring on a host through ``kernelopt.remote``."""
+        s = self.settings
+        return {
+            "kind": "nki-neuron",
+            "workload": self.workload,
+            "kernel": self.kernel,
+            "func": self.func,
+            "settings": {**asdict(s), "compiler_args": list(s.compiler_args)},
+            "python": self.python,
+            # compile, then run and profile, each bounded by compile_timeout.
+            "timeout_s": 2 * s.compile_timeout_s + _SLACK_S,
+        }
+
+    def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
+        return self.measure_batch([tree], env=env)[0]
+
+    def measure_batch(
+        self, trees: Sequence[Path], env: Mapping[str, str] | None = None
+    ) -> list[Measurement]:
+        """One Measurement per tree, in order; compiles overlap measurements.
+
+        With ``env`` holding NEURON_RT_VISIBLE_CORES the caller has leased the
+        device and this process runs on its host: no gate, this machine.
+        """
         prepared: list[_Prepared | Measurement] = [self._prepare(Path(t)) for t in trees]
         ready = [p for p in prepared if isinstance(p, _Prepared)]
         done: dict[int, Measurement] = {}
         if ready:
-            lease = self._lease()
+            lease = self._lease(env)
             if isinstance(lease, Measurement):
                 return [p if isinstance(p, Measurement) else lease for p in prepared]
             try:
@@ -195,7 +270,9 @@ class NeuronTarget:
             extra={**what, "key": prepared.key},
         )
 
-    def _lease(self) -> Lease | Measurement:
+    def _lease(self, env: Mapping[str, str] | None = None) -> Lease | _CallersDevice | Measurement:
+        if env and env.get(VISIBLE_CORES_ENV):
+            return _CallersDevice(LocalHost(), {VISIBLE_CORES_ENV: env[VISIBLE_CORES_ENV]})
         lease = acquire(
             self.gate,
             self.hosts,
@@ -253,7 +330,7 @@ class NeuronTarget:
         record = self._driver(host, directory, args, s.compile_timeout_s + _SLACK_S)
         return _Compiled(directory, record)
 
-    def _measure(self, lease: Lease, p: _Prepared, c: _Compiled) -> Measurement:
+    def _measure(self, lease: HeldDevice, p: _Prepared, c: _Compiled) -> Measurement:
         started = time.monotonic()
         host = lease.host
         measured: dict[str, Any] | None = None
@@ -353,3 +430,15 @@ def _mac_count(workload: Any) -> int:
         return int(compute_mac_count(workload.f_nkigym, workload.input_specs))
     except Exception:  # the op graph is user code; MFU then comes from the profiler
         return 0
+
+
+class _NoGate:
+    """The gate of a target whose caller holds the device: asked, it finds none."""
+
+    kind = "neuron"
+
+    def survey(self, host: Host) -> list[Any]:
+        return []
+
+
+_NO_GATE = _NoGate()
