@@ -112,10 +112,11 @@ class NeuronTarget:
         gate: Gate,
         *,
         run: str | None = None,
-        python: str = "python3",
+        python: str | None = None,
         lock_dir: str = DEFAULT_LOCK_DIR,
     ) -> NeuronTarget:
-        """``run`` names the results subfolder (default: the program's name)."""
+        """``run`` names the results subfolder (default: the program's name);
+        ``python`` is the host's interpreter (default: device.python)."""
         t, d = program.target, program.device
         if not t.workload or not t.kernel:
             raise ValueError(f"{program.path}: target.workload and target.kernel are required")
@@ -133,7 +134,7 @@ class NeuronTarget:
             gate=gate,
             results_dir=base / (run or program.name),
             settings=d.neuron,
-            python=python,
+            python=python or d.python,
             poll_s=d.poll_s,
             max_wait_s=d.max_wait_s,
             lock_dir=lock_dir,

@@ -26,6 +26,7 @@ device:
   hosts: [localhost]
   poll: 30s
   max_wait: 5m
+  python: /opt/venv/bin/python
   neuron:
     activate: ~/venvs/kernel-env/bin/activate
     compiler_args: ["--enable-instruction-scheduling=false"]
@@ -58,6 +59,7 @@ def test_device_keys_reach_the_target(repo: Path) -> None:
     assert target.device == "neuron" and target.deterministic is False
     assert target.results_dir == repo / ".git" / "kernelopt" / "results" / "small-t1"
     assert (target.poll_s, target.max_wait_s) == (30.0, 300.0)
+    assert target.python == "/opt/venv/bin/python"
     s = target.settings
     assert (s.lnc, s.opt, s.compile_timeout_s, s.compile_workers) == (2, 3, 90.0, 4)
     assert s.compiler_args == ("--enable-instruction-scheduling=false",)
