@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kernelopt.neuron.summary import (
     SummaryError,
@@ -74,3 +76,24 @@ def test_mfu_from_macs_and_time() -> None:
     )
     assert mfu_percent(0, 1.0, 79e12) is None
     assert mfu_percent(10, 0.0, 79e12) is None
+
+
+@given(
+    fraction=st.floats(min_value=0.0, max_value=1.0),
+    missing=st.floats(max_value=-1e-9, allow_nan=False, allow_infinity=False),
+    count=st.integers(min_value=0, max_value=2**40),
+)
+def test_conversion_is_once_and_total(fraction: float, missing: float, count: int) -> None:
+    flat = {
+        "tensor_engine_active_time_percent": fraction,
+        "dma_active_time_percent": missing,
+        "dma_transfer_count": count,
+    }
+    converted = convert_fields(flat)
+    assert converted["tensor_engine_active_time_percent"] == pytest.approx(100 * fraction)
+    assert "dma_active_time_percent" not in converted
+    assert converted["dma_transfer_count"] == count
+    # Converting the result again changes nothing but fractions of at most 1%.
+    again = convert_fields(converted)
+    if converted["tensor_engine_active_time_percent"] > 1.0:
+        assert again == converted
