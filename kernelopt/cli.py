@@ -328,7 +328,16 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     try:
         with runner.locked():
             runner.open(agent_mode=True)
-            result = runner.try_worktree(hypothesis, kind)
+            try:
+                result = runner.try_worktree(hypothesis, kind)
+            except KeyboardInterrupt:
+                message = "interrupted; the attempt is recorded as interrupted and the worktree is at BEST"
+                click.echo(
+                    json.dumps({"verdict": "interrupted", "stop": False})
+                    if as_json
+                    else f"kernelopt: {message}"
+                )
+                sys.exit(EXIT_CODES["interrupted"])
             reason = result.stop_reason if result.stop else runner.stop_reason(0.0, 0, None)
     except RunBusy as exc:
         _fail(str(exc), 3)
@@ -538,6 +547,7 @@ def _register_plugins() -> None:
     """Commands that live beside the library they front."""
     from kernelopt.devices.cli import gate_command
     from kernelopt.ir.cli import ir_group
+    from kernelopt.neuron.cli import fake_trn2_group
     from kernelopt.report.cli import report_command
     from kernelopt.sim.cli import sim_command
 
@@ -545,6 +555,7 @@ def _register_plugins() -> None:
     main.add_command(ir_group, name="ir")
     main.add_command(gate_command, name="gate")
     main.add_command(report_command, name="report")
+    main.add_command(fake_trn2_group, name="fake-trn2")
 
 
 _register_plugins()

@@ -49,6 +49,10 @@ def target_from_spec(spec: dict[str, Any]) -> Any:
             timeout_s=float(spec.get("timeout_s", 600.0)),
             isolate=False,  # this process is the isolated one
         )
+    if kind == "nki-neuron":
+        from kernelopt.neuron.target import NeuronTarget
+
+        return NeuronTarget.from_spec(spec)
     raise ValueError(f"unknown target kind in spec: {kind!r}")
 
 

@@ -76,13 +76,22 @@ def make_executor(program: Program, device: str, runner: Runner | None = None) -
     )
 
 
-def make_target(program: Program, root: Path, device: str) -> Target:
+def make_target(program: Program, root: Path, device: str, run_id: str | None = None) -> Target:
     if program.target.kind == "command":
         return LocalCommand(command_target(program), device=device)
-    if device != "sim":
-        raise SessionError(
-            f"{program.path}: device.kind {device!r} is not available for nki targets yet; use sim"
+    if device == "neuron":
+        from kernelopt.devices.registry import make_gate
+        from kernelopt.hosts.open import open_hosts
+        from kernelopt.neuron.target import NeuronTarget
+
+        hosts = open_hosts(
+            list(program.device.hosts),
+            ssh_config=os.path.expanduser(program.device.ssh_config),
+            trust_new_hosts=program.device.trust_new_hosts,
         )
+        return NeuronTarget.from_program(program, root, hosts, make_gate("neuron"), run=run_id)
+    if device != "sim":
+        raise SessionError(f"{program.path}: nki targets measure on sim or neuron, not {device!r}")
     from kernelopt.targets.nki import NkiSimTarget
 
     return NkiSimTarget.from_program(program, root)
@@ -126,7 +135,7 @@ class Session:
     def create(cls, program: Program, *, tag: str, worktree: str | None = None) -> Session:
         root = find_repo(program.path.resolve().parent)
         device, reason = choose_device(program)
-        target = make_target(program, root, device)
+        target = make_target(program, root, device, f"{program.name}-{tag}")
         runner = Runner(
             program, root, target, tag=tag, worktree=Path(worktree) if worktree else None
         )
@@ -138,7 +147,7 @@ class Session:
     def attach(cls, program: Program, root: Path, run_id: str) -> Session:
         tag = run_id[len(program.name) + 1 :] if run_id.startswith(program.name + "-") else run_id
         device, reason = choose_device(program)
-        target = make_target(program, root, device)
+        target = make_target(program, root, device, run_id)
         runner = Runner(program, root, target, tag=tag)
         runner.executor = make_executor(program, device, runner)
         if runner.run_id != run_id:

@@ -292,10 +292,6 @@ def test_batch_candidates_carry_their_knobs_for_a_resume(bench_repo: RepoFactory
         assert read_trailers(message)["Kernelopt-Signature"] == f"sig{x}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kernelopt try lets click turn Ctrl-C into 'Aborted!' with exit 1; its help promises 15",
-)
 def test_ctrl_c_during_try_exits_with_the_interrupted_code(
     bench_repo: RepoFactory, cli: Cli, tmp_path: Path
 ) -> None:
@@ -318,4 +314,4 @@ def test_ctrl_c_during_try_exits_with_the_interrupted_code(
     assert repo.notes()[1]["verdict"] == "interrupted"
     assert repo.rev(repo.branch()) == repo.rev(repo.ref("best"))
     assert "Traceback" not in err
-    assert code == 15
+    assert code == 15, err
