@@ -215,6 +215,7 @@ class Runner:
         self.executor: Executor = executor or InProcess(getattr(target, "device", "local"))
         self.state: RunState | None = None
         self._lock_fd: int | None = None
+        self._observations: dict[tuple[int, str], Observation] = {}
 
     # -- locking -----------------------------------------------------------------
 
@@ -994,19 +995,8 @@ class Runner:
     def proposer_state(self) -> ProposerState:
         state = self._require_state()
         best = state.best
-        history = tuple(
-            Observation(
-                attempt=r.attempt,
-                kind=r.kind,
-                verdict=r.verdict,
-                metric=r.metric,
-                knobs=r.note.get("knobs"),
-                signature=r.note.get("signature"),
-                profile=dict(r.measurement.get("profile") or {}),
-            )
-            for r in state.attempts
-        )
-        tried = frozenset(r.note["signature"] for r in state.attempts if r.note.get("signature"))
+        history = tuple(self._observed(r) for r in state.attempts)
+        tried = frozenset(o.signature for o in history if o.signature)
         return ProposerState(
             best_metric=best.metric if best else None,
             best_knobs=best.note.get("knobs") if best else None,
@@ -1015,6 +1005,24 @@ class Runner:
             tried=tried,
             seed=self.program.seed,
         )
+
+    def _observed(self, record: AttemptRecord) -> Observation:
+        """An attempt as proposers see it, built once per attempt: the run loop asks
+        for the whole history before every batch, and records never change."""
+        key = (record.attempt, record.commit)
+        seen = self._observations.get(key)
+        if seen is None:
+            seen = Observation(
+                attempt=record.attempt,
+                kind=record.kind,
+                verdict=record.verdict,
+                metric=record.metric,
+                knobs=record.note.get("knobs"),
+                signature=record.note.get("signature"),
+                profile=dict(record.measurement.get("profile") or {}),
+            )
+            self._observations[key] = seen
+        return seen
 
     def stop_reason(
         self, started_at: float, invocation_count: int, max_candidates: int | None
