@@ -93,6 +93,10 @@ class DecideConfig:
     max_consecutive_regressions: int = 5
     recent_window: int = 5
     repair_attempts: int = 3
+    correctness_seeds: int = 3
+    atol: float = 5e-3
+    rtol: float = 5e-3
+    rel_l2: float | None = None
 
 
 @dataclass(frozen=True)
@@ -360,6 +364,10 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
         max_consecutive_regressions=dc["max_consecutive_regressions"],
         recent_window=dc["recent_window"],
         repair_attempts=dc["repair_attempts"],
+        correctness_seeds=dc["correctness_seeds"],
+        atol=float(dc["atol"]),
+        rtol=float(dc["rtol"]),
+        rel_l2=float(dc["rel_l2"]) if dc.get("rel_l2") is not None else None,
     )
     s = v["stop"]
     stop = StopConfig(

@@ -46,6 +46,7 @@ def target_from_spec(spec: dict[str, Any]) -> Any:
             seeds=tuple(spec.get("seeds") or (0,)),
             atol=float(spec.get("atol", 5e-3)),
             rtol=float(spec.get("rtol", 5e-3)),
+            rel_l2=float(spec["rel_l2"]) if spec.get("rel_l2") is not None else None,
             timeout_s=float(spec.get("timeout_s", 600.0)),
             isolate=False,  # this process is the isolated one
         )

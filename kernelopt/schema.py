@@ -325,6 +325,30 @@ SCHEMA = Section(
                     default=3,
                     check=lambda v: None if v >= 0 else "must be 0 or more",
                 ),
+                "correctness_seeds": Key(
+                    "int",
+                    "nki: seeded input sets every candidate is checked on",
+                    default=3,
+                    check=_positive,
+                ),
+                "atol": Key(
+                    "number",
+                    "nki: absolute tolerance of the numerics check",
+                    default=5e-3,
+                    check=_non_negative,
+                ),
+                "rtol": Key(
+                    "number",
+                    "nki: relative tolerance of the numerics check",
+                    default=5e-3,
+                    check=_non_negative,
+                ),
+                "rel_l2": Key(
+                    "number",
+                    "nki: use a relative L2 error bound instead of atol/rtol, e.g. 1e-2",
+                    default=None,
+                    check=_non_negative,
+                ),
             },
         ),
         "stop": Section(

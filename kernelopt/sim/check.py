@@ -30,6 +30,7 @@ class SimReport:
     error: str | None = None
     error_kind: str | None = None
     func: str = ""
+    max_rel_l2_error: float | None = None  # ||got - want|| / ||want||, worst over seeds
 
 
 def _fp32(array: np.ndarray) -> np.ndarray:
@@ -42,28 +43,52 @@ def _as_tuple(value: Any) -> tuple[np.ndarray, ...]:
     return (np.asarray(value),)
 
 
+@dataclass(frozen=True)
+class Tolerance:
+    """allclose(atol, rtol) by default; with ``rel_l2`` set, the relative L2 error bound instead."""
+
+    atol: float = 5e-3
+    rtol: float = 5e-3
+    rel_l2: float | None = None
+
+
 def _compare(
-    got: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...], atol: float, rtol: float
-) -> tuple[float, str | None]:
-    """Largest absolute error over all outputs and the first mismatch, if any."""
+    got: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...], tol: Tolerance
+) -> tuple[float, float, str | None]:
+    """Largest absolute and relative L2 errors over all outputs, and the first mismatch."""
     if len(got) != len(want):
-        return float("inf"), f"the kernel returns {len(got)} outputs, f_numpy {len(want)}"
-    worst, problem = 0.0, None
+        return (
+            float("inf"),
+            float("inf"),
+            f"the kernel returns {len(got)} outputs, f_numpy {len(want)}",
+        )
+    worst, worst_l2, problem = 0.0, 0.0, None
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         if g.shape != w.shape:
-            return float("inf"), f"output {i} has shape {g.shape}, f_numpy gives {w.shape}"
+            return (
+                float("inf"),
+                float("inf"),
+                f"output {i} has shape {g.shape}, f_numpy gives {w.shape}",
+            )
         g32, w32 = _fp32(g).astype(np.float64), _fp32(w).astype(np.float64)
         if np.isnan(g32).any() and not np.isnan(w32).any():
-            return float("inf"), f"output {i} contains NaN"
+            return float("inf"), float("inf"), f"output {i} contains NaN"
         err = float(np.max(np.abs(g32 - w32))) if g32.size else 0.0
-        worst = max(worst, err)
-        if problem is None and not np.allclose(g32, w32, atol=atol, rtol=rtol, equal_nan=True):
-            bad = ~np.isclose(g32, w32, atol=atol, rtol=rtol, equal_nan=True)
+        norm = float(np.linalg.norm(w32))
+        l2 = float(np.linalg.norm(g32 - w32)) / (norm if norm > 0 else 1.0)
+        worst, worst_l2 = max(worst, err), max(worst_l2, l2)
+        if problem is not None:
+            continue
+        if tol.rel_l2 is not None:
+            if not l2 <= tol.rel_l2:
+                problem = f"output {i}: relative L2 error {l2:.4g} exceeds {tol.rel_l2:g}"
+        elif not np.allclose(g32, w32, atol=tol.atol, rtol=tol.rtol, equal_nan=True):
+            bad = ~np.isclose(g32, w32, atol=tol.atol, rtol=tol.rtol, equal_nan=True)
             problem = (
                 f"output {i} differs from f_numpy in {int(bad.sum())} of {bad.size} elements: "
-                f"max abs error {err:.4g} (atol {atol:g}, rtol {rtol:g})"
+                f"max abs error {err:.4g} (atol {tol.atol:g}, rtol {tol.rtol:g})"
             )
-    return worst, problem
+    return worst, worst_l2, problem
 
 
 def check_kernel(
@@ -77,12 +102,16 @@ def check_kernel(
     rtol: float = 5e-3,
     mac_count: int | None = None,
     params: Trn2Params = DEFAULT_PARAMS,
+    rel_l2: float | None = None,
 ) -> SimReport:
     """Run the kernel on each seed's inputs and compare with ``workload.f_numpy``.
 
     Never raises for a bad kernel or a failing oracle: the report carries the
-    error and its kind.
+    error and its kind. A kernel right on one seed and wrong on another is
+    incorrect; the report names the worst seed.
     """
+    tol = Tolerance(atol, rtol, rel_l2)
+    max_l2: float | None = None
     profile: dict[str, Any] = {}
     name = func or ""
     max_err: float | None = None
@@ -90,7 +119,7 @@ def check_kernel(
     first_problem: str | None = None
 
     def failed(error: str, kind: str) -> SimReport:
-        return SimReport(False, max_err, worst_seed, profile, error, kind, name)
+        return SimReport(False, max_err, worst_seed, profile, error, kind, name, max_l2)
 
     for seed in seeds:
         inputs = make_inputs(workload.input_specs, seed)
@@ -113,11 +142,12 @@ def check_kernel(
             return failed(
                 f"{workload.path}: f_numpy failed: {type(exc).__name__}: {exc}", "exception"
             )
-        err, problem = _compare(_as_tuple(run.outputs), _as_tuple(expected), atol, rtol)
+        err, l2, problem = _compare(_as_tuple(run.outputs), _as_tuple(expected), tol)
         if max_err is None or err > max_err:
             max_err, worst_seed = err, seed
+        max_l2 = l2 if max_l2 is None else max(max_l2, l2)
         if problem is not None and first_problem is None:
             first_problem = f"seed {seed}: {problem}"
     if first_problem is not None:
         return failed(first_problem, "numerics")
-    return SimReport(True, max_err, worst_seed, profile, None, None, name)
+    return SimReport(True, max_err, worst_seed, profile, None, None, name, max_l2)

@@ -32,6 +32,7 @@ class NkiSimTarget:
     seeds: tuple[int, ...] = (0,)
     atol: float = 5e-3
     rtol: float = 5e-3
+    rel_l2: float | None = None
     timeout_s: float = 600.0
     # Simulate in a child process: a kernel that loops forever or exhausts
     # memory must cost an attempt, not the runner.
@@ -43,7 +44,17 @@ class NkiSimTarget:
     def from_program(cls, program: Program, root: Path) -> NkiSimTarget:
         t = program.target
         assert t.workload and t.kernel
-        return cls(workload=t.workload, kernel=t.kernel, func=t.func, timeout_s=program.timeout_s)
+        d = program.decide
+        return cls(
+            workload=t.workload,
+            kernel=t.kernel,
+            func=t.func,
+            seeds=tuple(range(d.correctness_seeds)),
+            atol=d.atol,
+            rtol=d.rtol,
+            rel_l2=d.rel_l2,
+            timeout_s=program.timeout_s,
+        )
 
     def reference(self, tree: Path) -> Measurement:
         """The compiler baseline cannot run on sim; the ledger row says so."""
@@ -58,6 +69,7 @@ class NkiSimTarget:
             "seeds": list(self.seeds),
             "atol": self.atol,
             "rtol": self.rtol,
+            "rel_l2": self.rel_l2,
             "timeout_s": self.timeout_s,
         }
 
@@ -107,12 +119,15 @@ class NkiSimTarget:
             seeds=self.seeds,
             atol=self.atol,
             rtol=self.rtol,
+            rel_l2=self.rel_l2,
             mac_count=mac_count,
         )
         elapsed = time.monotonic() - started
         extra = {
             "max_abs_error": report.max_abs_error,
+            "max_rel_l2_error": report.max_rel_l2_error,
             "worst_seed": report.worst_seed,
+            "seeds": list(self.seeds),
             "func": report.func,
             "mac_count": mac_count,
         }
