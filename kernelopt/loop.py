@@ -351,6 +351,11 @@ class Runner:
 
     def try_candidate(self, candidate: Candidate) -> AttemptResult:
         """Write a proposer's candidate into the worktree, commit it, measure it."""
+        committed = self._commit_candidate(candidate)
+        return committed if isinstance(committed, AttemptResult) else self._evaluate(committed)
+
+    def _commit_candidate(self, candidate: Candidate) -> Pending | AttemptResult:
+        """Write, format and commit a candidate as the next attempt (a failed one if the formatter fails)."""
         state = self._require_state()
         assert state.best_commit is not None
         n = state.next_attempt
@@ -367,10 +372,8 @@ class Runner:
             trailers=_candidate_trailers(candidate),
         )
         assert sha is not None
-        return self._evaluate(
-            Pending(
-                n, sha, candidate.kind, candidate.hypothesis, candidate.knobs, candidate.signature
-            )
+        return Pending(
+            n, sha, candidate.kind, candidate.hypothesis, candidate.knobs, candidate.signature
         )
 
     def _format(self) -> Measurement | None:
@@ -404,38 +407,30 @@ class Runner:
         """
         state = self._require_state()
         assert state.best_commit is not None
-        pending: list[Pending] = []
+        best = state.best_commit
+        committed: list[Pending | AttemptResult] = []
         trees: dict[int, Path] = {}
         root = self.repo.common_dir / "kernelopt" / "trees" / self.run_id
         for candidate in candidates:
-            n = self.state.next_attempt  # type: ignore[union-attr]  (counts the batch's pending)
-            self.repo.write_files(candidate.files)
-            sha = self.repo.commit_attempt(
-                n,
-                candidate.kind,
-                candidate.hypothesis,
-                allow_empty=True,
-                parent=state.best_commit,
-                trailers=_candidate_trailers(candidate),
-            )
-            assert sha is not None
-            self.repo.reset_to(state.best_commit)
-            att = Pending(
-                n, sha, candidate.kind, candidate.hypothesis, candidate.knobs, candidate.signature
-            )
-            pending.append(att)
-            trees[n] = root / str(n)
-            self.repo.export_tree(sha, trees[n])
-            self.state = replace(self.state, pending=(*self.state.pending, (n, sha)))  # type: ignore[arg-type]
+            att = self._commit_candidate(candidate)
+            committed.append(att)
+            if isinstance(att, Pending):
+                self.repo.reset_to(best)
+                trees[att.n] = root / str(att.n)
+                self.repo.export_tree(att.sha, trees[att.n])
+                # Counted as pending so the next candidate takes the next number.
+                self.state = replace(self.state, pending=(*self.state.pending, (att.n, att.sha)))  # type: ignore[arg-type]
+        pending = [a for a in committed if isinstance(a, Pending)]
         try:
-            samples = self._measure_many(pending, trees)
-            results = []
+            samples = self._measure_many(pending, trees) if pending else {}
+            results: list[AttemptResult] = []
             kept = False
-            for att in pending:
-                if isinstance(samples[att.n], NoIdleDeviceError):
+            for att in committed:
+                if isinstance(att, AttemptResult):
+                    results.append(att)
+                elif isinstance(samples[att.n], NoIdleDeviceError):
                     results.append(self._stop_without_device(att, str(samples[att.n])))
-                    break
-                if kept and not self.target.deterministic:
+                elif kept and not self.target.deterministic:
                     results.append(self._evaluate(att, trees[att.n]))
                 else:
                     self.reporter.event(
