@@ -477,3 +477,27 @@ def reference(section: Section = SCHEMA, path: str = "") -> list[tuple[str, str,
 
 def knob_space_problem(space: Any) -> str | None:
     return _knob_space_ok(space)
+
+
+def reference_markdown() -> str:
+    """docs/program.md: the key reference, generated from the schema (tests keep it in sync)."""
+    lines = [
+        "# program.md reference",
+        "",
+        "A program is a markdown file whose YAML front matter says what to tune, how",
+        "to measure it, the noise rule and when to stop; its body is the brief an",
+        "agent follows. This table is generated from the schema kernelopt validates",
+        "with (`python -m kernelopt.schema > docs/program.md`): every problem in a",
+        "program is reported at once, with its key path, before anything runs.",
+        "",
+        "| key | type | default | meaning |",
+        "|---|---|---|---|",
+    ]
+    for path, kind, default, help_text in reference():
+        cell = help_text.replace("|", "\\|")
+        lines.append(f"| `{path}` | {kind} | {default.replace('|', chr(92) + '|')} | {cell} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(reference_markdown(), end="")

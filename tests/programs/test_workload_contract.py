@@ -66,3 +66,12 @@ def test_a_workload_missing_names_lists_every_one(tmp_path: Path) -> None:
         load_workload(path, require=SEED_CONTRACT)
     for name in ("f_nkigym", "f_numpy", "CACHE_ROOT", "HOSTS", "TARGET_MFU"):
         assert name in str(err.value)
+
+
+def test_the_key_reference_in_docs_is_generated_from_the_schema() -> None:
+    from kernelopt.schema import reference_markdown
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "program.md"
+    assert docs.read_text() == reference_markdown(), (
+        "regenerate: python -m kernelopt.schema > docs/program.md"
+    )
