@@ -246,3 +246,25 @@ def test_try_after_a_killed_try_records_it_as_interrupted(
     note = repo.note(pending)
     assert note["verdict"] == "interrupted" and note["attempt"] == 1
     assert list(repo.attempt_refs()) == [0, 1, 2]
+
+
+def test_run_json_prints_one_object_per_attempt_then_a_summary(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 80, 130])
+
+    result = cli("run", str(repo.program), "--tag", "t", "--json", cwd=repo.root)
+
+    assert result.exit_code == 0
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    attempts = [e for e in events if e["event"] == "attempt"]
+    assert [(e["attempt"], e["verdict"]) for e in attempts] == [
+        (0, "baseline"),
+        (1, "keep"),
+        (2, "regression"),
+    ]
+    summary = events[-1]
+    assert summary["event"] == "summary"
+    assert summary["best_metric"] == 80.0 and summary["baseline_metric"] == 100.0
+    assert summary["attempts"] == 2 and summary["kept"] == 1
+    assert summary["best_commit"] == repo.rev(repo.ref("best"))
