@@ -12,6 +12,7 @@ BEST_COMMIT. Everything the runner knows is rebuilt from refs and notes.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import io
 import json
@@ -404,6 +405,7 @@ class RunRepo:
         self.wt("update-ref", f"refs/heads/{self.branch}", sha, head)
         return sha
 
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - a commit's content never changes
     def content_key(self, sha: str, device_kind: str) -> str:
         """Identity of what is measured: the tree without the ledger, and the device kind."""
         listing = self.git("ls-tree", "-r", sha)

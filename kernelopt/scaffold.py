@@ -71,6 +71,44 @@ performance.md, and regressions are reverted for you.
 """
 
 
+NKI_WORKLOAD = '''"""{name}: out = lhsT.T @ rhs. Change the math, shapes and dtypes here."""
+
+import numpy as np
+
+from kernelopt.ir import NKIMatmul
+
+
+def f_nkigym(lhsT, rhs):
+    out = NKIMatmul()(stationary=lhsT, moving=rhs)
+    return out
+
+
+def f_numpy(lhsT: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    return lhsT.T @ rhs
+
+
+K, M, N = 1024, 1024, 1024
+INPUT_SPECS = {{"lhsT": ((K, M), "bfloat16"), "rhs": ((K, N), "bfloat16")}}
+'''
+
+
+def _nki_files(root: Path, name: str) -> dict[Path, str]:
+    """A starting workload, and the knobs and kernel its KernelIR renders by default."""
+    from kernelopt.ir import ir_for_workload, render_ir
+    from kernelopt.ir.knobs_io import knobs_text
+
+    folder = root / "ir" / name
+    workload = folder / "workload.py"
+    files = {workload: NKI_WORKLOAD.format(name=name)}
+    if not workload.exists():
+        workload.parent.mkdir(parents=True, exist_ok=True)
+        workload.write_text(files[workload])
+    ir = ir_for_workload(workload)
+    files[folder / "knobs.json"] = knobs_text(ir)
+    files[folder / "kernel.py"] = render_ir(ir)
+    return files
+
+
 def scaffold(root: Path, name: str, kind: str) -> list[tuple[Path, bool]]:
     """Create what is missing; return (path, created) for each file considered."""
     out: list[tuple[Path, bool]] = []
@@ -86,7 +124,13 @@ def scaffold(root: Path, name: str, kind: str) -> list[tuple[Path, bool]]:
         root / "performance.md": HEADER,
     }
     (root / "ir" / name).mkdir(parents=True, exist_ok=True)
+    created_workload = not (root / "ir" / name / "workload.py").exists()
+    if kind == "nki":
+        wanted.update(_nki_files(root, name))
     for path, text in wanted.items():
+        if path.name == "workload.py" and created_workload:
+            out.append((path, True))  # written first: the knobs and kernel derive from it
+            continue
         if path.exists():
             out.append((path, False))
             continue
