@@ -12,7 +12,6 @@ kernelopt commits, measures and decides as for any candidate.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -356,4 +355,4 @@ def _ask_fields(ask: Ask) -> dict[str, Any]:
     return {}
 
 
-__all__ = ["AgentDriver", "Ask", "build_context", "lessons", "next_ask", "render_context", "os"]
+__all__ = ["AgentDriver", "Ask", "build_context", "lessons", "next_ask", "render_context"]

@@ -20,8 +20,6 @@ from kernelopt.session import (
     SessionError,
     current_run,
     describe_device,
-    make_proposer,
-    make_target,
     program_for_run,
     resolve_run,
 )
@@ -559,8 +557,6 @@ def _register_plugins() -> None:
 
 
 _register_plugins()
-
-_ = (make_target, make_proposer)
 
 
 if __name__ == "__main__":

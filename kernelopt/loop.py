@@ -30,7 +30,6 @@ from kernelopt.decide import (
     KEEP,
     REGRESSION,
     TIE,
-    Counters,
     Spread,
     assess_deterministic,
     assess_paired,
@@ -1180,4 +1179,4 @@ class RunSummary:
         }
 
 
-__all__ = ["AttemptResult", "Counters", "RunBusy", "RunStopped", "RunSummary", "Runner", "Target"]
+__all__ = ["AttemptResult", "RunBusy", "RunStopped", "RunSummary", "Runner", "Target"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,13 @@ def choose_device(program: Program) -> tuple[str, str]:
 
 def make_executor(program: Program, device: str, runner: Runner | None = None) -> Executor:
     """In this process for sim and gate-less command targets; else gated devices on hosts."""
+    if program.device.executor == "ray":  # Ray schedules the devices (docs/ray.md)
+        from kernelopt.ray_executor import RayExecutorError, ray_executor_for
+
+        try:
+            return ray_executor_for(program, device, runner)
+        except RayExecutorError as exc:
+            raise SessionError(f"{program.path}: {exc}") from None
     if device == "sim" or (device == "none" and not program.device.hosts):
         return InProcess(device)
     from kernelopt.devices.registry import make_gate
@@ -219,4 +225,4 @@ def program_for_run(root: Path, run_id: str) -> Program:
     return load_program(path, root=repo.worktree)
 
 
-__all__ = ["Session", "SessionError", "current_run", "json", "resolve_run"]
+__all__ = ["Session", "SessionError", "current_run", "resolve_run"]
