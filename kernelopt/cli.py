@@ -273,6 +273,7 @@ def _print_summary(s: RunSummary, as_json: bool, program: str) -> None:
     click.echo("  look at it:")
     click.echo(f"    git log {s.branch}")
     click.echo(f"    kernelopt log --run {s.run_id}")
+    click.echo(f"    kernelopt report {s.run_id} --out kernelopt-report-{s.run_id}")
 
 
 @main.command(name="try")
