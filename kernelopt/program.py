@@ -74,6 +74,14 @@ class NeuronConfig:
 
 
 @dataclass(frozen=True)
+class RayConfig:
+    address: str = "auto"
+    num_cpus: int | None = None
+    resources_per_device: dict[str, float] | None = None  # None: derived from the device kind
+    task_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
 class Device:
     kind: str = "auto"
     hosts: tuple[str, ...] = ()
@@ -83,6 +91,8 @@ class Device:
     ssh_config: str = "~/.ssh/config"
     python: str = "python3"
     neuron: NeuronConfig = field(default_factory=NeuronConfig)
+    executor: str = "hosts"
+    ray: RayConfig = field(default_factory=RayConfig)
 
 
 @dataclass(frozen=True)
@@ -354,6 +364,17 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
             compile_timeout_s=parse_duration(d["neuron"]["compile_timeout"]),
             compile_workers=d["neuron"]["compile_workers"],
             results=d["neuron"]["results"],
+        ),
+        executor=d["executor"],
+        ray=RayConfig(
+            address=d["ray"]["address"],
+            num_cpus=d["ray"]["num_cpus"],
+            resources_per_device=(
+                {str(k): float(v) for k, v in d["ray"]["resources_per_device"].items()}
+                if d["ray"]["resources_per_device"] is not None
+                else None
+            ),
+            task_timeout_s=parse_duration(d["ray"]["task_timeout"]),
         ),
     )
     dc = v["decide"]

@@ -125,6 +125,19 @@ def _knob_space_ok(space: Any) -> str | None:
     return None
 
 
+def _ray_address_ok(value: Any) -> str | None:
+    if value in ("auto", "local") or value.startswith("ray://"):
+        return None
+    return f"expected auto, local or a ray://host:port address, got {value!r}"
+
+
+def _resources_ok(value: Any) -> str | None:
+    for name, amount in value.items():
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount <= 0:
+            return f"resource {name!r} needs a positive amount, got {amount!r}"
+    return None
+
+
 TARGET_KINDS = ("nki", "command")
 DEVICE_KINDS = ("auto", "sim", "neuron", "nvidia", "rocm", "none")
 
@@ -236,6 +249,41 @@ SCHEMA = Section(
                 ),
                 "python": Key(
                     "str", "the Python with kernelopt installed on remote hosts", default="python3"
+                ),
+                "executor": Key(
+                    "str",
+                    "hosts (the gate and locks on device.hosts) or ray (a Ray cluster schedules devices)",
+                    default="hosts",
+                    choices=("hosts", "ray"),
+                ),
+                "ray": Section(
+                    "Ray cluster settings (device.executor ray)",
+                    {
+                        "address": Key(
+                            "str",
+                            "auto (the running cluster), ray://host:port, or local to start one in this process",
+                            default="auto",
+                            check=_ray_address_ok,
+                        ),
+                        "num_cpus": Key(
+                            "int",
+                            "CPUs of a local cluster (address local; default: all)",
+                            default=None,
+                            check=_positive,
+                        ),
+                        "resources_per_device": Key(
+                            "mapping",
+                            "Ray resources one device takes, e.g. {neuron_cores: 2} (default: neuron_cores per device.neuron.lnc, GPU 1, or CPU 1)",
+                            default=None,
+                            check=_resources_ok,
+                        ),
+                        "task_timeout": Key(
+                            "duration",
+                            "longest a Ray call may take beyond the measurement's own timeout before the node counts as lost",
+                            default="120s",
+                            check=_positive_duration_ok,
+                        ),
+                    },
                 ),
                 "neuron": Section(
                     "Trainium2 measurement settings (device kind neuron)",
