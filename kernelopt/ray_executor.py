@@ -194,6 +194,10 @@ class RayDevice(Device):
 
 
 def _first_line(exc: BaseException) -> str:
+    """A one-line summary; for an error raised inside a Ray task, the task's own error."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        exc = cause
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
@@ -264,11 +268,15 @@ class RayExecutor:
         if self._actor_class is None:
             self.connect()
         actors = [self._start() for _ in range(max(1, count))]
+        held: list[Device] = []
         try:
-            yield self._ready(actors)
+            held = self._ready(actors)
+            yield held
         finally:
+            holding = [d.actor for d in held if isinstance(d, RayDevice)]
             for actor in actors:
-                self._stop(actor)
+                # Only an actor that started can hold a lock; one still queued is just ended.
+                self._stop(actor, release=any(actor is h for h in holding))
 
     def _start(self) -> Any:
         options = actor_options(self.resources)
@@ -332,11 +340,12 @@ class RayExecutor:
                 reason = f"every device's worth of {self.resources} is taken in the Ray cluster"
                 self.on_wait(WaitNotice(reason, time.monotonic() - started, self.poll_s))
 
-    def _stop(self, actor: Any) -> None:
-        """Release the node's lock if the actor still answers, then end the actor."""
+    def _stop(self, actor: Any, *, release: bool) -> None:
+        """Release the node's lock if the actor holds one and answers, then end the actor."""
         ray = self.ray
-        with contextlib.suppress(Exception):
-            ray.get(actor.release.remote(), timeout=_RELEASE_TIMEOUT_S)
+        if release:
+            with contextlib.suppress(Exception):
+                ray.get(actor.release.remote(), timeout=_RELEASE_TIMEOUT_S)
         with contextlib.suppress(Exception):
             ray.kill(actor, no_restart=True)
 
