@@ -235,6 +235,7 @@ class RayExecutor:
         self.gather_s = gather_s
         self.on_wait = on_wait
         self._actor_class: Any = None
+        self._slots = 1
 
     def connect(self) -> RayExecutor:
         """Join (or start) the cluster and check it has the resources a device needs."""
@@ -254,8 +255,12 @@ class RayExecutor:
     @property
     def slots(self) -> int:
         """Devices in the cluster (busy or not): the batch size worth proposing."""
-        # At least one, so that a cluster shrunk to nothing still tries and reports why.
-        return max(1, slots_for(self.ray.cluster_resources(), self.resources))
+        try:
+            # At least one, so that a cluster shrunk to nothing still tries and reports why.
+            self._slots = max(1, slots_for(self.ray.cluster_resources(), self.resources))
+        except Exception:  # the cluster cannot answer now: the devices() call will say why
+            pass
+        return self._slots
 
     @contextlib.contextmanager
     def device(self) -> Iterator[Device]:
