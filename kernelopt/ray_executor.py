@@ -421,9 +421,9 @@ def ray_survey(program: Program, *, timeout_s: float | None = None) -> list[Devi
     A node whose survey fails or does not answer within ``timeout_s`` (default
     device.ray.task_timeout) shows as one busy entry saying why.
     """
+    ray = require_ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    ray = require_ray()
     kind = program.device.kind
     join_cluster(program.device.ray)
     limit = timeout_s if timeout_s is not None else program.device.ray.task_timeout_s

@@ -21,6 +21,7 @@ from kernelopt.ray_executor import (
     RayExecutorError,
     actor_options,
     default_resources,
+    ray_survey,
     require_ray,
     slots_for,
 )
@@ -98,6 +99,8 @@ def test_without_ray_the_error_names_the_extra(
     with pytest.raises(SessionError) as error:
         make_executor(prog, "none")
     assert str(error.value).startswith(str(prog.path)) and INSTALL_HINT in str(error.value)
+    with pytest.raises(RayExecutorError, match=r"\[ray\]"):
+        ray_survey(prog)
 
 
 def test_one_device_worth_of_resources_by_kind() -> None:
