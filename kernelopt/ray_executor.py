@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelopt.devices.acquire import WaitNotice
 from kernelopt.devices.base import DeviceStatus, ProcessInfo
 from kernelopt.executor import Device, HostFault, MeasurableTarget, NoIdleDeviceError, _label, _tar
 from kernelopt.measurement import FAILED, Measurement
@@ -202,13 +203,6 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-@dataclass(frozen=True)
-class WaitNotice:
-    reason: str
-    waited_s: float
-    next_poll_s: float
-
-
 class RayExecutor:
     """Devices as Ray actors, each asking for one device's worth of resources."""
 
@@ -342,7 +336,10 @@ class RayExecutor:
             if done:
                 return list(done)
             if self.on_wait is not None:
-                reason = f"every device's worth of {self.resources} is taken in the Ray cluster"
+                reason = (
+                    f"no Ray worker with {self.resources} has started yet (every device in "
+                    "the cluster is taken, or the node's gate is waiting for an idle one)"
+                )
                 self.on_wait(WaitNotice(reason, time.monotonic() - started, self.poll_s))
 
     def _stop(self, actor: Any, *, release: bool) -> None:
