@@ -30,6 +30,41 @@ def _line(status: DeviceStatus) -> str:
     return text
 
 
+def _survey_program(program_path: str) -> list[DeviceStatus]:
+    """The devices of a program's device section: its gate on its hosts, or through Ray."""
+    import os
+
+    from kernelopt.program import ProgramError, load_program
+    from kernelopt.session import choose_device
+
+    try:
+        program = load_program(program_path)
+    except ProgramError as error:
+        click.echo(str(error), err=True)
+        sys.exit(2)
+    if program.device.executor == "ray":
+        from kernelopt.ray_executor import ray_survey
+
+        return ray_survey(program)
+    kind, _ = choose_device(program)
+    if kind == "sim":
+        raise click.ClickException(
+            f"{program_path} measures on sim (kernelopt's simulator): there is no device to survey"
+        )
+    opened = open_hosts(
+        list(program.device.hosts),
+        ssh_config=os.path.expanduser(program.device.ssh_config),
+        trust_new_hosts=program.device.trust_new_hosts,
+    )
+    try:
+        return survey_all(kind, opened)
+    except (GateError, HostError, FileNotFoundError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        for host in opened:
+            host.close()
+
+
 @click.command("gate")
 @click.option(
     "--kind",
@@ -47,12 +82,19 @@ def _line(status: DeviceStatus) -> str:
 )
 @click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh config file to use.")
 @click.option("--trust-new-hosts", is_flag=True, help="Accept and save unknown host keys.")
+@click.option(
+    "--program",
+    "program_path",
+    type=click.Path(dir_okay=False),
+    help="Survey the devices a program measures on (its device kind, hosts, ssh config, executor).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of devices.")
 def gate_command(
     kind: str,
     hosts: tuple[str, ...],
     ssh_config: str | None,
     trust_new_hosts: bool,
+    program_path: str | None,
     as_json: bool,
 ) -> None:
     """Show each device's state: idle or busy, processes, utilization.
@@ -63,15 +105,19 @@ def gate_command(
     Example:
       kernelopt gate --kind neuron --host gym-3 --host gym-4
       kernelopt gate --json
+      kernelopt gate --program programs/matmul.md
     """
-    opened = open_hosts(hosts, ssh_config=ssh_config, trust_new_hosts=trust_new_hosts)
-    try:
-        statuses = survey_all(kind, opened)
-    except (GateError, HostError, FileNotFoundError, ValueError) as error:
-        raise click.ClickException(str(error)) from None
-    finally:
-        for host in opened:
-            host.close()
+    if program_path:
+        statuses = _survey_program(program_path)
+    else:
+        opened = open_hosts(hosts, ssh_config=ssh_config, trust_new_hosts=trust_new_hosts)
+        try:
+            statuses = survey_all(kind, opened)
+        except (GateError, HostError, FileNotFoundError, ValueError) as error:
+            raise click.ClickException(str(error)) from None
+        finally:
+            for host in opened:
+                host.close()
     if as_json:
         click.echo(json.dumps([s.as_dict() for s in statuses], indent=2))
     else:
