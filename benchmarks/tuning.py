@@ -1,17 +1,20 @@
 """How good the NKI knob proposer is on `sim`, against random sampling and a large enumeration.
 
-For a workload (default ir/matmul, 2048³ bf16), three searches are scored by
+For each workload (default: the three shipped ones), three searches are scored by
 the simulator's MFU estimate (trace-only mode: the numerics gate is the same
 for every valid state and is checked by the tests):
 
 - kernelopt: `NkiKnobProposer`, fed back with keep/discard decisions as the
   runner makes them on a deterministic device;
-- random: joint samples (`kernelopt.ir.sample`) at the same budget;
+- random: joint samples (`kernelopt.ir.sample`, any rewrite variant) at the same budget;
 - reference: the best of a large random enumeration (`--reference` states),
   standing in for exhaustive search, which is out of reach at this size.
 
-    python benchmarks/tuning.py [--workload ir/matmul/workload.py] [--budgets 50 200]
-                                [--reference 1500] [--seed 0]
+    python benchmarks/tuning.py [--workload ir/matmul/workload.py ...] [--budgets 50 200]
+                                [--reference 1500] [--seeds 0 1 2 3 4]
+
+Every shipped workload is scored unless --workload names some; "wins" counts
+the seeds where kernelopt is at least as good as random at that budget.
 
 Goal: >= 95 % of the reference best within 200 candidates, and ahead of
 random at equal budget.
@@ -32,6 +35,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from kernelopt.ir import ir_for_workload, knob_signature, render_ir, sample  # noqa: E402
 from kernelopt.ir.footprint import fits  # noqa: E402
 from kernelopt.ir.mac import compute_mac_count  # noqa: E402
+from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations  # noqa: E402
 from kernelopt.proposers.base import Observation, ProposerState  # noqa: E402
 from kernelopt.proposers.nki import NkiKnobProposer  # noqa: E402
 from kernelopt.sim import SimError, run_kernel  # noqa: E402
@@ -39,25 +43,28 @@ from kernelopt.workload import load_workload, make_inputs  # noqa: E402
 
 
 class Scorer:
-    """MFU of a kernel source on sim, cached by source text."""
+    """MFU and profile of a kernel source on sim, cached by source text."""
 
     def __init__(self, workload) -> None:
         self.inputs = make_inputs(workload.input_specs, 0)
         self.macs = compute_mac_count(workload.f_nkigym, workload.input_specs)
-        self.cache: dict[str, float | None] = {}
+        self.cache: dict[str, tuple[float | None, dict]] = {}
         self.dir = Path(tempfile.mkdtemp(prefix="kernelopt-tuning-"))
         self.count = 0
 
     def __call__(self, source: str) -> float | None:
+        return self.measure(source)[0]
+
+    def measure(self, source: str) -> tuple[float | None, dict]:
         if source not in self.cache:
             self.count += 1
             path = self.dir / f"k{self.count}.py"
             path.write_text(source)
             try:
                 run = run_kernel(path, self.inputs, compute=False, mac_count=self.macs)
-                self.cache[source] = float(run.profile["mfu_estimated_percent"])
+                self.cache[source] = (float(run.profile["mfu_estimated_percent"]), run.profile)
             except SimError:  # capacity and the like: a failed candidate
-                self.cache[source] = None
+                self.cache[source] = (None, {})
         return self.cache[source]
 
 
@@ -86,13 +93,15 @@ def proposer_search(workload, scorer: Scorer, budget: int, seed: int) -> list[fl
             if len(curve) >= budget:
                 break
             source = next(text for path, text in cand.files.items() if path.endswith(".py"))
-            mfu = scorer(source)
+            mfu, profile = scorer.measure(source)
             kept = mfu is not None and (best is None or mfu > best)
             verdict = "keep" if kept else ("failed" if mfu is None else "regression")
             if kept:
                 best, best_knobs = mfu, cand.knobs
             tried.add(cand.signature or "")
-            obs = Observation(len(curve) + 1, "knob", verdict, mfu, cand.knobs, cand.signature)
+            obs = Observation(
+                len(curve) + 1, "knob", verdict, mfu, cand.knobs, cand.signature, profile
+            )
             history.append(obs)
             proposer.observe([obs])
             curve.append(best or 0.0)
@@ -103,13 +112,14 @@ def random_search(
     workload, scorer: Scorer, budget: int, seed: int, *, fit_only: bool = False
 ) -> list[float]:
     base_ir = ir_for_workload(workload)
+    variants = [ir for _, ir in enumerate_rewrite_combinations(base_ir, list(REWRITES.values()))]
     rng = random.Random(seed)
     best = scorer(render_ir(base_ir)) or 0.0
     seen: set[str] = set()
     curve: list[float] = []
     misses = 0
     while len(curve) < budget and misses < 50 * budget:
-        ir = sample(base_ir, rng)
+        ir = sample(rng.choice(variants), rng)
         sig = knob_signature(ir)
         if sig in seen or (fit_only and not fits(ir)):
             misses += 1
@@ -122,56 +132,91 @@ def random_search(
     return curve
 
 
+SHIPPED = ("ir/matmul/workload.py", "ir/matmul_lhs_rhs/workload.py", "ir/matmul_gelu/workload.py")
+REFERENCE_SEED = 1_000_003  # the enumeration is the same whatever --seeds says
+
+
+def at(curve: list[float], n: int) -> float:
+    return curve[min(n, len(curve)) - 1] if curve else 0.0
+
+
+def score_workload(path: str, budgets: list[int], reference: int, seeds: list[int]) -> dict:
+    """Curves of both searches per seed, and the reference best over everything simulated."""
+    workload = load_workload(path)
+    scorer = Scorer(workload)
+    top = max(budgets)
+    t0 = time.monotonic()
+    ours = {s: proposer_search(workload, scorer, top, s) for s in seeds}
+    t1 = time.monotonic()
+    rand = {s: random_search(workload, scorer, top, s + 1) for s in seeds}
+    t2 = time.monotonic()
+    enum = random_search(workload, scorer, reference, REFERENCE_SEED, fit_only=True)
+    t3 = time.monotonic()
+    ref_best = max([enum[-1] if enum else 0.0] + [max(c) for c in (*ours.values(), *rand.values())])
+    rows = [
+        {
+            "workload": path,
+            "budget": n,
+            "reference": ref_best,
+            "kernelopt": {s: at(ours[s], n) for s in seeds},
+            "random": {s: at(rand[s], n) for s in seeds},
+        }
+        for n in budgets
+    ]
+    return {
+        "rows": rows,
+        "enumerated": len(enum),
+        "seconds": {"kernelopt": t1 - t0, "random": t2 - t1, "reference": t3 - t2},
+        "simulated": scorer.count,
+    }
+
+
+def _spread(values: dict[int, float], ref: float) -> str:
+    ratios = [v / ref for v in values.values()]
+    mean = sum(ratios) / len(ratios)
+    return f"{mean:>6.1%} [{min(ratios):.1%}..{max(ratios):.1%}]"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--workload", default="ir/matmul/workload.py")
+    parser.add_argument("--workload", dest="workloads", action="append", default=None)
     parser.add_argument("--budgets", type=int, nargs="+", default=[50, 200])
     parser.add_argument("--reference", type=int, default=1500)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    workload = load_workload(args.workload)
-    scorer = Scorer(workload)
-    top = max(args.budgets)
-    t0 = time.monotonic()
-    ours = proposer_search(workload, scorer, top, args.seed)
-    t1 = time.monotonic()
-    rand = random_search(workload, scorer, top, args.seed + 1)
-    t2 = time.monotonic()
-    reference = random_search(workload, scorer, args.reference, args.seed + 2, fit_only=True)
-    t3 = time.monotonic()
-    ref_best = max(reference[-1], max(ours), max(rand))
-
-    def at(curve: list[float], n: int) -> float:
-        return curve[min(n, len(curve)) - 1] if curve else 0.0
-
-    rows = []
-    for n in args.budgets:
-        rows.append(
-            {"budget": n, "kernelopt": at(ours, n), "random": at(rand, n), "reference": ref_best}
-        )
+    results = {
+        w: score_workload(w, args.budgets, args.reference, args.seeds)
+        for w in args.workloads or SHIPPED
+    }
     if args.json:
-        print(json.dumps(rows))
+        print(json.dumps([row for r in results.values() for row in r["rows"]]))
         return
     print(
-        f"workload {args.workload}; sim MFU (%), best after N candidates; reference = best of "
-        f"{len(reference)} fitting random states and both searches"
+        f"sim MFU (%), best after N candidates, seeds {' '.join(map(str, args.seeds))}; "
+        "ratios to the reference as mean [min..max] over seeds"
     )
-    print(
-        f"{'N':>5} {'kernelopt':>10} {'random':>8} {'reference':>10} {'kernelopt/ref':>14} {'random/ref':>11}"
-    )
-    for r in rows:
+    for path, result in results.items():
         print(
-            f"{r['budget']:>5} {r['kernelopt']:>10.2f} {r['random']:>8.2f} {r['reference']:>10.2f} "
-            f"{r['kernelopt'] / r['reference']:>13.1%} {r['random'] / r['reference']:>10.1%}"
+            f"\n{path}: reference = best of {result['enumerated']} fitting random states "
+            "and both searches"
         )
-    print(
-        f"time: kernelopt {t1 - t0:.1f}s, random {t2 - t1:.1f}s, reference {t3 - t2:.1f}s "
-        f"({scorer.count} distinct kernels simulated)"
-    )
-    print("goal: kernelopt >= 95% of reference within 200 candidates, and ahead of random")
+        print(f"{'N':>5} {'reference':>10} {'kernelopt/ref':>24} {'random/ref':>24} {'wins':>6}")
+        for r in result["rows"]:
+            ref = r["reference"]
+            wins = sum(r["kernelopt"][s] >= r["random"][s] for s in args.seeds)
+            print(
+                f"{r['budget']:>5} {ref:>10.2f} {_spread(r['kernelopt'], ref):>24} "
+                f"{_spread(r['random'], ref):>24} {wins:>3}/{len(args.seeds)}"
+            )
+        sec = result["seconds"]
+        print(
+            f"time: kernelopt {sec['kernelopt']:.1f}s, random {sec['random']:.1f}s, "
+            f"reference {sec['reference']:.1f}s ({result['simulated']} distinct kernels simulated)"
+        )
+    print("\ngoal: kernelopt >= 95% of reference within 200 candidates, and ahead of random")
 
 
 if __name__ == "__main__":
