@@ -180,16 +180,17 @@ class RayDevice(Device):
         ray = require_ray()
         spec = dict(target.spec())  # type: ignore[attr-defined]
         timeout = float(spec.get("timeout_s", 600.0)) + self.call_timeout_s
+        packed = None if Path(tree) in self.trees else _tar(Path(tree))
         try:
-            data = self.trees.get(Path(tree))
-            if data is None:
-                data = self.trees[Path(tree)] = ray.put(_tar(Path(tree)))
-            result = ray.get(self.actor.measure.remote(spec, data, self.env), timeout=timeout)
+            if packed is not None:
+                self.trees[Path(tree)] = ray.put(packed)
+            call = self.actor.measure.remote(spec, self.trees[Path(tree)], self.env)
+            result = ray.get(call, timeout=timeout)
         except ray.exceptions.GetTimeoutError:
             raise HostFault(
                 f"{self.host_name}: no answer from the Ray worker within {timeout:g}s"
             ) from None
-        except ray.exceptions.RayError as exc:
+        except Exception as exc:  # Ray errors, and a lost connection to the cluster
             raise HostFault(f"{self.host_name}: {_first_line(exc)}") from None
         return _label(Measurement.from_json(result), self)
 
@@ -266,10 +267,16 @@ class RayExecutor:
         """Up to ``count`` devices, as soon as at least one is held."""
         if self._actor_class is None:
             self.connect()
-        actors = [self._start() for _ in range(max(1, count))]
+        actors: list[Any] = []
         held: list[Device] = []
         try:
-            held = self._ready(actors)
+            try:
+                actors.extend(self._start() for _ in range(max(1, count)))
+                held = self._ready(actors)
+            except (HostFault, NoIdleDeviceError):
+                raise
+            except Exception as exc:  # Ray errors, and a lost connection to the cluster
+                raise HostFault(f"the Ray cluster: {_first_line(exc)}") from None
             yield held
         finally:
             holding = [d.actor for d in held if isinstance(d, RayDevice)]
