@@ -56,7 +56,7 @@ class Device:
             m = target.measure(tree, env=self.env)
         else:
             m = self._measure_remote(target, tree)
-        return _label(m, self)
+        return labelled(m, self)
 
     def _measure_remote(self, target: MeasurableTarget, tree: Path) -> Measurement:
         spec = dict(target.spec())  # type: ignore[attr-defined]
@@ -68,7 +68,7 @@ class Device:
             raise HostFault(f"{self.host_name}: {exc}") from exc
         try:
             unpack = host.run(
-                ["tar", "-x", "-f", "-", "-C", directory], stdin=_tar(tree), timeout=300
+                ["tar", "-x", "-f", "-", "-C", directory], stdin=tar_tree(tree), timeout=300
             )
             if unpack.returncode != 0:
                 raise HostFault(
@@ -101,13 +101,13 @@ class Device:
                 host.remove_tree(directory)
 
 
-def _label(m: Measurement, device: Device) -> Measurement:
+def labelled(m: Measurement, device: Device) -> Measurement:
     from dataclasses import replace
 
     return replace(m, device=m.device or device.name, host=device.host_name)
 
 
-def _tar(tree: Path) -> bytes:
+def tar_tree(tree: Path) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for path in sorted(Path(tree).iterdir()):

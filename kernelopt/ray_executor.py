@@ -29,7 +29,14 @@ from typing import Any
 
 from kernelopt.devices.acquire import WaitNotice
 from kernelopt.devices.base import DeviceStatus, ProcessInfo
-from kernelopt.executor import Device, HostFault, MeasurableTarget, NoIdleDeviceError, _label, _tar
+from kernelopt.executor import (
+    Device,
+    HostFault,
+    MeasurableTarget,
+    NoIdleDeviceError,
+    labelled,
+    tar_tree,
+)
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.program import Program, RayConfig
 
@@ -180,7 +187,7 @@ class RayDevice(Device):
         ray = require_ray()
         spec = dict(target.spec())  # type: ignore[attr-defined]
         timeout = float(spec.get("timeout_s", 600.0)) + self.call_timeout_s
-        packed = None if Path(tree) in self.trees else _tar(Path(tree))
+        packed = None if Path(tree) in self.trees else tar_tree(Path(tree))
         try:
             if packed is not None:
                 self.trees[Path(tree)] = ray.put(packed)
@@ -192,7 +199,7 @@ class RayDevice(Device):
             ) from None
         except Exception as exc:  # Ray errors, and a lost connection to the cluster
             raise HostFault(f"{self.host_name}: {_first_line(exc)}") from None
-        return _label(Measurement.from_json(result), self)
+        return labelled(Measurement.from_json(result), self)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -23,6 +23,10 @@ def choose_device(program: Program) -> tuple[str, str]:
     """(device kind, why) for ``device.kind: auto`` and explicit kinds."""
     kind = program.device.kind
     hosts = program.device.hosts
+    if program.device.executor == "ray":
+        if kind == "auto":
+            kind = "neuron" if program.target.kind == "nki" else "none"
+        return kind, f"{kind} devices of the Ray cluster at {program.device.ray.address}"
     if program.target.kind == "command":
         if kind == "auto" and not hosts:
             return "none", "this machine (command target, no hosts or device gate configured)"

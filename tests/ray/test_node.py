@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import bench_target, write_bench
 
-from kernelopt.executor import _tar
+from kernelopt.executor import tar_tree
 from kernelopt.measurement import Measurement
 from kernelopt.program import RayConfig, load_program
 from kernelopt.ray_executor import NodeMeasurer
@@ -69,7 +69,7 @@ def test_a_shipped_tree_is_measured_and_a_bad_one_is_a_failure_not_an_exception(
     node = NodeMeasurer("none", poll_s=1.0, max_wait_s=1.0, lock_dir=None)
     target = bench_target()
     tree = write_bench(tmp_path / "tree", latency=0.0)
-    good = Measurement.from_json(node.measure(target.spec(), _tar(tree), {}))
+    good = Measurement.from_json(node.measure(target.spec(), tar_tree(tree), {}))
     assert good.ok and good.metrics["time"] == 100
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:

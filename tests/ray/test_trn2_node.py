@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt.executor import _tar
+from kernelopt.executor import tar_tree
 from kernelopt.measurement import Measurement
 from kernelopt.neuron.target import NeuronTarget
 from kernelopt.ray_executor import NodeMeasurer
@@ -47,7 +47,7 @@ def test_the_node_leases_a_neuron_core_and_measures_the_shipped_kernel(
     try:
         assert info.no_idle == "" and info.device.startswith("neuron:")
         cores = info.binding["NEURON_RT_VISIBLE_CORES"]
-        tree = _tar(kernel_tree(tmp_path / "candidate"))
+        tree = tar_tree(kernel_tree(tmp_path / "candidate"))
         m = Measurement.from_json(node.measure(spec, tree, info.binding))
     finally:
         node.release()
