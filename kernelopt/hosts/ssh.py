@@ -238,6 +238,16 @@ class SSHHost:
         self, channel: paramiko.Channel, started: float, out: bytearray, err: bytearray
     ) -> CommandResult:
         stderr_text, pgid = _strip_pgid(err.decode("utf-8", "replace"))
+        # On a slow host the timeout can come before the command even printed
+        # its group id; wait a little for it rather than leave the group alive.
+        announce_end = time.monotonic() + 5.0
+        while pgid is None and not channel.exit_status_ready() and time.monotonic() < announce_end:
+            while channel.recv_stderr_ready():
+                err += channel.recv_stderr(65536)
+            while channel.recv_ready():
+                out += channel.recv(65536)
+            stderr_text, pgid = _strip_pgid(err.decode("utf-8", "replace"))
+            time.sleep(0.01)
         if pgid is not None:
             self._kill_group(pgid)
         grace_end = time.monotonic() + 2.0
