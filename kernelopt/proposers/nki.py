@@ -1,24 +1,39 @@
 """Knob candidates for an NKI kernel, drawn from its KernelIR.
 
 The first batch is every rewrite variant at its default knobs. After that the
-proposer sweeps one knob at a time around the best state (5-10 settings), stays
-on a knob while it keeps winning, moves to the next knob when it stops, and
-draws joint samples once a whole round of sweeps found nothing, then goes
-back to sweeping. Every candidate is valid, rendered, and new by signature.
-States whose buffers would not fit SBUF/PSUM even in the estimate are left for
-last (they are proposed only once everything else is exhausted).
+proposer alternates three modes, as a tuner reading profiles would:
+
+- targeted sweep: one knob at a time around the best state (5-10 settings),
+  staying on a knob while it keeps winning; the knobs the best state's
+  profile implicates go first (a DMA-bound kernel sweeps block sizes and load
+  buffer scopes before loop order);
+- joint perturbation, once a whole round of sweeps found nothing (the knobs
+  interact, so coordinate descent is stuck): the best state and the other
+  elites (the runner-up states and each variant's best) with two or three
+  knobs changed at once, plus a few fresh joint draws for diversity;
+- back to sweeping as soon as a perturbation wins.
+
+Every candidate is valid, rendered, and new by signature. States whose
+buffers would not fit SBUF/PSUM even in the estimate, and states that render
+to a kernel already proposed, are left for last (proposed only once
+everything else is exhausted).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import math
 import random
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from kernelopt.ir.derive import derive
-from kernelopt.ir.footprint import fits
+from kernelopt.ir.footprint import fits, footprint
 from kernelopt.ir.knobs_io import (
     KnobsError,
     ir_for_workload,
@@ -27,16 +42,30 @@ from kernelopt.ir.knobs_io import (
     knobs_to_json,
 )
 from kernelopt.ir.model import SCOPES, KernelIR, Scope
-from kernelopt.ir.render import render_ir
+from kernelopt.ir.render import buffer_dtype, buffer_shape, render_ir
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
 from kernelopt.ir.sample import draw_loop_order, knob_signature, sample
 from kernelopt.ir.validate import apply_fix, validity_report
 from kernelopt.proposers.base import KNOB, Candidate, Observation, ProposerState
-from kernelopt.workload import Workload
+from kernelopt.workload import Workload, numpy_dtype
 
 SWEEP_WIDTH = 8
 JOINT_BATCH = 8
+PERTURB_BATCH = 8
+FRESH_PER_PERTURB = 2  # fresh joint draws in a perturbation batch, against tunnel vision
+ELITES = 4  # best distinct states perturbed, besides each variant's best
+RESTARTS = 2  # best fresh joint draws perturbed too: a way out of the best state's basin
+NEAR_STEP = 0.75  # share of perturbation moves to a neighbouring block size or scope
+PERTURB_TRIES = 400  # perturbations attempted per batch before giving up on the elites
+PERTURB_POOL = 48  # perturbations drawn per batch, from which a DMA-bound kernel picks
+GUIDED_DRAWS = 8  # fresh joint draws per pick when the traffic estimate leads
+MODEL_MIN = 24  # measured states before the surrogate model ranks perturbations
+MODEL_POOL = 64  # fresh joint draws the model ranks alongside the perturbations
+NEAR_SHARE = 2  # perturbations in a model-led batch; the rest are ranked fresh draws
+EXPLORE = 1  # unranked fresh draws per model-led batch, so the model keeps learning
+RIDGE = 1.0
 STALE_DRAWS = 200  # fruitless random draws before falling back to full enumeration
+UNUSABLE = frozenset({"failed", "incorrect", "diverged"})
 
 
 def _repair(ir: KernelIR, rounds: int = 4) -> KernelIR | None:
@@ -73,6 +102,98 @@ def describe_change(best: KernelIR, cand: KernelIR, against: str = "best") -> st
     return f"vs {against}: " + "; ".join(changes)
 
 
+def _source_key(ir: KernelIR) -> str:
+    """Two knob states that render the same kernel measure the same: one key for both."""
+    return hashlib.sha1(render_ir(ir).encode()).hexdigest()
+
+
+def _load_traffic(ir: KernelIR) -> int:
+    """HBM bytes the load buffers bring in: each allocation is filled once per trip around it.
+
+    A DMA-bound kernel is ranked by this: it is what widening scopes and
+    blocks buys, and what reordering loops around a load costs.
+    """
+    placement = derive(ir)[0]
+    if placement is None:
+        return 0
+    trips = {}
+    for d in ir.dims:
+        per_block = ir.ltiles_per_block.get(d.name) or 1
+        trips[f"{d.name}.block"] = d.num_tiles // per_block
+        trips[f"{d.name}.tile"] = per_block
+    total = 0
+    for buf in ir.buffers:
+        if buf.role != "load":
+            continue
+        count = 1
+        for entry in ir.loop_order[: placement.emission[buf.name]]:
+            count *= trips[entry]
+        partition, held, free = buffer_shape(ir, buf)
+        total += count * partition * held * free * numpy_dtype(buffer_dtype(ir, buf)).itemsize
+    return total
+
+
+def _dma_bound(profile: dict[str, Any]) -> bool | None:
+    """Whether DMA, not TensorE, limits the kernel (None when the profile cannot say)."""
+    dma = profile.get("dma_active_time_percent")
+    te = profile.get("tensor_engine_active_time_percent")
+    if not isinstance(dma, int | float) or not isinstance(te, int | float):
+        return None
+    return dma > te
+
+
+def _features(ir: KernelIR) -> dict[str, float]:
+    """What a kernel's speed plausibly depends on, as named numbers (missing means 0)."""
+    placement = derive(ir)[0]
+    assert placement is not None, "only valid states are ranked"
+    depth = max(1, len(ir.loop_order))
+    named: dict[str, float] = {f"variant={ir.variant}": 1.0}
+    for i, entry in enumerate(ir.loop_order):
+        named[f"at:{entry}"] = i / depth
+    for d in ir.dims:
+        named[f"block:{d.name}"] = math.log2(ir.ltiles_per_block[d.name]) / max(
+            1.0, math.log2(d.num_tiles)
+        )
+    for buf, at in placement.emission.items():
+        named[f"emit:{buf}"] = at / depth
+    for op, at in placement.fire.items():
+        named[f"fire:{op}"] = at / depth
+    for buf, scopes in ir.buffer_scopes.items():
+        for d, scope in scopes.items():
+            named[f"scope:{buf}.{d}={Scope(scope).value}"] = 1.0
+    used = footprint(ir)
+    named["traffic"] = math.log2(1 + _load_traffic(ir)) / 40
+    named["sbuf"] = used["sbuf"] / 2**17
+    named["psum"] = used["psum"] / 2**14
+    return named
+
+
+def _fit(
+    seen: list[dict[str, float]], metrics: list[float]
+) -> Callable[[list[dict[str, float]]], np.ndarray]:
+    """Ridge regression on the features and their pairwise products (knobs interact).
+
+    Solved in the dual (a few hundred states, a thousand product features), so
+    fitting costs well under the time of one measurement.
+    """
+    names = sorted({k for f in seen for k in f})
+    upper = np.triu_indices(len(names))
+
+    def expand(rows: list[dict[str, float]]) -> np.ndarray:
+        x = np.array([[f.get(n, 0.0) for n in names] for f in rows])
+        return np.hstack([x, (x[:, :, None] * x[:, None, :])[:, upper[0], upper[1]]])
+
+    train = expand(seen)
+    y = np.asarray(metrics, dtype=float)
+    mean = float(y.mean())
+    alpha = np.linalg.solve(train @ train.T + RIDGE * np.eye(len(y)), y - mean)
+
+    def predict(rows: list[dict[str, float]]) -> np.ndarray:
+        return expand(rows) @ (train.T @ alpha) + mean
+
+    return predict
+
+
 class NkiKnobProposer:
     """The Proposer for ``target.kind: nki`` programs (knob candidates only)."""
 
@@ -89,6 +210,10 @@ class NkiKnobProposer:
         self.rng = random.Random(seed)
         self.queue: deque[KernelIR] = deque()
         self.proposed: set[str] = set()
+        self.fresh: set[str] = set()  # signatures of fresh joint draws, for restarts
+        self.features: dict[str, dict[str, float]] = {}  # by knob signature
+        self.sources: set[str] = set()  # rendered kernels already proposed (or tried)
+        self.known: set[str] = set()  # history signatures whose kernels are in ``sources``
         self.started = False
         self.knob_index = 0
         self.fruitless_sweeps = 0
@@ -103,6 +228,7 @@ class NkiKnobProposer:
 
     def propose(self, state: ProposerState) -> list[Candidate] | None:
         tried = set(state.tried) | self.proposed
+        self._learn_sources(state.history)
         best = self._best(state)
         want = max(1, state.batch_size)
         if not self.started:
@@ -112,13 +238,14 @@ class NkiKnobProposer:
             if first:
                 for ir in first:
                     self.proposed.add(knob_signature(ir))
+                    self.sources.add(_source_key(ir))
                 return [self._candidate(None, ir, knob_signature(ir)) for ir in first]
         if self.last_improved:
             self.queue.clear()  # settings queued around the old best are stale now
         batch: list[Candidate] = []
         stale = 0
         while len(batch) < want:
-            if not self.queue and not self._refill(best, tried):
+            if not self.queue and not self._refill(best, tried, state):
                 stale += 1
                 if stale > 3:
                     break
@@ -129,32 +256,112 @@ class NkiKnobProposer:
                 continue
             tried.add(sig)
             self.proposed.add(sig)
+            self.sources.add(_source_key(ir))
             batch.append(self._candidate(best, ir, sig))
         return batch or None
 
-    # --- where candidates come from ------------------------------------------------------
+    # --- what the run has taught ---------------------------------------------------------
 
-    def _best(self, state: ProposerState) -> KernelIR | None:
-        if not state.best_knobs:
-            return None
+    def _learn_sources(self, history: tuple[Observation, ...]) -> None:
+        """Kernels tried before this proposer existed (a resumed run) count as proposed."""
+        for obs in history:
+            if obs.knobs is None or obs.signature in self.known:
+                continue
+            self.known.add(obs.signature or "")
+            ir = self._ir(obs.knobs)
+            if ir is not None:
+                self.sources.add(_source_key(ir))
+
+    def _ir(self, knobs: dict[str, Any]) -> KernelIR | None:
         try:
-            ir = ir_from_knobs(self.base, state.best_knobs)
+            ir = ir_from_knobs(self.base, knobs)
         except KnobsError:
             return None
         return ir if not derive(ir)[1] else None
 
-    def _knobs_of(self, ir: KernelIR) -> list[str]:
-        names = ["loop_order"]
-        names += [f"ltiles_per_block.{d.name}" for d in ir.dims if len(d.divisors()) > 1]
-        names += [f"buffer_scopes.{b.name}" for b in ir.buffers]
-        return names
+    def _best(self, state: ProposerState) -> KernelIR | None:
+        return self._ir(state.best_knobs) if state.best_knobs else None
 
-    def _refill(self, best: KernelIR | None, tried: set[str]) -> bool:
-        """Queue the next sweep or joint draw; False when nothing new could be found."""
+    def _ranked(self, state: ProposerState) -> list[Observation]:
+        """Measured knob states, best first, one per signature."""
+        usable = [
+            o
+            for o in state.history
+            if o.knobs is not None and o.metric is not None and o.verdict not in UNUSABLE
+        ]
+        usable.sort(key=lambda o: o.metric if state.better == "lower" else -o.metric)
+        seen: set[str] = set()
+        ranked = []
+        for o in usable:
+            key = o.signature or repr(sorted(o.knobs.items()))
+            if key not in seen:
+                seen.add(key)
+                ranked.append(o)
+        return ranked
+
+    def _elites(self, best: KernelIR | None, state: ProposerState) -> list[KernelIR]:
+        """The best state, the runners-up, and each rewrite variant's best, best first."""
+        ranked = self._ranked(state)
+        picks = ranked[:ELITES] + [o for o in ranked if o.signature in self.fresh][:RESTARTS]
+        for variant in self.variants:
+            top = next((o for o in ranked if o.knobs.get("variant") == variant), None)
+            if top is not None and top not in picks:
+                picks.append(top)
+        elites = [best] if best is not None else []
+        for o in picks:
+            ir = self._ir(o.knobs)
+            if ir is not None and all(knob_signature(ir) != knob_signature(e) for e in elites):
+                elites.append(ir)
+        return elites
+
+    def _featured(self, ir: KernelIR) -> dict[str, float]:
+        sig = knob_signature(ir)
+        if sig not in self.features:
+            self.features[sig] = _features(ir)
+        return self.features[sig]
+
+    def _model(self, state: ProposerState) -> Callable[[list[KernelIR]], np.ndarray] | None:
+        """A surrogate of the metric fitted to every measured state (None while too few)."""
+        seen, metrics = [], []
+        sign = -1.0 if state.better == "lower" else 1.0
+        for obs in self._ranked(state):
+            ir = self._ir(obs.knobs)
+            if ir is not None:
+                seen.append(self._featured(ir))
+                metrics.append(sign * float(obs.metric))
+        if len(seen) < MODEL_MIN:
+            return None
+        predict = _fit(seen, metrics)
+        return lambda irs: predict([self._featured(ir) for ir in irs])
+
+    def _profile_of(self, best: KernelIR | None, state: ProposerState) -> dict[str, Any]:
+        if best is None:
+            return {}
+        sig = knob_signature(best)
+        for obs in reversed(state.history):
+            if obs.signature == sig or obs.knobs == state.best_knobs:
+                return obs.profile
+        return {}
+
+    # --- where candidates come from ------------------------------------------------------
+
+    def _knobs_of(self, ir: KernelIR, dma_bound: bool = False) -> list[str]:
+        """The knobs to sweep, the ones the profile implicates first."""
+        loads = [f"buffer_scopes.{b.name}" for b in ir.buffers if b.role == "load"]
+        others = [f"buffer_scopes.{b.name}" for b in ir.buffers if b.role != "load"]
+        blocks = [f"ltiles_per_block.{d.name}" for d in ir.dims if len(d.divisors()) > 1]
+        if dma_bound:
+            # Reload traffic dominates: bigger blocks and wider load buffers cut it.
+            return blocks + loads + ["loop_order"] + others
+        return ["loop_order"] + blocks + loads + others
+
+    def _refill(self, best: KernelIR | None, tried: set[str], state: ProposerState) -> bool:
+        """Queue the next sweep or joint batch; False when nothing new could be found."""
         if self.exhaustive is not None:
             return self._from_exhaustive(tried)
         if best is not None:
-            knobs = self._knobs_of(best)
+            dma_bound = bool(_dma_bound(self._profile_of(best, state)))
+            knobs = self._knobs_of(best, dma_bound)
             if self.last_improved:
                 self.fruitless_sweeps = 0  # the knob just won: sweep it again around the new best
             else:
@@ -163,24 +370,33 @@ class NkiKnobProposer:
             self.last_improved = False
             while self.fruitless_sweeps <= len(knobs):
                 knob = knobs[self.knob_index % len(knobs)]
-                fresh = [
-                    ir
-                    for ir in self._sweep(best, knob)
-                    if knob_signature(ir) not in tried and fits(ir)
-                ]
+                fresh = [ir for ir in self._sweep(best, knob) if self._worth(ir, tried)]
                 if fresh:
                     self.queue.extend(fresh[:SWEEP_WIDTH])
                     return True
                 self.knob_index += 1
                 self.fruitless_sweeps += 1
-            # A whole round of sweeps found nothing: knobs interact, so draw jointly.
+            # A whole round of sweeps found nothing: knobs interact, so move several at once.
             self.fruitless_sweeps = 0
-        drawn = self._joint(tried)
+            elites = self._elites(best, state)
+            model = self._model(state)
+            if model is not None:
+                drawn = self._ranked_batch(elites, tried, model)
+            else:
+                drawn = self._perturbations(elites, tried, dma_bound)
+            if drawn:
+                self.queue.extend(drawn)
+                return True
+        drawn = self._guided(tried, JOINT_BATCH, dma_bound=False)
         if drawn:
             self.queue.extend(drawn)
             return True
         self.exhaustive = self._enumerate()
         return self._from_exhaustive(tried)
+
+    def _worth(self, ir: KernelIR, tried: set[str]) -> bool:
+        """New, likely to fit, and not a kernel already proposed under other knobs."""
+        return knob_signature(ir) not in tried and fits(ir) and _source_key(ir) not in self.sources
 
     def _sweep(self, best: KernelIR, knob: str) -> Iterator[KernelIR]:
         """Settings of one knob nearest the best first, others held (repaired if needed)."""
@@ -215,12 +431,117 @@ class NkiKnobProposer:
                 if not derive(cand)[1]:
                     yield cand
 
-    def _joint(self, tried: set[str]) -> list[KernelIR]:
+    def _nudge(self, ir: KernelIR, knob: str) -> KernelIR:
+        """One random change of one knob (possibly invalid: the caller repairs)."""
+        if knob == "loop_order":
+            order = list(ir.loop_order)
+            i = self.rng.randrange(len(order) - 1)
+            order[i], order[i + 1] = order[i + 1], order[i]
+            return ir.with_knobs(loop_order=order)
+        kind, name = knob.split(".", 1)
+        if kind == "ltiles_per_block":
+            n = self._step(ir.dim[name].divisors(), ir.ltiles_per_block[name])
+            return ir.with_knobs(ltiles_per_block={**ir.ltiles_per_block, name: n})
+        if not ir.buffer[name].knob_dims:
+            return ir
+        scopes = dict(ir.buffer_scopes[name])
+        dim = self.rng.choice(ir.buffer[name].knob_dims)
+        scopes[dim] = self._step(SCOPES, scopes[dim])
+        return ir.with_knobs(buffer_scopes={**ir.buffer_scopes, name: scopes})
+
+    def _step(self, options: tuple[Any, ...], current: Any) -> Any:
+        """Usually a neighbouring setting (the landscape is smoother there), sometimes any."""
+        i = options.index(current)
+        near = [options[j] for j in (i - 1, i + 1) if 0 <= j < len(options)]
+        far = [o for o in options if o != current]
+        return self.rng.choice(near if near and self.rng.random() < NEAR_STEP else far)
+
+    def _perturbed(self, elites: list[KernelIR], tried: set[str]) -> list[KernelIR]:
+        """Elites with two or three knobs moved at once; the best state most often."""
+        pool: dict[str, KernelIR] = {}
+        sources: set[str] = set()
+        for _ in range(PERTURB_TRIES):
+            if len(pool) >= PERTURB_POOL or not elites:
+                break
+            # Half the draws move the best state, the rest spread over the other elites.
+            center = elites[0] if self.rng.random() < 0.5 else self.rng.choice(elites)
+            moves = self._knobs_of(center)
+            ir = center
+            for knob in self.rng.sample(moves, min(len(moves), self.rng.choice((2, 2, 3)))):
+                ir = self._nudge(ir, knob)
+            fixed = _repair(ir)
+            if fixed is None or knob_signature(fixed) in pool or not self._worth(fixed, tried):
+                continue
+            source = _source_key(fixed)
+            if source not in sources:
+                sources.add(source)
+                pool[knob_signature(fixed)] = fixed
+        drawn = list(pool.values())
+        self.rng.shuffle(drawn)
+        return drawn
+
+    def _perturbations(
+        self, elites: list[KernelIR], tried: set[str], dma_bound: bool
+    ) -> list[KernelIR]:
+        """A perturbation batch before the model has data, plus fresh draws.
+
+        When the best kernel is DMA-bound, half the batch is the perturbations
+        that load the least from HBM; the rest stays random so the estimate
+        cannot steer the search away from everything else.
+        """
+        drawn = self._perturbed(elites, tried)
+        want = PERTURB_BATCH - FRESH_PER_PERTURB
+        if dma_bound:
+            lean = sorted(drawn, key=_load_traffic)[: want // 2]
+            drawn = lean + [ir for ir in drawn if all(ir is not x for x in lean)]
+        drawn = drawn[:want]
+        keys = tried | {knob_signature(ir) for ir in drawn}
+        drawn += self._guided(keys, PERTURB_BATCH - len(drawn), dma_bound)
+        return drawn
+
+    def _ranked_batch(
+        self,
+        elites: list[KernelIR],
+        tried: set[str],
+        model: Callable[[list[KernelIR]], np.ndarray],
+    ) -> list[KernelIR]:
+        """The surrogate's favourite perturbations and fresh draws, plus one unranked draw.
+
+        Perturbations and fresh draws are ranked apart: the model rates the best
+        state's neighbours highest, and on a plateau those are ties, so the
+        fresh draws it likes best (restarts in other basins) get their own share.
+        """
+        near = self._perturbed(elites, tried)
+        far = self._joint(tried | {knob_signature(ir) for ir in near}, MODEL_POOL)
+        picked: list[KernelIR] = []
+        for pool, share in ((near, NEAR_SHARE), (far, PERTURB_BATCH - NEAR_SHARE - EXPLORE)):
+            if pool:
+                scores = model(pool)
+                order = sorted(range(len(pool)), key=lambda i: -scores[i])
+                picked += [pool[i] for i in order[:share]]
+        picked += [ir for ir in far if all(ir is not p for p in picked)][:EXPLORE]
+        self.fresh.update(knob_signature(ir) for ir in picked if any(ir is f for f in far))
+        return picked
+
+    def _guided(self, tried: set[str], want: int, dma_bound: bool) -> list[KernelIR]:
+        """Fresh joint draws; for a DMA-bound kernel, the leanest of several per pick."""
+        picks: list[KernelIR] = []
+        if not dma_bound:
+            picks = self._joint(tried, want)
+        while dma_bound and len(picks) < want:
+            draws = self._joint(tried | {knob_signature(p) for p in picks}, GUIDED_DRAWS)
+            if not draws:
+                break
+            picks.append(min(draws, key=_load_traffic))
+        self.fresh.update(knob_signature(p) for p in picks)
+        return picks
+
+    def _joint(self, tried: set[str], want: int) -> list[KernelIR]:
         drawn: list[KernelIR] = []
         variants = list(self.variants.values())
         misses = 0
         for _ in range(STALE_DRAWS * 20):
-            if len(drawn) == JOINT_BATCH or misses == STALE_DRAWS:
+            if len(drawn) >= want or misses == STALE_DRAWS:
                 break
             ir = sample(self.rng.choice(variants), self.rng)
             if not fits(ir):
