@@ -60,7 +60,7 @@ PERTURB_TRIES = 400  # perturbations attempted per batch before giving up on the
 PERTURB_POOL = 48  # perturbations drawn per batch, from which a DMA-bound kernel picks
 GUIDED_DRAWS = 8  # fresh joint draws per pick when the traffic estimate leads
 MODEL_MIN = 24  # measured states before the surrogate model ranks perturbations
-MODEL_POOL = 64  # fresh joint draws the model ranks alongside the perturbations
+MODEL_POOL = 128  # fresh joint draws the model ranks alongside the perturbations
 NEAR_SHARE = 2  # perturbations in a model-led batch; the rest are ranked fresh draws
 EXPLORE = 1  # unranked fresh draws per model-led batch, so the model keeps learning
 RIDGE = 1.0
@@ -331,7 +331,10 @@ class NkiKnobProposer:
                 metrics.append(sign * float(obs.metric))
         if len(seen) < MODEL_MIN:
             return None
-        predict = _fit(seen, metrics)
+        # Fitted to a bootstrap resample (Thompson sampling): batches rank by different
+        # plausible models, so picks spread where the data leave the model unsure.
+        picks = [self.rng.randrange(len(seen)) for _ in seen]
+        predict = _fit([seen[i] for i in picks], [metrics[i] for i in picks])
         return lambda irs: predict([self._featured(ir) for ir in irs])
 
     def _profile_of(self, best: KernelIR | None, state: ProposerState) -> dict[str, Any]:

@@ -175,3 +175,142 @@ def test_draws_and_sweeps_prefer_states_that_fit_on_chip() -> None:
             tried.add(c.signature)
             assert fits(ir_from_knobs(ROOT / "ir" / "matmul" / "workload.py", c.knobs))
         best = batch[-1].knobs
+
+
+# --- the search after sweeps: perturbations, restarts, the surrogate, the profile ---------
+
+
+def _families(best: dict, cand: dict) -> set[str]:
+    """Which knobs a candidate changes relative to ``best`` (variant counts as one)."""
+    if cand["variant"] != best["variant"]:
+        return {"variant"}
+    changed = {"loop_order"} if cand["loop_order"] != best["loop_order"] else set()
+    changed |= {
+        f"ltiles_per_block.{d}"
+        for d, n in cand["ltiles_per_block"].items()
+        if best["ltiles_per_block"].get(d) != n
+    }
+    changed |= {
+        f"buffer_scopes.{b}"
+        for b, s in cand["buffer_scopes"].items()
+        if best["buffer_scopes"].get(b) != s
+    }
+    return changed
+
+
+def _drive(proposer: NkiKnobProposer, metric, budget: int, profile=None) -> list:
+    """The runner's keep rule on a deterministic metric; returns (candidate, best) pairs."""
+    tried: set[str] = set()
+    history: list[Observation] = []
+    best, best_knobs = None, None
+    seen = []
+    while len(seen) < budget:
+        state = ProposerState(
+            best_metric=best,
+            best_knobs=best_knobs,
+            better="higher",
+            history=tuple(history),
+            tried=frozenset(tried),
+            batch_size=4,
+        )
+        batch = proposer.propose(state)
+        if batch is None:
+            break
+        for c in batch:
+            assert c.signature not in tried, "a signature was proposed twice"
+            tried.add(c.signature)
+            value = metric(c.knobs)
+            kept = best is None or value > best
+            seen.append((c, best_knobs))
+            obs = Observation(
+                len(seen),
+                "knob",
+                "keep" if kept else "regression",
+                value,
+                c.knobs,
+                c.signature,
+                profile(c.knobs) if profile else {},
+            )
+            history.append(obs)
+            proposer.observe([obs])
+            if kept:
+                best, best_knobs = value, c.knobs
+    return seen
+
+
+def test_after_a_fruitless_sweep_round_it_moves_several_knobs_at_once() -> None:
+    proposer = _proposer(seed=4)
+    first_best: dict = {}
+
+    def metric(knobs: dict) -> float:
+        # The first state measured stays best: every sweep around it is fruitless.
+        if not first_best:
+            first_best.update(knobs)
+        return 1.0 if knobs == first_best else 0.0
+
+    seen = _drive(proposer, metric, 160)
+    after_floor = seen[len(proposer.variants) :]  # batch 0 is one state per variant
+    changes = [_families(best, c.knobs) for c, best in after_floor]
+    # A loop-order sweep may repair scopes on the way; any other sweep moves one knob.
+    single = [f for f in changes if len(f) == 1 and "variant" not in f]
+    joint = [
+        i
+        for i, f in enumerate(changes)
+        if "variant" in f or ("loop_order" not in f and len(f) >= 2)
+    ]
+    assert joint, "no joint or perturbed state after the sweeps ran out"
+    # Every knob family was swept (alone) before the first multi-knob state.
+    swept = set().union(*(f for f in changes[: joint[0]]))
+    knobs = set(proposer._knobs_of(ir_from_knobs(LHS_RHS, first_best)))
+    assert knobs <= swept | {"loop_order"}
+    assert len(single) >= len(knobs)
+
+
+def test_a_long_run_never_repeats_a_signature_or_a_kernel() -> None:
+    proposer = _proposer(seed=6)
+    seen = _drive(proposer, lambda k: float(sum(k["ltiles_per_block"].values())), 150)
+    assert len(seen) == 150
+    kernels = [c.files[KERNEL] for c, _ in seen]
+    assert len(set(kernels)) == len(kernels), "the same kernel was proposed under other knobs"
+
+
+def test_the_surrogate_leads_the_search_to_a_synthetic_optimum() -> None:
+    # A landscape the sweeps alone cannot climb: the metric rewards three knobs only
+    # in combination, and is flat (ties) elsewhere.
+    def metric(knobs: dict) -> float:
+        blocks = knobs["ltiles_per_block"]
+        scopes = knobs["buffer_scopes"]
+        score = float(blocks["d0"] >= 4) + float(blocks["d2"] >= 2)
+        score += float(scopes["sbuf_rhs"].get("d1") == "FULL")
+        return score + (3.0 if score == 3.0 else 0.0)
+
+    for seed in (0, 1):
+        seen = _drive(_proposer(seed=seed), metric, 150)
+        assert max(metric(c.knobs) for c, _ in seen) == 6.0, f"seed {seed} missed the optimum"
+
+
+def test_a_dma_bound_best_sweeps_block_sizes_first_a_compute_bound_one_loop_order() -> None:
+    def first_sweep(profile: dict) -> set[str]:
+        proposer = _proposer()
+        first = proposer.propose(_state(set()))
+        assert first is not None
+        best = first[0].knobs
+        tried = {c.signature for c in first}
+        obs = Observation(1, "knob", "keep", 1.0, best, first[0].signature, profile)
+        proposer.observe([obs])
+        state = ProposerState(
+            best_metric=1.0,
+            best_knobs=best,
+            better="higher",
+            history=(obs,),
+            tried=frozenset(tried),
+            batch_size=2,
+        )
+        batch = proposer.propose(state)
+        assert batch is not None
+        return _families(best, batch[0].knobs)
+
+    dma = {"dma_active_time_percent": 99.0, "tensor_engine_active_time_percent": 40.0}
+    te = {"dma_active_time_percent": 30.0, "tensor_engine_active_time_percent": 90.0}
+    assert all(f.startswith("ltiles_per_block.") for f in first_sweep(dma))
+    assert "loop_order" in first_sweep(te)
