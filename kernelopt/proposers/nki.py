@@ -9,9 +9,13 @@ proposer alternates three modes, as a tuner reading profiles would:
   buffer scopes before loop order);
 - joint perturbation, once a whole round of sweeps found nothing (the knobs
   interact, so coordinate descent is stuck): the best state and the other
-  elites (the runner-up states and each variant's best) with two or three
-  knobs changed at once, plus a few fresh joint draws for diversity;
-- back to sweeping as soon as a perturbation wins.
+  elites (the runner-up states, each variant's best, and the best fresh joint
+  draws, which restart the search in other basins) with two or three knobs
+  changed at once, plus fresh joint draws. Once enough states are measured, a
+  surrogate (ridge regression on derived features and their products, refitted
+  to a bootstrap resample every batch) picks the batch from a large pool of
+  both; before that a DMA-bound best prefers perturbations that load less;
+- back to sweeping as soon as a perturbation or draw wins.
 
 Every candidate is valid, rendered, and new by signature. States whose
 buffers would not fit SBUF/PSUM even in the estimate, and states that render
@@ -63,7 +67,7 @@ MODEL_MIN = 24  # measured states before the surrogate model ranks perturbations
 MODEL_POOL = 128  # fresh joint draws the model ranks alongside the perturbations
 NEAR_SHARE = 2  # perturbations in a model-led batch; the rest are ranked fresh draws
 EXPLORE = 1  # unranked fresh draws per model-led batch, so the model keeps learning
-RIDGE = 1.0
+RIDGE = 1.0  # regularisation: a few hundred states against a thousand features
 STALE_DRAWS = 200  # fruitless random draws before falling back to full enumeration
 UNUSABLE = frozenset({"failed", "incorrect", "diverged"})
 
@@ -116,7 +120,7 @@ def _load_traffic(ir: KernelIR) -> int:
     placement = derive(ir)[0]
     if placement is None:
         return 0
-    trips = {}
+    trips: dict[str, int] = {}
     for d in ir.dims:
         per_block = ir.ltiles_per_block.get(d.name) or 1
         trips[f"{d.name}.block"] = d.num_tiles // per_block

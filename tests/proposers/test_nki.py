@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from kernelopt.ir import ir_from_knobs, render_ir, validity_report
-from kernelopt.proposers.base import Observation, Proposer, ProposerState
+from kernelopt.proposers.base import Candidate, Observation, Proposer, ProposerState
 from kernelopt.proposers.nki import NkiKnobProposer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -198,7 +199,12 @@ def _families(best: dict, cand: dict) -> set[str]:
     return changed
 
 
-def _drive(proposer: NkiKnobProposer, metric, budget: int, profile=None) -> list:
+def _drive(
+    proposer: NkiKnobProposer,
+    metric: Callable[[dict], float],
+    budget: int,
+    profile: Callable[[dict], dict] | None = None,
+) -> list[tuple[Candidate, dict | None]]:
     """The runner's keep rule on a deterministic metric; returns (candidate, best) pairs."""
     tried: set[str] = set()
     history: list[Observation] = []
@@ -322,14 +328,14 @@ def test_the_surrogate_ranks_unseen_states_by_a_metric_with_interacting_knobs() 
 
     import numpy as np
 
-    from kernelopt.ir import ir_for_workload, sample
+    from kernelopt.ir import KernelIR, ir_for_workload, sample
     from kernelopt.proposers.nki import _features, _fit
 
     base = ir_for_workload(LHS_RHS)
     rng = random.Random(11)
     states = [sample(base, rng) for _ in range(120)]
 
-    def metric(ir) -> float:
+    def metric(ir: KernelIR) -> float:
         wide = ir.buffer_scopes["sbuf_rhs"]["d1"] == "FULL"
         # Block size pays off only with the wide buffer: a product term.
         return math.log2(ir.ltiles_per_block["d0"]) * (2.0 if wide else 0.5)
