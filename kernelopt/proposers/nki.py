@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import random
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -37,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from kernelopt.ir.derive import derive
-from kernelopt.ir.footprint import fits, footprint
+from kernelopt.ir.footprint import fits
 from kernelopt.ir.knobs_io import (
     KnobsError,
     ir_for_workload,
@@ -46,12 +45,13 @@ from kernelopt.ir.knobs_io import (
     knobs_to_json,
 )
 from kernelopt.ir.model import SCOPES, KernelIR, Scope
-from kernelopt.ir.render import buffer_dtype, buffer_shape, render_ir
+from kernelopt.ir.render import render_ir
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
 from kernelopt.ir.sample import draw_loop_order, knob_signature, sample
 from kernelopt.ir.validate import apply_fix, validity_report
 from kernelopt.proposers.base import KNOB, Candidate, Observation, ProposerState
-from kernelopt.workload import Workload, numpy_dtype
+from kernelopt.proposers.surrogate import features, fit, load_traffic
+from kernelopt.workload import Workload
 
 SWEEP_WIDTH = 8
 JOINT_BATCH = 8
@@ -67,7 +67,6 @@ MODEL_MIN = 24  # measured states before the surrogate model ranks perturbations
 MODEL_POOL = 128  # fresh joint draws the model ranks alongside the perturbations
 NEAR_SHARE = 1  # perturbations in a model-led batch; the rest are ranked fresh draws
 EXPLORE = 2  # unranked fresh draws per model-led batch, so the model keeps learning
-RIDGE = 1.0  # regularisation: a few hundred states against a thousand features
 STALE_DRAWS = 200  # fruitless random draws before falling back to full enumeration
 UNUSABLE = frozenset({"failed", "incorrect", "diverged"})
 
@@ -111,32 +110,6 @@ def _source_key(ir: KernelIR) -> str:
     return hashlib.sha1(render_ir(ir).encode()).hexdigest()
 
 
-def _load_traffic(ir: KernelIR) -> int:
-    """HBM bytes the load buffers bring in: each allocation is filled once per trip around it.
-
-    A DMA-bound kernel is ranked by this: it is what widening scopes and
-    blocks buys, and what reordering loops around a load costs.
-    """
-    placement = derive(ir)[0]
-    if placement is None:
-        return 0
-    trips: dict[str, int] = {}
-    for d in ir.dims:
-        per_block = ir.ltiles_per_block.get(d.name) or 1
-        trips[f"{d.name}.block"] = d.num_tiles // per_block
-        trips[f"{d.name}.tile"] = per_block
-    total = 0
-    for buf in ir.buffers:
-        if buf.role != "load":
-            continue
-        count = 1
-        for entry in ir.loop_order[: placement.emission[buf.name]]:
-            count *= trips[entry]
-        partition, held, free = buffer_shape(ir, buf)
-        total += count * partition * held * free * numpy_dtype(buffer_dtype(ir, buf)).itemsize
-    return total
-
-
 def _dma_bound(profile: dict[str, Any]) -> bool | None:
     """Whether DMA, not TensorE, limits the kernel (None when the profile cannot say)."""
     dma = profile.get("dma_active_time_percent")
@@ -144,58 +117,6 @@ def _dma_bound(profile: dict[str, Any]) -> bool | None:
     if not isinstance(dma, int | float) or not isinstance(te, int | float):
         return None
     return dma > te
-
-
-def _features(ir: KernelIR) -> dict[str, float]:
-    """What a kernel's speed plausibly depends on, as named numbers (missing means 0)."""
-    placement = derive(ir)[0]
-    assert placement is not None, "only valid states are ranked"
-    depth = max(1, len(ir.loop_order))
-    named: dict[str, float] = {f"variant={ir.variant}": 1.0}
-    for i, entry in enumerate(ir.loop_order):
-        named[f"at:{entry}"] = i / depth
-    for d in ir.dims:
-        named[f"block:{d.name}"] = math.log2(ir.ltiles_per_block[d.name]) / max(
-            1.0, math.log2(d.num_tiles)
-        )
-    for buf, at in placement.emission.items():
-        named[f"emit:{buf}"] = at / depth
-    for op, at in placement.fire.items():
-        named[f"fire:{op}"] = at / depth
-    for buf, scopes in ir.buffer_scopes.items():
-        for d, scope in scopes.items():
-            named[f"scope:{buf}.{d}={Scope(scope).value}"] = 1.0
-    used = footprint(ir)
-    named["traffic"] = math.log2(1 + _load_traffic(ir)) / 40
-    named["sbuf"] = used["sbuf"] / 2**17
-    named["psum"] = used["psum"] / 2**14
-    return named
-
-
-def _fit(
-    seen: list[dict[str, float]], metrics: list[float]
-) -> Callable[[list[dict[str, float]]], np.ndarray]:
-    """Ridge regression on the features and their pairwise products (knobs interact).
-
-    Solved in the dual (a few hundred states, a thousand product features), so
-    fitting costs well under the time of one measurement.
-    """
-    names = sorted({k for f in seen for k in f})
-    upper = np.triu_indices(len(names))
-
-    def expand(rows: list[dict[str, float]]) -> np.ndarray:
-        x = np.array([[f.get(n, 0.0) for n in names] for f in rows])
-        return np.hstack([x, (x[:, :, None] * x[:, None, :])[:, upper[0], upper[1]]])
-
-    train = expand(seen)
-    y = np.asarray(metrics, dtype=float)
-    mean = float(y.mean())
-    alpha = np.linalg.solve(train @ train.T + RIDGE * np.eye(len(y)), y - mean)
-
-    def predict(rows: list[dict[str, float]]) -> np.ndarray:
-        return expand(rows) @ (train.T @ alpha) + mean
-
-    return predict
 
 
 class NkiKnobProposer:
@@ -321,7 +242,7 @@ class NkiKnobProposer:
     def _featured(self, ir: KernelIR) -> dict[str, float]:
         sig = knob_signature(ir)
         if sig not in self.features:
-            self.features[sig] = _features(ir)
+            self.features[sig] = features(ir)
         return self.features[sig]
 
     def _model(self, state: ProposerState) -> Callable[[list[KernelIR]], np.ndarray] | None:
@@ -338,7 +259,7 @@ class NkiKnobProposer:
         # Fitted to a bootstrap resample (Thompson sampling): batches rank by different
         # plausible models, so picks spread where the data leave the model unsure.
         picks = [self.rng.randrange(len(seen)) for _ in seen]
-        predict = _fit([seen[i] for i in picks], [metrics[i] for i in picks])
+        predict = fit([seen[i] for i in picks], [metrics[i] for i in picks])
         return lambda irs: predict([self._featured(ir) for ir in irs])
 
     def _profile_of(self, best: KernelIR | None, state: ProposerState) -> dict[str, Any]:
@@ -499,7 +420,7 @@ class NkiKnobProposer:
         drawn = self._perturbed(elites, tried)
         want = PERTURB_BATCH - FRESH_PER_PERTURB
         if dma_bound:
-            lean = sorted(drawn, key=_load_traffic)[: want // 2]
+            lean = sorted(drawn, key=load_traffic)[: want // 2]
             drawn = lean + [ir for ir in drawn if all(ir is not x for x in lean)]
         drawn = drawn[:want]
         keys = tried | {knob_signature(ir) for ir in drawn}
@@ -539,7 +460,7 @@ class NkiKnobProposer:
             draws = self._joint(tried | {knob_signature(p) for p in picks}, GUIDED_DRAWS)
             if not draws:
                 break
-            picks.append(min(draws, key=_load_traffic))
+            picks.append(min(draws, key=load_traffic))
         self.fresh.update(knob_signature(p) for p in picks)
         return picks
 

@@ -329,7 +329,7 @@ def test_the_surrogate_ranks_unseen_states_by_a_metric_with_interacting_knobs() 
     import numpy as np
 
     from kernelopt.ir import KernelIR, ir_for_workload, sample
-    from kernelopt.proposers.nki import _features, _fit
+    from kernelopt.proposers.surrogate import features, fit
 
     base = ir_for_workload(LHS_RHS)
     rng = random.Random(11)
@@ -341,10 +341,10 @@ def test_the_surrogate_ranks_unseen_states_by_a_metric_with_interacting_knobs() 
         return math.log2(ir.ltiles_per_block["d0"]) * (2.0 if wide else 0.5)
 
     truth = np.array([metric(ir) for ir in states])
-    seen, unseen = [_features(ir) for ir in states[:90]], [_features(ir) for ir in states[90:]]
-    guess = _fit(seen, list(truth[:90]))(unseen)
+    seen, unseen = [features(ir) for ir in states[:90]], [features(ir) for ir in states[90:]]
+    guess = fit(seen, list(truth[:90]))(unseen)
     assert np.corrcoef(guess, truth[90:])[0, 1] > 0.7
     # The same model fitted to shuffled metrics has nothing to learn from.
     noise = list(np.random.default_rng(0).permutation(truth[:90]))
-    blind = _fit(seen, noise)(unseen)
+    blind = fit(seen, noise)(unseen)
     assert np.corrcoef(blind, truth[90:])[0, 1] < 0.4
