@@ -8,6 +8,7 @@ keep / tie / regression / failed / incorrect / diverged by listing values.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -170,3 +171,17 @@ def build_bench_repo(
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "a benchmark to tune")
     return BenchRepo(root, path, name)
+
+
+def run_kernelopt(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """kernelopt as a user runs it: its own process, in ``cwd``, with ``env`` on top of ours."""
+    return subprocess.run(
+        [sys.executable, "-m", "kernelopt.cli", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

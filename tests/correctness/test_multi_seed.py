@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from benchmarks_support.gitrepo import git
+from benchmarks_support.gitrepo import run_kernelopt as kernelopt
 
 # One float in [-1, 1) per seed: seeds 0 and 1 draw a positive value, seed 2 a negative one.
 WORKLOAD = """
@@ -42,22 +42,6 @@ decide: {correctness_seeds: SEEDS}
 ---
 Copy x.
 """
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
-
-
-def kernelopt(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def start_run(tmp_path: Path, seeds: int) -> Path:

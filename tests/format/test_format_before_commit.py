@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from benchmarks_support.gitrepo import git
+from benchmarks_support.gitrepo import run_kernelopt as kernelopt
 
 BENCH = """
 import json
@@ -37,22 +38,6 @@ decide: {{noise: 1%, confirm: 2, max_samples: 4}}
 ---
 Format before commit.
 """
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
-
-
-def kernelopt(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.fixture

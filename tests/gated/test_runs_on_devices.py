@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks_support.gitrepo import git
+from benchmarks_support.gitrepo import run_kernelopt as kernelopt
 
 HERE = Path(__file__).resolve().parent
 
@@ -58,12 +59,6 @@ Tune X.
 """
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
-
-
 def make_repo(root: Path, text: str) -> Path:
     (root / "programs").mkdir(parents=True)
     (root / "bench.py").write_text(BENCH)
@@ -75,21 +70,6 @@ def make_repo(root: Path, text: str) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-qm", "setup")
     return root
-
-
-def kernelopt(
-    root: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def notes(root: Path, run: str) -> list[dict[str, Any]]:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from benchmarks_support.gitrepo import git
+from benchmarks_support.gitrepo import run_kernelopt as kernelopt
 
 from kernelopt.testing.fake_trn2 import FakeTrn2
 
@@ -35,12 +36,6 @@ timeout: 2m
 ---
 Tune the small kernel on Trainium2.
 """
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
 
 
 @pytest.fixture
@@ -68,22 +63,11 @@ def setup(tmp_path: Path) -> tuple[Path, FakeTrn2, dict[str, str]]:
     return root, fake, env
 
 
-def kernelopt(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelopt.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def test_a_run_on_neuron_measures_with_the_tools_and_records_the_reference(
     setup: tuple[Path, FakeTrn2, dict[str, str]],
 ) -> None:
     root, fake, env = setup
-    proc = kernelopt(root, env, "run", "programs/trn.md", "--tag", "t")
+    proc = kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "device neuron" in proc.stdout.splitlines()[0]
     note = json.loads(
@@ -109,7 +93,7 @@ def test_a_run_on_neuron_measures_with_the_tools_and_records_the_reference(
     ledger = (root / ".git" / "kernelopt" / "worktrees" / "trn-t" / "performance.md").read_text()
     reference = [line for line in ledger.splitlines() if "| reference |" in line]
     assert len(reference) == 1 and "mfu" in reference[0] and "n/a" not in reference[0]
-    status = json.loads(kernelopt(root, env, "status", "--json").stdout)
+    status = json.loads(kernelopt(root, "status", "--json", env=env).stdout)
     assert status["reference"]["metric"] > 0
 
 
@@ -117,10 +101,10 @@ def test_a_compile_error_is_a_failed_attempt_with_the_compilers_message(
     setup: tuple[Path, FakeTrn2, dict[str, str]],
 ) -> None:
     root, _, env = setup
-    assert kernelopt(root, env, "run", "programs/trn.md", "--tag", "t").returncode == 0
+    assert kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env).returncode == 0
     worktree = root / ".git" / "kernelopt" / "worktrees" / "trn-t"
     shutil.copy(KERNELS / "kernel_psum_oom.py", worktree / "ir" / "small" / "kernel.py")
-    proc = kernelopt(worktree, env, "try", "-m", "hold every accumulator in PSUM", "--json")
+    proc = kernelopt(worktree, "try", "-m", "hold every accumulator in PSUM", "--json", env=env)
     data = json.loads(proc.stdout)
     assert proc.returncode in (12, 13), proc.stdout + proc.stderr
     assert data["verdict"] in ("failed", "incorrect")
