@@ -92,12 +92,17 @@ def _non_negative(value: Any) -> str | None:
     return None if value >= 0 else f"must be 0 or more, got {value!r}"
 
 
-def _duration_ok(value: Any) -> str | None:
-    try:
-        parse_duration(value)
-    except ValueError as exc:
-        return str(exc)
-    return None
+def _parses(parse: Callable[[Any], object]) -> Callable[[Any], str | None]:
+    """A check that passes when ``parse`` accepts the value, else returns its message."""
+
+    def check(value: Any) -> str | None:
+        try:
+            parse(value)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    return check
 
 
 def _positive_duration_ok(value: Any) -> str | None:
@@ -110,12 +115,8 @@ def _positive_duration_ok(value: Any) -> str | None:
     return None
 
 
-def _percent_ok(value: Any) -> str | None:
-    try:
-        parse_percent(value)
-    except ValueError as exc:
-        return str(exc)
-    return None
+_duration_ok = _parses(parse_duration)
+_percent_ok = _parses(parse_percent)
 
 
 def _knob_space_ok(space: Any) -> str | None:

@@ -42,6 +42,17 @@ def choose_device(program: Program) -> tuple[str, str]:
     return kind, f"{kind} (from the program)"
 
 
+def open_program_hosts(program: Program) -> list[Any]:
+    """The program's device.hosts as Hosts (ssh config and host-key policy from the program)."""
+    from kernelopt.hosts.open import open_hosts
+
+    return open_hosts(
+        list(program.device.hosts),
+        ssh_config=os.path.expanduser(program.device.ssh_config),
+        trust_new_hosts=program.device.trust_new_hosts,
+    )
+
+
 def make_executor(program: Program, device: str, runner: Runner | None = None) -> Executor:
     """In this process for sim and gate-less command targets; else gated devices on hosts."""
     if program.device.executor == "ray":  # Ray schedules the devices (docs/ray.md)
@@ -54,14 +65,9 @@ def make_executor(program: Program, device: str, runner: Runner | None = None) -
     if device == "sim" or (device == "none" and not program.device.hosts):
         return InProcess(device)
     from kernelopt.devices.registry import make_gate
-    from kernelopt.hosts.open import open_hosts
 
     try:
-        hosts = open_hosts(
-            list(program.device.hosts),
-            ssh_config=os.path.expanduser(program.device.ssh_config),
-            trust_new_hosts=program.device.trust_new_hosts,
-        )
+        hosts = open_program_hosts(program)
         gate = make_gate(device)
     except ValueError as exc:
         raise SessionError(f"{program.path}: device: {exc}") from None
@@ -91,14 +97,9 @@ def make_target(program: Program, root: Path, device: str, run_id: str | None = 
         return LocalCommand(command_target(program), device=device)
     if device == "neuron":
         from kernelopt.devices.registry import make_gate
-        from kernelopt.hosts.open import open_hosts
         from kernelopt.neuron.target import NeuronTarget
 
-        hosts = open_hosts(
-            list(program.device.hosts),
-            ssh_config=os.path.expanduser(program.device.ssh_config),
-            trust_new_hosts=program.device.trust_new_hosts,
-        )
+        hosts = open_program_hosts(program)
         return NeuronTarget.from_program(program, root, hosts, make_gate("neuron"), run=run_id)
     if device != "sim":
         raise SessionError(f"{program.path}: nki targets measure on sim or neuron, not {device!r}")

@@ -32,10 +32,8 @@ def _line(status: DeviceStatus) -> str:
 
 def _survey_program(program_path: str) -> list[DeviceStatus]:
     """The devices of a program's device section: its gate on its hosts, or through Ray."""
-    import os
-
     from kernelopt.program import ProgramError, load_program
-    from kernelopt.session import choose_device
+    from kernelopt.session import choose_device, open_program_hosts
 
     try:
         program = load_program(program_path)
@@ -51,11 +49,7 @@ def _survey_program(program_path: str) -> list[DeviceStatus]:
         raise click.ClickException(
             f"{program_path} measures on sim (kernelopt's simulator): there is no device to survey"
         )
-    opened = open_hosts(
-        list(program.device.hosts),
-        ssh_config=os.path.expanduser(program.device.ssh_config),
-        trust_new_hosts=program.device.trust_new_hosts,
-    )
+    opened = open_program_hosts(program)
     try:
         return survey_all(kind, opened)
     except (GateError, HostError, FileNotFoundError, ValueError) as error:
