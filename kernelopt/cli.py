@@ -10,12 +10,14 @@ from typing import Any
 import click
 
 from kernelopt import __version__
-from kernelopt.agent import AgentDriver, lessons, render_lessons
+from kernelopt.agent import lessons, render_lessons
 from kernelopt.durations import parse_duration
 from kernelopt.history import HistoryError, RunRepo, default_tag, find_repo, list_runs
 from kernelopt.loop import AttemptResult, RunBusy, RunStopped, RunSummary
 from kernelopt.program import Program, ProgramError, load_program
+from kernelopt.proposers.base import Observation
 from kernelopt.session import (
+    AgentCommand,
     Session,
     SessionError,
     current_run,
@@ -209,28 +211,30 @@ def run(
     """
     prog = _load(program)
     try:
-        session = Session.create(prog, tag=tag or default_tag(), worktree=worktree)
-    except (SessionError, HistoryError) as exc:
-        _fail(str(exc), EXIT_USAGE)
-        return
-    printer = Printer(as_json, prog.metric)
-    if not as_json:
-        click.echo(f"kernelopt: run {session.run_id} on device {describe_device(session)}")
-        click.echo(f"  worktree {session.runner.repo.worktree}")
-        click.echo(f"  branch   {session.runner.repo.branch}")
-    session.runner.reporter = printer
-    session.runner.remeasure = remeasure
-    try:
         timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
     except ValueError as exc:
         _fail(str(exc), EXIT_USAGE)
         return
+    printer = Printer(as_json, prog.metric)
+    try:
+        session = Session.create(
+            prog,
+            tag=tag or default_tag(),
+            worktree=worktree,
+            reporter=printer,
+            remeasure=remeasure,
+            agent=AgentCommand(agent_cmd, timeout_s) if agent_cmd else None,
+        )
+    except (SessionError, HistoryError) as exc:
+        _fail(str(exc), EXIT_USAGE)
+        return
+    if not as_json:
+        click.echo(f"kernelopt: run {session.run_id} on device {describe_device(session)}")
+        click.echo(f"  worktree {session.runner.repo.worktree}")
+        click.echo(f"  branch   {session.runner.repo.branch}")
     try:
         with session.runner.locked():
-            if agent_cmd:
-                summary = AgentDriver(session.runner, agent_cmd, timeout_s).run(max_candidates)
-            else:
-                summary = session.runner.run(session.proposer, max_candidates)
+            summary = session.runner.run(session.proposer, max_candidates)
     except RunBusy as exc:
         _fail(str(exc), 3)
         return
@@ -337,7 +341,7 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
                     else f"kernelopt: {message}"
                 )
                 sys.exit(EXIT_CODES["interrupted"])
-            reason = result.stop_reason if result.stop else runner.stop_reason(0.0, 0, None)
+            reason = result.stop_reason if result.stop else runner.stop_reason()
     except RunBusy as exc:
         _fail(str(exc), 3)
         return
@@ -460,7 +464,7 @@ def log(run_id: str | None, lessons_only: bool, plain: bool, as_json: bool) -> N
         return
     state = RunRepo(repo_root, run_id).load_state()
     if lessons_only:
-        data = lessons(state)
+        data = lessons([Observation.of(r) for r in state.attempts])
         click.echo(
             json.dumps(data, indent=1) if as_json else (render_lessons(data) or "no lessons yet")
         )

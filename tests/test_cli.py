@@ -153,8 +153,7 @@ def test_remeasure_measures_the_same_tree_again(bench_repo: RepoFactory, cli: Cl
 
     from kernelopt.session import Session
 
-    session = Session.attach(load_program(repo.program), repo.root, repo.run_id())
-    session.runner.remeasure = True
+    session = Session.attach(load_program(repo.program), repo.root, repo.run_id(), remeasure=True)
     session.runner.open(agent_mode=True)
     (repo.worktree() / "knobs.json").write_text('{\n  "X": 130\n}\n')
     result = session.runner.try_worktree("measure it once more")

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from kernelopt.devices.acquire import Lease, NoIdleDevice, acquire
 from kernelopt.devices.base import Gate
@@ -38,6 +38,7 @@ from kernelopt.neuron.pipeline import compile_while_measuring
 from kernelopt.neuron.record import to_measurement
 from kernelopt.neuron.remote import OUT, TREE
 from kernelopt.program import NeuronConfig, Program
+from kernelopt.targets.base import Target
 from kernelopt.workload import WorkloadError, load_workload
 
 # Host-side commands other than the compile (which has its own timeout) and
@@ -88,7 +89,8 @@ class _Compiled:
 
 
 @dataclass(frozen=True)
-class NeuronTarget:
+class NeuronTarget(Target):
+    kind: ClassVar[str] = "nki-neuron"
     workload: str  # relative to the tree root
     kernel: str
     hosts: tuple[Host, ...]
@@ -165,7 +167,7 @@ class NeuronTarget:
         """A JSON description for measuring on a host through ``kernelopt.remote``."""
         s = self.settings
         return {
-            "kind": "nki-neuron",
+            "kind": self.kind,
             "workload": self.workload,
             "kernel": self.kernel,
             "func": self.func,
