@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kernelopt.history import RunRepo, read_trailers
+from kernelopt.decide import Verdict
+from kernelopt.history import RunRepo, RunState, read_trailers
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.proposers.base import Candidate
 from kernelopt.records import Pending
@@ -54,6 +55,25 @@ class Committer:
                 FAILED, f"the formatter {status}: {command}\n{tail}".strip(), log_tail=tail
             )
         return None
+
+    def baseline(self, state: RunState) -> Pending:
+        """The baseline attempt: the unmodified code, committed (or its pending commit).
+
+        After failed baselines it starts from the user's current HEAD again,
+        where the fix most likely is.
+        """
+        hypothesis = "measure the unmodified code"
+        if state.pending:
+            n, sha = state.pending[0]
+            self.repo.reset_to(sha)
+        else:
+            n = state.next_attempt
+            if state.attempts:
+                self.repo.reset_to(self.repo.git("rev-parse", "HEAD").strip())
+            committed = self.repo.commit_attempt(n, Verdict.BASELINE, hypothesis, allow_empty=True)
+            assert committed is not None
+            sha = committed
+        return Pending(n, sha, Verdict.BASELINE, hypothesis)
 
     def candidate(self, n: int, candidate: Candidate, parent: str) -> Pending | Measurement:
         """Write a proposer's candidate, format and commit it; the formatter's failure if any."""

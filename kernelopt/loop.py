@@ -91,17 +91,7 @@ class Runner:
         assert self.state is not None
         if self.state.started:
             return None
-        hypothesis = "measure the unmodified code"
-        if self.state.pending:
-            n, sha = self.state.pending[0]
-            self.repo.reset_to(sha)
-        else:
-            n = self.state.next_attempt
-            if self.state.attempts:
-                self.repo.reset_to(self.repo.git("rev-parse", "HEAD").strip())
-            sha = self.repo.commit_attempt(n, Verdict.BASELINE, hypothesis, allow_empty=True)
-            assert sha is not None
-        return self._evaluate(Pending(n, sha, Verdict.BASELINE, hypothesis))
+        return self._evaluate(self.committer.baseline(self.state))
 
     def try_worktree(
         self, hypothesis: str, kind: str = "edit", extra: dict[str, Any] | None = None

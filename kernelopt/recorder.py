@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt import ledger
-from kernelopt.decide import Verdict, update_counters
+from kernelopt.decide import Outcome, Verdict, update_counters
 from kernelopt.history import LEDGER, AttemptRecord, RunRepo, RunState
 from kernelopt.judge import Judgement
 from kernelopt.note import NoteContext, build_note, now, regression_summary
@@ -45,18 +45,8 @@ class Recorder:
         verdict = judgement.verdict
         assert verdict is not None
         cfg = self.program.decide
-        previous_best = state.best.metric if state.best else None
         files = tuple(self.repo.files_of(att.sha, state.best_commit)) if state.best_commit else ()
-        ctx = NoteContext(
-            run_id=self.repo.run_id,
-            program=self.program_path(),
-            metric_name=self.program.metric,
-            metric_key=self.program.metric_key,
-            device=self.target.device,
-            deterministic=self.target.deterministic,
-            best_commit=state.best_commit,
-            previous_best=previous_best,
-        )
+        ctx = self._context(state)
         time = now()
         outcome = update_counters(
             state.counters,
@@ -94,29 +84,19 @@ class Recorder:
         )
         if outcome.stop:
             after = self.stop(outcome.stop_reason or "stopped")
-        result = AttemptResult(
-            attempt=att.n,
-            commit=att.sha,
-            kind=att.kind,
-            hypothesis=att.hypothesis,
-            verdict=verdict,
-            metric=judgement.metric,
-            best_metric=note["best_metric"],
-            previous_best=previous_best,
-            gain=judgement.gain,
-            consecutive_regressions=outcome.counters.consecutive_regressions,
-            recent_regressions=len(outcome.counters.recent_regressions),
-            stop=outcome.stop,
-            stop_reason=outcome.stop_reason,
-            error=judgement.error,
-            classes=judgement.classes,
-            improved=judgement.improved,
-            regressed=judgement.regressed,
-            samples=len(samples),
-            reused_from=reused_from,
-            files=files,
+        return _result(att, judgement, outcome, note, len(samples)), after
+
+    def _context(self, state: RunState) -> NoteContext:
+        return NoteContext(
+            run_id=self.repo.run_id,
+            program=self.program_path(),
+            metric_name=self.program.metric,
+            metric_key=self.program.metric_key,
+            device=self.target.device,
+            deterministic=self.target.deterministic,
+            best_commit=state.best_commit,
+            previous_best=state.best.metric if state.best else None,
         )
-        return result, after
 
     def keep(self, n: int, sha: str, note: dict[str, Any]) -> None:
         """Append the ledger row for a kept attempt and move BEST there."""
@@ -193,3 +173,31 @@ class Recorder:
             metric=self.program.metric,
             better=self.program.better,
         )
+
+
+def _result(
+    att: Pending, judgement: Judgement, outcome: Outcome, note: dict[str, Any], samples: int
+) -> AttemptResult:
+    assert judgement.verdict is not None
+    return AttemptResult(
+        attempt=att.n,
+        commit=att.sha,
+        kind=att.kind,
+        hypothesis=att.hypothesis,
+        verdict=judgement.verdict,
+        metric=judgement.metric,
+        best_metric=note["best_metric"],
+        previous_best=note["previous_best"],
+        gain=judgement.gain,
+        consecutive_regressions=outcome.counters.consecutive_regressions,
+        recent_regressions=len(outcome.counters.recent_regressions),
+        stop=outcome.stop,
+        stop_reason=outcome.stop_reason,
+        error=judgement.error,
+        classes=judgement.classes,
+        improved=judgement.improved,
+        regressed=judgement.regressed,
+        samples=samples,
+        reused_from=note["reused_from"],
+        files=tuple(note["files"]),
+    )
