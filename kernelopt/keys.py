@@ -151,9 +151,7 @@ def _type_ok(kind: str, value: Any) -> bool:
     return True
 
 
-def validate(
-    data: Any, section: Section, path: str = ""
-) -> tuple[dict[str, Any], list[Problem]]:
+def validate(data: Any, section: Section, path: str = "") -> tuple[dict[str, Any], list[Problem]]:
     """Check ``data`` against ``section``; return it with defaults filled, and every problem."""
     problems: list[Problem] = []
     if not isinstance(data, dict):
@@ -226,5 +224,3 @@ def reference(section: Section, path: str = "") -> list[tuple[str, str, str, str
             default = "required" if spec.required else repr(spec.default)
             rows.append((where, spec.kind, default, spec.help))
     return rows
-
-
