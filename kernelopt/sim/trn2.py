@@ -80,7 +80,9 @@ class Trn2Params:
     rotation_depth: int = 3
 
     # --- peak rates for utilisation figures ---
-    peak_bf16_flops: float = 79e12  # 2 * 128 * 128 * 2.4e9 per core
+    # 2 * 128 * 128 * 2.4e9 per core, exactly: a measured 89.47 % at 0.2442 ms for
+    # a 2048^3 matmul only fits this figure, not a rounded 79e12.
+    peak_bf16_flops: float = 2 * 128 * 128 * 2.4e9
     fp32_peak_divisor: float = 4.0  # fp32 runs at a quarter of the 16-bit rate
     core_clock_hz: float = 2.4e9  # clock used for neuroncore_cycle_count
 
