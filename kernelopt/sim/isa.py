@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kernelopt.sim.enums import engine_of
 from kernelopt.sim.language import Op
 from kernelopt.sim.tensor import Tile
 from kernelopt.sim.trace import Instruction
@@ -72,6 +73,18 @@ class Isa:
             )
         return tile
 
+    def _engine(self, op: str, value: Any, default: str, allowed: tuple[str, ...]) -> str:
+        """The engine ``engine=`` asks for (``default`` when unknown), checked against ``allowed``."""
+        choice = engine_of(value)
+        if choice is None:
+            self.m.fail("isa", f"{op}: engine must be a nisa.engine member, got {value!r}")
+        engine = choice or default
+        if engine not in allowed:
+            self.m.fail(
+                "isa", f"{op}: cannot run on the {engine} engine (allowed: {', '.join(allowed)})"
+            )
+        return engine
+
     def _value(self, operand: Tile | float, what: str) -> Any:
         if isinstance(operand, Tile):
             return self.m.read(operand, what)
@@ -95,8 +108,21 @@ class Isa:
     # --- TensorE ------------------------------------------------------------------------
 
     def nc_matmul(
-        self, dst: Any, stationary: Any, moving: Any, accumulate: bool | None = None
+        self,
+        dst: Any,
+        stationary: Any,
+        moving: Any,
+        is_stationary_onezero: bool = False,
+        is_moving_onezero: bool = False,
+        is_transpose: bool = False,
+        accumulate: bool | None = None,
+        tile_position: Any = (),
+        tile_size: Any = (),
+        perf_mode: Any = None,
+        name: str | None = None,
     ) -> None:
+        # The onezero hints, tile_position/tile_size (PE tiling) and perf_mode
+        # change neither the result nor, in this model, the cost.
         m, op = self.m, "nc_matmul"
         m.check_capacity()
         dst = self._tile(op, "dst", dst)
@@ -121,7 +147,16 @@ class Isa:
             m.fail("isa", f"{op}: contraction mismatch: stationary K={k}, moving K={k2}")
         if dst.shape != (mm, n):
             m.fail("isa", f"{op}: shape mismatch: dst {dst.shape}, expected ({mm}, {n})")
-        if dst.dtype != np.float32:
+        if is_transpose:
+            # A pass-through transpose (what nc_transpose lowers to) keeps the
+            # data type; it does not accumulate.
+            if dst.dtype not in (stationary.dtype, np.float32):
+                m.fail(
+                    "isa",
+                    f"{op}: transpose dst dtype {dst.dtype} must be fp32 or match {stationary.dtype}",
+                )
+            accumulate = False
+        elif dst.dtype != np.float32:
             m.fail("isa", f"{op}: PSUM accumulation must be fp32, dst is {dst.dtype}")
         written = dst.alloc.written[dst.index]
         if accumulate is None:
@@ -160,18 +195,29 @@ class Isa:
             macs=k * mm * n,
         )
 
-    def nc_transpose(self, dst: Any, data: Any) -> None:
+    def nc_transpose(
+        self, dst: Any, data: Any, engine: Any = None, name: str | None = None
+    ) -> None:
         m, op = self.m, "nc_transpose"
         m.check_capacity()
         dst = self._tile(op, "dst", dst)
         data = self._tile(op, "data", data)
-        self._in(op, "dst", dst, "psum")
-        self._in(op, "data", data, "sbuf")
         if data.ndim != 2:
             m.fail("isa", f"{op}: data must be 2-D, got shape {data.shape}")
         pdim, fdim = data.shape
-        if fdim > m.params.partitions:
-            m.fail("isa", f"{op}: data free size {fdim} > {m.params.partitions}")
+        # TensorE transposes up to 128 x 128 from SBUF into PSUM; VectorE up to
+        # 32 x 32 between SBUF and PSUM. Unknown: TensorE, as the compiler does.
+        unit = self._engine(op, engine, "tensor", ("tensor", "vector"))
+        if unit == "tensor":
+            self._in(op, "dst", dst, "psum")
+            self._in(op, "data", data, "sbuf")
+            limit = m.params.partitions
+        else:
+            self._in(op, "dst", dst, "sbuf", "psum")
+            self._in(op, "data", data, "sbuf", "psum")
+            limit = m.params.vector_transpose_max
+        if pdim > limit or fdim > limit:
+            m.fail("isa", f"{op}: data {data.shape} exceeds {limit} x {limit} on the {unit} engine")
         if dst.shape != (fdim, pdim):
             m.fail("isa", f"{op}: shape mismatch: dst {dst.shape}, expected ({fdim}, {pdim})")
         if dst.dtype not in (data.dtype, np.float32):
@@ -180,7 +226,7 @@ class Isa:
         m.write(dst, None if values is None else values.T)
         self._emit(
             op,
-            "tensor",
+            unit,
             [data],
             [dst],
             partitions=pdim,
@@ -191,7 +237,15 @@ class Isa:
 
     # --- DMA -------------------------------------------------------------------------------
 
-    def dma_copy(self, dst: Any, src: Any) -> None:
+    def dma_copy(
+        self,
+        dst: Any,
+        src: Any,
+        dst_rmw_op: Any = None,
+        oob_mode: Any = None,
+        dge_mode: Any = None,
+        name: str | None = None,
+    ) -> None:
         m, op = self.m, "dma_copy"
         m.check_capacity()
         dst = self._tile(op, "dst", dst)
@@ -200,25 +254,51 @@ class Isa:
             squeeze = tuple(d for d in dst.shape if d != 1) == tuple(d for d in src.shape if d != 1)
             if not squeeze:
                 m.fail("isa", f"{op}: shape mismatch: dst {dst.shape} vs src {src.shape}")
+        rmw = None if dst_rmw_op is None else self._op(op, dst_rmw_op, 2)
         values = m.read(src, op)
+        reads = [src]
+        if rmw is not None:
+            # Read-modify-write: dst = dst <op> src, done by the DMA engine.
+            old = m.read(dst, op)
+            reads.append(dst)
+            if values is not None:
+                values = rmw.fn(old, values.reshape(dst.shape))
         m.write(dst, None if values is None else values.reshape(dst.shape))
-        self._emit_dma(op, dst, src, 1.0)
+        self._emit_dma(op, dst, src, 1.0, reads)
 
-    def dma_transpose(self, dst: Any, src: Any) -> None:
+    def dma_transpose(
+        self,
+        dst: Any,
+        src: Any,
+        axes: Any = None,
+        priority: Any = None,
+        dge_mode: Any = None,
+        oob_mode: Any = None,
+        name: str | None = None,
+    ) -> None:
         m, op = self.m, "dma_transpose"
         m.check_capacity()
         dst = self._tile(op, "dst", dst)
         src = self._tile(op, "src", src)
         self._in(op, "dst", dst, "sbuf")
         self._in(op, "src", src, "hbm", "sbuf")
-        if src.ndim != 2 or dst.ndim != 2:
-            m.fail("isa", f"{op}: 2-D tiles only, got dst {dst.shape} and src {src.shape}")
+        # The documented permutations: [1, 0], [2, 1, 0] and [3, 1, 2, 0].
+        allowed = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+        if src.ndim not in allowed:
+            m.fail("isa", f"{op}: 2-D to 4-D tiles only, got src {src.shape}")
+        perm = allowed[src.ndim] if axes is None else tuple(axes)
+        if perm != allowed[src.ndim]:
+            m.fail(
+                "isa",
+                f"{op}: axes {perm} not supported for a {src.ndim}-D tile (use {allowed[src.ndim]})",
+            )
         if dst.dtype != src.dtype:
             m.fail("isa", f"{op}: dtypes must match: dst {dst.dtype} vs src {src.dtype}")
-        if dst.shape != src.shape[::-1]:
-            m.fail("isa", f"{op}: shape mismatch: dst {dst.shape}, expected {src.shape[::-1]}")
+        expected = tuple(src.shape[a] for a in perm)
+        if dst.shape != expected:
+            m.fail("isa", f"{op}: shape mismatch: dst {dst.shape}, expected {expected}")
         values = m.read(src, op)
-        m.write(dst, None if values is None else values.T)
+        m.write(dst, None if values is None else values.transpose(perm))
         p = m.params
         eff = (
             p.dma_transpose_hbm_efficiency
@@ -227,11 +307,13 @@ class Isa:
         )
         self._emit_dma(op, dst, src, eff)
 
-    def _emit_dma(self, op: str, dst: Tile, src: Tile, efficiency: float) -> None:
+    def _emit_dma(
+        self, op: str, dst: Tile, src: Tile, efficiency: float, reads: list[Tile] | None = None
+    ) -> None:
         self._emit(
             op,
             "dma",
-            [src],
+            reads or [src],
             [dst],
             partitions=dst.partitions,
             free=dst.free_size,
@@ -256,19 +338,26 @@ class Isa:
             tiles.append(t)
         return dst, tiles
 
-    def tensor_tensor(self, dst: Any, data1: Any, data2: Any, op: Any) -> None:
+    def tensor_tensor(
+        self, dst: Any, data1: Any, data2: Any, op: Any, engine: Any = None, name: str | None = None
+    ) -> None:
+        label = name
         name = "tensor_tensor"
         fn = self._op(name, op, 2)
         dst, (a, b) = self._elementwise_operands(name, dst, data1=data1, data2=data2)
+        unit = self._engine(name, engine, "vector", ("vector", "gpsimd"))
+        if unit == "gpsimd":
+            self._no_psum(name, dst, a, b)
         va, vb = self.m.read(a, name), self.m.read(b, name)
         self.m.write(dst, None if va is None else fn.fn(va, vb))
         # One pass when an input is in PSUM or both are bf16 SBUF with add/mul/sub.
         fast = "psum" in (a.buffer.kind, b.buffer.kind) or (
             fn.name in _FAST_VECTOR_OPS and a.dtype.name == _BF16 and b.dtype.name == _BF16
         )
+        del label
         self._emit(
             name,
-            "vector",
+            unit,
             [a, b],
             [dst],
             partitions=dst.partitions,
@@ -286,9 +375,14 @@ class Isa:
         op1: Any = None,
         operand1: Any = None,
         reverse1: bool = False,
+        engine: Any = None,
+        name: str | None = None,
     ) -> None:
         name = "tensor_scalar"
         dst, (src,) = self._elementwise_operands(name, dst, data=data)
+        unit = self._engine(name, engine, "vector", ("vector", "scalar", "gpsimd"))
+        if unit == "gpsimd":
+            self._no_psum(name, dst, src)
         steps = [
             (
                 self._op(name, op0, 2),
@@ -311,16 +405,63 @@ class Isa:
             if value is not None:
                 value = fn.fn(other, value) if reverse else fn.fn(value, other)
         self.m.write(dst, value)
-        self._emit(name, "vector", reads, [dst], partitions=dst.partitions, free=dst.free_size)
+        self._emit(name, unit, reads, [dst], partitions=dst.partitions, free=dst.free_size)
 
-    def tensor_copy(self, dst: Any, src: Any) -> None:
+    def tensor_copy(self, dst: Any, src: Any, engine: Any = None, name: str | None = None) -> None:
         name = "tensor_copy"
         dst, (s,) = self._elementwise_operands(name, dst, src=src)
+        unit = self._engine(name, engine, "vector", ("vector", "scalar", "gpsimd"))
+        if unit == "gpsimd":
+            self._no_psum(name, dst, s)
         self.m.write(dst, self.m.read(s, name))
-        self._emit(name, "vector", [s], [dst], partitions=dst.partitions, free=dst.free_size)
+        self._emit(name, unit, [s], [dst], partitions=dst.partitions, free=dst.free_size)
 
-    def activation(self, dst: Any, op: Any, data: Any, bias: Any = None, scale: Any = 1.0) -> None:
-        name = "activation"
+    def _no_psum(self, op: str, *tiles: Tile) -> None:
+        for t in tiles:
+            if t.buffer.kind == "psum":
+                self.m.fail("isa", f"{op}: GpSimd cannot access PSUM ({t.alloc.name!r})")
+
+    def activation(
+        self,
+        dst: Any,
+        op: Any,
+        data: Any,
+        bias: Any = None,
+        scale: Any = 1.0,
+        reduce_op: Any = None,
+        reduce_res: Any = None,
+        reduce_cmd: Any = None,
+        name: str | None = None,
+    ) -> None:
+        self._activation("activation", dst, op, data, bias, scale, reduce_op, reduce_res)
+
+    def activation_reduce(
+        self,
+        dst: Any,
+        op: Any,
+        data: Any,
+        reduce_op: Any,
+        reduce_res: Any,
+        bias: Any = None,
+        scale: Any = 1.0,
+        name: str | None = None,
+    ) -> None:
+        if reduce_res is None:
+            self.m.fail("isa", "activation_reduce: reduce_res is required")
+        self._activation("activation_reduce", dst, op, data, bias, scale, reduce_op, reduce_res)
+
+    def _activation(
+        self,
+        name: str,
+        dst: Any,
+        op: Any,
+        data: Any,
+        bias: Any,
+        scale: Any,
+        reduce_op: Any,
+        reduce_res: Any,
+    ) -> None:
+        """op(data * scale + bias) on ScalarE, optionally also reduced along the free axes."""
         fn = self._op(name, op, 1)
         dst, (src,) = self._elementwise_operands(name, dst, data=data)
         reads = [src]
@@ -329,20 +470,77 @@ class Isa:
         for operand in (scale_v, bias_v):
             if isinstance(operand, Tile):
                 reads.append(operand)
+        writes = [dst]
+        reducer = None
+        if reduce_res is not None:
+            reducer = self._op(name, reduce_op, 2)
+            if reducer.reduce is None:
+                self.m.fail("isa", f"{name}: {reducer!r} cannot reduce")
+            reduce_res = self._tile(name, "reduce_res", reduce_res)
+            self._in(name, "reduce_res", reduce_res, "sbuf", "psum")
+            if reduce_res.partitions != src.partitions or reduce_res.size != src.partitions:
+                self.m.fail(
+                    "isa",
+                    f"{name}: reduce_res must hold one value per partition, got {reduce_res.shape}",
+                )
+            writes.append(reduce_res)
         value = self.m.read(src, name)
         sv = self._value(scale_v, name)
         bv = None if bias_v is None else self._value(bias_v, name)
+        result = None
         if value is not None:
             x = value * sv if sv is not None else value
             if bv is not None:
                 x = x + bv
-            self.m.write(dst, fn.fn(x))
-        else:
-            self.m.write(dst, None)
-        self._emit(name, "scalar", reads, [dst], partitions=dst.partitions, free=dst.free_size)
+            result = fn.fn(x)
+        self.m.write(dst, result)
+        if reducer is not None:
+            axes = tuple(range(1, len(src.shape)))
+            reduced = None if result is None else reducer.reduce(result, axis=axes)
+            self.m.write(
+                reduce_res, None if reduced is None else np.reshape(reduced, reduce_res.shape)
+            )
+        self._emit(name, "scalar", reads, writes, partitions=dst.partitions, free=dst.free_size)
+
+    def scalar_tensor_tensor(
+        self,
+        dst: Any,
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        op1: Any,
+        operand1: Any,
+        reverse0: bool = False,
+        reverse1: bool = False,
+        name: str | None = None,
+    ) -> None:
+        """(data <op0> operand0) <op1> operand1 on VectorE; operand0 a scalar or column."""
+        name = "scalar_tensor_tensor"
+        dst, (src, other) = self._elementwise_operands(name, dst, data=data, operand1=operand1)
+        first = self._op(name, op0, 2)
+        second = self._op(name, op1, 2)
+        column = self._column(name, "operand0", operand0, src.partitions)
+        reads = [src, other] + ([column] if isinstance(column, Tile) else [])
+        value = self.m.read(src, name)
+        scalar = self._value(column, name)
+        rhs = self.m.read(other, name)
+        if value is not None:
+            value = first.fn(scalar, value) if reverse0 else first.fn(value, scalar)
+            value = second.fn(rhs, value) if reverse1 else second.fn(value, rhs)
+        self.m.write(dst, value)
+        self._emit(
+            name, "vector", reads, [dst], partitions=dst.partitions, free=dst.free_size, inputs=2
+        )
 
     def tensor_reduce(
-        self, dst: Any, op: Any, data: Any, axis: Any, keepdims: bool = False
+        self,
+        dst: Any,
+        op: Any,
+        data: Any,
+        axis: Any,
+        negate: bool = False,
+        keepdims: bool = False,
+        name: str | None = None,
     ) -> None:
         m, name = self.m, "tensor_reduce"
         m.check_capacity()
@@ -369,19 +567,24 @@ class Isa:
         if dst.shape != expected:
             m.fail("isa", f"{name}: shape mismatch: dst {dst.shape}, expected {expected}")
         value = m.read(src, name)
-        m.write(
-            dst, None if value is None else fn.reduce(value, axis=tuple(norm), keepdims=keepdims)
-        )
+        if value is not None:
+            value = fn.reduce(value, axis=tuple(norm), keepdims=keepdims)
+            if negate:
+                value = -value
+        m.write(dst, value)
         self._emit(name, "vector", [src], [dst], partitions=src.partitions, free=src.free_size)
 
-    def memset(self, dst: Any, value: Any) -> None:
+    def memset(self, dst: Any, value: Any, engine: Any = None, name: str | None = None) -> None:
         m, name = self.m, "memset"
         m.check_capacity()
         dst = self._tile(name, "dst", dst)
         self._in(name, "dst", dst, "sbuf", "psum")
         if not isinstance(value, numbers.Real):
             m.fail("isa", f"{name}: value must be a number, got {value!r}")
-        self._fill(dst, float(value))
+        # The compiler puts memsets on GpSimd (the public rung-2 profile shows
+        # its PSUM memsets there) unless the kernel asks for VectorE.
+        unit = self._engine(name, engine, "gpsimd", ("gpsimd", "vector"))
+        self._fill(dst, float(value), unit)
 
     def zero_fill(self, tile: Tile) -> None:
         """``nl.zeros``: a memset on chip; HBM zeros come with the allocation."""
@@ -390,9 +593,9 @@ class Isa:
         else:
             self.m.write(tile, 0.0)
 
-    def _fill(self, dst: Tile, value: float) -> None:
+    def _fill(self, dst: Tile, value: float, unit: str = "gpsimd") -> None:
         self.m.write(dst, value)
-        self._emit("memset", "gpsimd", [], [dst], partitions=dst.partitions, free=dst.free_size)
+        self._emit("memset", unit, [], [dst], partitions=dst.partitions, free=dst.free_size)
 
 
 ISA_CALLS = (
@@ -404,6 +607,8 @@ ISA_CALLS = (
     "tensor_scalar",
     "tensor_copy",
     "activation",
+    "activation_reduce",
+    "scalar_tensor_tensor",
     "tensor_reduce",
     "memset",
 )

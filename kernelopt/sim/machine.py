@@ -65,8 +65,10 @@ class Machine:
         *,
         data: np.ndarray | None = None,
         filled: bool = False,
+        address: tuple[int, ...] | None = None,
     ) -> Tile:
-        """A new tensor; ``filled`` (inputs) marks it initialised with ``data``."""
+        """A new tensor; ``filled`` (inputs) marks it initialised with ``data``;
+        ``address`` is a hand-placed location (``nl.ndarray(address=...)``)."""
         line = self.line()
         if not shape or any(not isinstance(d, int | np.integer) or d <= 0 for d in shape):
             self.fail(
@@ -99,7 +101,9 @@ class Machine:
                 # rebound (and so dropped) the tiles of earlier iterations.
                 self._pending_reuse.append((alloc_id, tuple(site), buffer.kind, per_partition))
             site.append(alloc_id)
-        self.allocations.append(AllocationInfo(alloc_id, label, buffer.kind, line, -1))
+        self.allocations.append(
+            AllocationInfo(alloc_id, label, buffer.kind, line, -1, address=address)
+        )
         if filled:
             written = np.ones(shape, dtype=bool)
         else:

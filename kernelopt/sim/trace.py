@@ -52,3 +52,4 @@ class AllocationInfo:
     kind: str
     line: int
     reuses: int
+    address: tuple[int, ...] | None = None  # hand-placed with nl.ndarray(address=...)

@@ -40,6 +40,7 @@ class Trn2Params:
     tensor_rethrottle_idle_ns: float = 3000.0
 
     # --- VectorE / ScalarE / GpSimd ---
+    vector_transpose_max: int = 32  # VectorE nc_transpose handles up to 32 x 32
     vector_clock_hz: float = 0.96e9
     scalar_clock_hz: float = 1.2e9
     gpsimd_clock_hz: float = 1.2e9
