@@ -124,7 +124,6 @@ class Isa:
         # The onezero hints, tile_position/tile_size (PE tiling) and perf_mode
         # change neither the result nor, in this model, the cost.
         m, op = self.m, "nc_matmul"
-        m.check_capacity()
         dst = self._tile(op, "dst", dst)
         stationary = self._tile(op, "stationary", stationary)
         moving = self._tile(op, "moving", moving)
@@ -199,7 +198,6 @@ class Isa:
         self, dst: Any, data: Any, engine: Any = None, name: str | None = None
     ) -> None:
         m, op = self.m, "nc_transpose"
-        m.check_capacity()
         dst = self._tile(op, "dst", dst)
         data = self._tile(op, "data", data)
         if data.ndim != 2:
@@ -247,7 +245,6 @@ class Isa:
         name: str | None = None,
     ) -> None:
         m, op = self.m, "dma_copy"
-        m.check_capacity()
         dst = self._tile(op, "dst", dst)
         src = self._tile(op, "src", src)
         if dst.shape != src.shape:
@@ -277,7 +274,6 @@ class Isa:
         name: str | None = None,
     ) -> None:
         m, op = self.m, "dma_transpose"
-        m.check_capacity()
         dst = self._tile(op, "dst", dst)
         src = self._tile(op, "src", src)
         self._in(op, "dst", dst, "sbuf")
@@ -327,7 +323,6 @@ class Isa:
     # --- VectorE / ScalarE / GpSimd -------------------------------------------------------
 
     def _elementwise_operands(self, op: str, dst: Any, **operands: Any) -> tuple[Tile, list[Tile]]:
-        self.m.check_capacity()
         dst = self._tile(op, "dst", dst)
         self._in(op, "dst", dst, "sbuf", "psum")
         tiles = []
@@ -543,7 +538,6 @@ class Isa:
         name: str | None = None,
     ) -> None:
         m, name = self.m, "tensor_reduce"
-        m.check_capacity()
         fn = self._op(name, op, 2)
         if fn.reduce is None:
             m.fail(
@@ -576,7 +570,6 @@ class Isa:
 
     def memset(self, dst: Any, value: Any, engine: Any = None, name: str | None = None) -> None:
         m, name = self.m, "memset"
-        m.check_capacity()
         dst = self._tile(name, "dst", dst)
         self._in(name, "dst", dst, "sbuf", "psum")
         if not isinstance(value, numbers.Real):

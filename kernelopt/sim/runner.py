@@ -13,6 +13,7 @@ import numpy as np
 from kernelopt.sim.errors import SimError
 from kernelopt.sim.language import BUFFERS
 from kernelopt.sim.machine import Machine
+from kernelopt.sim.memory import plan_memory
 from kernelopt.sim.namespace import JitKernel, build_modules, kernel_builtins
 from kernelopt.sim.profile import build_profile
 from kernelopt.sim.schedule import Timeline, schedule
@@ -175,9 +176,8 @@ def run_kernel(
         raise _as_sim_error(exc, file) from None
     finally:
         namespace.clear()
-    machine.resolve_reuse()
     trace = tuple(machine.trace)
-    allocations = tuple(machine.allocations)
+    allocations = plan_memory(trace, machine.allocations, params, file)
     timeline = schedule(trace, allocations, params)
     # ml_dtypes floats (bfloat16, fp8) report kind "V".
     float_inputs = [a.dtype for a in map(np.asarray, inputs.values()) if a.dtype.kind in "fV"]

@@ -7,10 +7,10 @@ the region (WAR/WAW). Access lists are kept per allocation and pruned when a
 write covers older entries, so each lookup scans a handful of boxes and the
 whole pass stays linear in the trace length.
 
-An allocation that takes over the physical copy of a dead allocation from
-the same site (see ``AllocationInfo.reuses``) waits, on first touch, until
-every access to that copy has finished: this is what makes a loop with one
-buffer serialise and a loop-body allocation pipeline.
+An allocation that takes over the physical memory of dead allocations (see
+``AllocationInfo.reuses``) waits, on first touch, until every access to
+them has finished: this is what makes a loop with one buffer serialise and
+a loop-body allocation pipeline.
 """
 
 from __future__ import annotations
@@ -187,10 +187,10 @@ def schedule(
         ready = 0.0
         for regions, write in ((ins.reads, False), (ins.writes, True)):
             for aid, box in regions:
-                if not touched[aid] and reuses[aid] >= 0:
-                    r = reuses[aid]
-                    end = release[r] if release_engine[r] == engine else release[r] + sync
-                    ready = max(ready, end)
+                if not touched[aid]:
+                    for r in reuses[aid]:
+                        end = release[r] if release_engine[r] == engine else release[r] + sync
+                        ready = max(ready, end)
                 ready = accesses[aid].latest(box, ready, engine, sync, write=write)
 
         duration = duration_ns(ins, params)

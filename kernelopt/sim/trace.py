@@ -40,16 +40,19 @@ class Instruction:
 
 @dataclass(frozen=True, slots=True)
 class AllocationInfo:
-    """What the scheduler needs about an allocation, without keeping it alive.
+    """What the memory planner and scheduler need about an allocation, without
+    keeping it alive.
 
-    ``reuses`` is the allocation whose physical copy this one takes over
-    (the same allocation site ``rotation_depth`` generations earlier, dead by
-    then), or -1 when it gets fresh memory.
+    ``nbytes`` is its size per partition on chip (whole banks in PSUM, 0 in
+    HBM). ``reuses`` lists the allocations whose physical memory this one
+    takes over (dead by its first touch; see ``kernelopt.sim.memory``);
+    empty when it gets fresh memory.
     """
 
     alloc_id: int
     name: str
     kind: str
     line: int
-    reuses: int
+    nbytes: int = 0
+    reuses: tuple[int, ...] = ()
     address: tuple[int, ...] | None = None  # hand-placed with nl.ndarray(address=...)
