@@ -30,6 +30,9 @@ class Machine:
         self.compute = compute
         self.trace: list[Instruction] = []
         self.allocations: list[AllocationInfo] = []
+        # Per allocation site: trace length at its last allocation and its
+        # current generation (allocations with no instruction in between).
+        self._generations: dict[tuple[int, ...], tuple[int, int]] = {}
 
     # --- locating the kernel line -------------------------------------------------
 
@@ -39,6 +42,17 @@ class Machine:
         while frame is not None and frame.f_code.co_filename != self.file:
             frame = frame.f_back
         return frame.f_lineno if frame is not None else 0
+
+    def site(self) -> tuple[int, ...]:
+        """The kernel lines on the call stack, outermost first: where an allocation
+        is made, told apart by the helper calls that lead there."""
+        lines = []
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == self.file:
+                lines.append(frame.f_lineno)
+            frame = frame.f_back
+        return tuple(reversed(lines))
 
     def fail(self, kind: str, message: str) -> NoReturn:
         raise SimError(message, file=self.file, line=self.line(), kind=kind)
@@ -81,9 +95,26 @@ class Machine:
                 # PSUM is handed out in whole banks.
                 banks = -(-per_partition // p.psum_bank_bytes)
                 per_partition = banks * p.psum_bank_bytes
+        site = self.site() if buffer.on_chip else ()
+        generation = 0
+        if site:
+            # A list of tiles built with no instruction in between is one
+            # generation: it rotates as a unit.
+            issued, generation = self._generations.get(site, (-1, -1))
+            if issued != len(self.trace):
+                generation += 1
+            self._generations[site] = (len(self.trace), generation)
         self.allocations.append(
             AllocationInfo(
-                alloc_id, label, buffer.kind, line, nbytes=per_partition, address=address
+                alloc_id,
+                label,
+                buffer.kind,
+                line,
+                nbytes=per_partition,
+                address=address,
+                site=site,
+                generation=generation,
+                partitions=shape[0] if buffer.on_chip else 0,
             )
         )
         if filled:

@@ -10,7 +10,8 @@ in sbuf/psum" message.
 
 The same liveness decides buffer reuse (``AllocationInfo.reuses``): an
 allocation can only take over the memory of one that is dead by its first
-touch (see ``plan_reuse``).
+touch. The compiler rotates physical copies of an allocation site's live
+set (see ``plan_reuse``).
 """
 
 from __future__ import annotations
@@ -98,35 +99,139 @@ def check_capacity(
         )
 
 
+Site = tuple[int, ...]
+
+
+@dataclass
+class _Slot:
+    """One physical copy of a site's live set: the generation holding it."""
+
+    allocs: list[int]
+    last: int  # last use of that generation (trace index)
+
+
+def _generations(
+    allocations: Sequence[AllocationInfo], lives: Liveness
+) -> dict[Site, list[list[int]]]:
+    """Touched on-chip allocations without a hand-placed address, by site and generation."""
+    sites: dict[Site, dict[int, list[int]]] = {}
+    for a in allocations:
+        if a.kind in ON_CHIP and a.address is None and lives.first[a.alloc_id] >= 0:
+            sites.setdefault(a.site, {}).setdefault(a.generation, []).append(a.alloc_id)
+    return {site: [gens[g] for g in sorted(gens)] for site, gens in sites.items()}
+
+
+def _copies(
+    sites: dict[Site, list[list[int]]],
+    allocations: Sequence[AllocationInfo],
+    lives: Liveness,
+    params: Trn2Params,
+) -> dict[Site, int]:
+    """Physical copies per site: up to ``rotation_depth``, capacity permitting.
+
+    A site that allocates more than once gets a second copy, then a third,
+    while the extra copy fits next to everything live over the site's whole
+    active range (including copies granted before); sites are served in the
+    order the kernel first touches them, one copy per site per round.
+    """
+    limits = {"sbuf": params.sbuf_partition_bytes, "psum": params.psum_partition_bytes}
+    usage = {kind: lives.live[kind].copy() for kind in ON_CHIP}
+    copies = dict.fromkeys(sites, 1)
+    rotating = []
+    for site, gens in sites.items():
+        if len(gens) < 2:
+            continue
+        touched = [a for gen in gens for a in gen]
+        lo = int(min(lives.first[a] for a in touched))
+        hi = int(max(lives.last[a] for a in touched))
+        size = max(sum(allocations[a].nbytes for a in gen) for gen in gens)
+        rotating.append((lo, hi, size, allocations[gens[0][0]].kind, site))
+    rotating.sort()
+    for _ in range(params.rotation_depth - 1):
+        for lo, hi, size, kind, site in rotating:
+            window = usage[kind][lo : hi + 1]
+            if copies[site] == len(sites[site]) or window.max() + size > limits[kind]:
+                continue
+            window += size
+            copies[site] += 1
+    return copies
+
+
+def _rotate(
+    sites: dict[Site, list[list[int]]], copies: dict[Site, int], lives: Liveness
+) -> dict[int, tuple[int, ...]]:
+    """Each generation takes the site's copy freed longest ago, once it has all its copies.
+
+    Tile i of the new generation takes over tile i of the generation that
+    held the copy, so a list of tiles recycles tile by tile. A generation
+    that finds no dead copy (the kernel still uses the old one) gets fresh
+    memory.
+    """
+    reuses: dict[int, tuple[int, ...]] = {}
+    for site, gens in sites.items():
+        slots: list[_Slot] = []
+        for gen in gens:
+            start = int(min(lives.first[a] for a in gen))
+            last = int(max(lives.last[a] for a in gen))
+            dead = [slot for slot in slots if slot.last < start]
+            if len(slots) < copies[site] or not dead:
+                slots.append(_Slot(gen, last))
+                continue
+            slot = min(dead, key=lambda s: s.last)
+            for new, old in zip(gen, slot.allocs, strict=False):
+                reuses[new] = (old,)
+            slot.allocs, slot.last = gen, last
+    return reuses
+
+
+def _placed(allocations: Sequence[AllocationInfo], lives: Liveness) -> dict[int, tuple[int, ...]]:
+    """Hand-placed allocations take over the memory of every earlier, dead
+    allocation whose placed range overlaps theirs: the compiler does not
+    rotate them, so the same address in every iteration is one buffer."""
+    ranges: dict[tuple[str, int, int, int, int], int] = {}  # placed range -> latest holder
+    reuses: dict[int, tuple[int, ...]] = {}
+    placed = [
+        a
+        for a in allocations
+        if a.address is not None and a.kind in ON_CHIP and lives.first[a.alloc_id] >= 0
+    ]
+    for a in sorted(placed, key=lambda a: lives.first[a.alloc_id]):
+        start = int(lives.first[a.alloc_id])
+        part = a.address[0] if len(a.address) > 1 else 0
+        offset = a.address[-1]
+        key = (a.kind, part, part + a.partitions, offset, offset + a.nbytes)
+        older = [
+            holder
+            for (kind, p0, p1, o0, o1), holder in ranges.items()
+            if kind == a.kind
+            and p0 < key[2]
+            and key[1] < p1
+            and o0 < key[4]
+            and key[3] < o1
+            and lives.last[holder] < start
+        ]
+        if older:
+            reuses[a.alloc_id] = tuple(sorted(older))
+        ranges[key] = a.alloc_id
+    return reuses
+
+
 def plan_reuse(
     allocations: Sequence[AllocationInfo], lives: Liveness, params: Trn2Params
 ) -> tuple[AllocationInfo, ...]:
-    """Which earlier allocation's memory each allocation takes over.
+    """Which earlier allocations' memory each allocation takes over.
 
-    An allocation made again at the same kernel line (a loop-body tile)
-    takes over the physical copy of the one ``copies`` allocations back at
-    that line, if that one is dead by its first touch. ``copies`` is
-    ``rotation_depth``, or fewer when the memory free at the first touch
-    holds fewer copies.
+    The compiler keeps up to ``rotation_depth`` physical copies of an
+    allocation site's live set, capacity permitting, and a new generation
+    takes the copy freed longest ago; hand-placed allocations skip that
+    rotation and share memory wherever their addresses overlap.
     """
-    limits = {"sbuf": params.sbuf_partition_bytes, "psum": params.psum_partition_bytes}
-    depth = params.rotation_depth
-    history: dict[int, list[int]] = {}
-    planned = list(allocations)
-    for a in allocations:
-        if a.kind not in ON_CHIP:
-            continue
-        earlier = history.setdefault(a.line, [])
-        start = int(lives.first[a.alloc_id])
-        if start >= 0 and earlier:
-            free = limits[a.kind] - int(lives.live[a.kind][start])
-            copies = max(1, min(depth, 1 + free // max(a.nbytes, 1)))
-            if len(earlier) >= copies:
-                old = earlier[-copies]
-                if lives.last[old] < start:
-                    planned[a.alloc_id] = replace(a, reuses=(old,))
-        earlier.append(a.alloc_id)
-    return tuple(planned)
+    sites = _generations(allocations, lives)
+    reuses = _rotate(sites, _copies(sites, allocations, lives, params), lives)
+    reuses.update(_placed(allocations, lives))
+    return tuple(
+        replace(a, reuses=reuses[a.alloc_id]) if a.alloc_id in reuses else a for a in allocations
+    )
 
 
 def plan_memory(

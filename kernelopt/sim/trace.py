@@ -46,7 +46,10 @@ class AllocationInfo:
     ``nbytes`` is its size per partition on chip (whole banks in PSUM, 0 in
     HBM). ``reuses`` lists the allocations whose physical memory this one
     takes over (dead by its first touch; see ``kernelopt.sim.memory``);
-    empty when it gets fresh memory.
+    empty when it gets fresh memory. ``site`` is the kernel lines on the
+    call stack where it was allocated (outermost first) and ``generation``
+    counts the times that site allocated, tiles allocated with no
+    instruction in between sharing one generation.
     """
 
     alloc_id: int
@@ -56,3 +59,6 @@ class AllocationInfo:
     nbytes: int = 0
     reuses: tuple[int, ...] = ()
     address: tuple[int, ...] | None = None  # hand-placed with nl.ndarray(address=...)
+    site: tuple[int, ...] = ()
+    generation: int = 0
+    partitions: int = 0  # on chip: the partitions it spans
