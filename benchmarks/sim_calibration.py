@@ -83,7 +83,7 @@ def simulate(case: object) -> tuple[dict, float]:
         for name, (shape, dtype) in workload.input_specs.items()
     }
     started = time.perf_counter()
-    run = run_kernel(HERE / case.kernel, inputs, compute=False)
+    run = run_kernel(HERE / case.kernel, inputs, compute=False, compiler_args=case.compiler_args)
     return run.profile, time.perf_counter() - started
 
 

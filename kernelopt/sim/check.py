@@ -103,6 +103,7 @@ def check_kernel(
     mac_count: int | None = None,
     params: Trn2Params = DEFAULT_PARAMS,
     rel_l2: float | None = None,
+    compiler_args: tuple[str, ...] | list[str] = (),
 ) -> SimReport:
     """Run the kernel on each seed's inputs and compare with ``workload.f_numpy``.
 
@@ -131,6 +132,7 @@ def check_kernel(
                 precision=precision,
                 mac_count=mac_count,
                 params=params,
+                compiler_args=compiler_args,
             )
         except SimError as exc:
             return failed(str(exc), exc.kind)

@@ -68,8 +68,12 @@ def test_vector_engine_pays_static_overhead_and_two_passes_for_two_inputs():
 # --- the schedule ------------------------------------------------------------------------
 
 
-def _sound(trace, allocations, timeline) -> None:
-    """Brute-force check of every ordering rule the scheduler promises."""
+def _sound(trace, allocations, timeline, *, in_order: bool = False) -> None:
+    """Brute-force check of every ordering rule the scheduler promises.
+
+    An engine runs one instruction at a time; with the instruction
+    scheduler off (``in_order``) it also runs them in program order.
+    """
 
     def overlap(a, b):
         return a[0] == b[0] and all(
@@ -86,7 +90,10 @@ def _sound(trace, allocations, timeline) -> None:
             if raw or war or waw:
                 assert start[j] >= end[i] - 1e-9, (i, j, earlier, later)
             if later.engine == earlier.engine != "dma":
-                assert start[j] >= end[i] - 1e-9  # in order, one at a time
+                if in_order:
+                    assert start[j] >= end[i] - 1e-9  # in order, one at a time
+                else:  # one at a time, in any order
+                    assert start[j] >= end[i] - 1e-9 or end[j] <= start[i] + 1e-9
     # A reused physical copy is free only once every access to it has finished.
     last_use: dict[int, float] = {}
     first_use: dict[int, float] = {}
@@ -113,9 +120,11 @@ def _sound(trace, allocations, timeline) -> None:
         ("softmax_rows.py", {"x": np.zeros((384, 64), np.float32)}),
     ],
 )
-def test_schedule_respects_dependencies_engines_and_queues(kernel, inputs):
-    run = run_kernel(KERNELS / kernel, inputs, compute=False)
-    _sound(run.trace, run.allocations, run.timeline)
+@pytest.mark.parametrize("in_order", [False, True])
+def test_schedule_respects_dependencies_engines_and_queues(kernel, inputs, in_order):
+    args = ("enable-instruction-scheduling=false",) if in_order else ()
+    run = run_kernel(KERNELS / kernel, inputs, compute=False, compiler_args=args)
+    _sound(run.trace, run.allocations, run.timeline, in_order=in_order)
     assert run.profile["total_time"] == pytest.approx(max(run.timeline.end_ns) * 1e-9)
 
 
@@ -364,7 +373,8 @@ def _random_traces(draw):
 
 
 @settings(max_examples=120, deadline=None)
-@given(_random_traces())
-def test_schedule_is_sound_on_random_traces(case):
+@given(_random_traces(), st.booleans())
+def test_schedule_is_sound_on_random_traces(case, in_order):
     trace, allocations = case
-    _sound(trace, allocations, schedule(trace, allocations, P))
+    timeline = schedule(trace, allocations, P, in_order=in_order)
+    _sound(trace, allocations, timeline, in_order=in_order)
