@@ -588,7 +588,17 @@ class Isa:
 
     def _fill(self, dst: Tile, value: float, unit: str = "gpsimd") -> None:
         self.m.write(dst, value)
-        self._emit("memset", unit, [], [dst], partitions=dst.partitions, free=dst.free_size)
+        # A zero fill of a 2-byte dtype writes two elements per cycle.
+        packed = value == 0.0 and dst.dtype.itemsize == 2
+        self._emit(
+            "memset",
+            unit,
+            [],
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            elements_per_cycle=2 if packed else 1,
+        )
 
 
 ISA_CALLS = (

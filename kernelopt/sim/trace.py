@@ -36,6 +36,7 @@ class Instruction:
     hbm_write: int = 0
     macs: int = 0
     transpose_efficiency: float = 1.0
+    elements_per_cycle: int = 1  # memset: 2 for a zero fill of a 2-byte dtype
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,8 @@ class Trn2Params:
     engine_min_cycles: int = 64
     # ~100 cycles static overhead per instruction (v2).
     engine_static_cycles: int = 100
-    # GpSimd processes fewer elements per cycle than VectorE (estimate).
+    # GpSimd processes fewer elements per cycle than VectorE (estimate); not
+    # applied to memset, whose cost is documented per engine cycle.
     gpsimd_slowdown: float = 2.0
 
     # --- DMA ---

@@ -65,6 +65,52 @@ def test_vector_engine_pays_static_overhead_and_two_passes_for_two_inputs():
     assert duration_ns(two, P) == pytest.approx((100 + 1024) * cycle)
 
 
+def _memset(n: int, engine: str = "gpsimd", per_cycle: int = 1) -> Instruction:
+    return Instruction(
+        "memset", engine, 1, (), (), partitions=128, free=n, elements_per_cycle=per_cycle
+    )
+
+
+def test_memset_costs_max_of_the_issue_floor_and_n_engine_cycles():
+    gpsimd = 1e9 / P.gpsimd_clock_hz
+    static = P.engine_static_cycles
+    assert duration_ns(_memset(512), P) == pytest.approx((static + 512) * gpsimd)
+    # A zero fill of a 2-byte dtype writes two elements per cycle...
+    assert duration_ns(_memset(512, per_cycle=2), P) == pytest.approx((static + 256) * gpsimd)
+    # ... and small fills pay the 64-cycle floor either way.
+    assert duration_ns(_memset(32), P) == pytest.approx((static + 64) * gpsimd)
+    vector = 1e9 / P.vector_clock_hz
+    assert duration_ns(_memset(512, "vector"), P) == pytest.approx((static + 512) * vector)
+
+
+MEMSET = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(x):
+    t = nl.ndarray((128, 4096), dtype=nl.{dtype}, buffer=nl.sbuf)
+    nisa.memset(dst=t, value={value})
+    nisa.dma_copy(dst=x, src=t[:, 0:1])
+    return x
+"""
+
+
+@pytest.mark.parametrize(
+    "dtype, value, per_cycle",
+    [("bfloat16", 0.0, 2), ("bfloat16", 1.0, 1), ("float32", 0.0, 1), ("float16", 0.0, 2)],
+)
+def test_only_zero_fills_of_two_byte_dtypes_are_packed(kernel_file, dtype, value, per_cycle):
+    path, _ = kernel_file(MEMSET.format(dtype=dtype, value=value))
+    run = run_kernel(path, {"x": np.zeros((128, 1), np.float32)}, compute=False)
+    memset = next(i for i in run.trace if i.op == "memset")
+    assert memset.elements_per_cycle == per_cycle
+    assert run.timeline.end_ns[0] - run.timeline.start_ns[0] == pytest.approx(
+        duration_ns(_memset(4096, per_cycle=per_cycle), P)
+    )
+
+
 # --- the schedule ------------------------------------------------------------------------
 
 
