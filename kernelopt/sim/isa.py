@@ -301,10 +301,19 @@ class Isa:
             if src.buffer.kind == "hbm"
             else (p.dma_transpose_sbuf_efficiency)
         )
-        self._emit_dma(op, dst, src, eff)
+        # The DMA engine transposes fixed blocks of source rows x columns; the
+        # block, not the strided source row, is the unit each descriptor moves.
+        block = p.dma_transpose_block_rows * p.dma_transpose_block_columns * src.dtype.itemsize
+        self._emit_dma(op, dst, src, eff, row_bytes=min(block, src.nbytes))
 
     def _emit_dma(
-        self, op: str, dst: Tile, src: Tile, efficiency: float, reads: list[Tile] | None = None
+        self,
+        op: str,
+        dst: Tile,
+        src: Tile,
+        efficiency: float,
+        reads: list[Tile] | None = None,
+        row_bytes: int | None = None,
     ) -> None:
         self._emit(
             op,
@@ -314,7 +323,7 @@ class Isa:
             partitions=dst.partitions,
             free=dst.free_size,
             nbytes=max(src.nbytes, dst.nbytes),
-            row_bytes=min(src.row_bytes(), dst.row_bytes()),
+            row_bytes=min(src.row_bytes(), dst.row_bytes()) if row_bytes is None else row_bytes,
             hbm_read=src.nbytes if src.buffer.kind == "hbm" else 0,
             hbm_write=dst.nbytes if dst.buffer.kind == "hbm" else 0,
             transpose_efficiency=efficiency,

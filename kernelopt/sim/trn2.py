@@ -71,6 +71,13 @@ class Trn2Params:
     dma_row_overhead_bytes: float = 400.0
     dma_transpose_hbm_efficiency: float = 0.9  # HBM -> SBUF, up to 90 % of copy
     dma_transpose_sbuf_efficiency: float = 0.5  # SBUF -> SBUF, up to 50 %
+    # dma_transpose moves fixed blocks of 16 source rows x 128 columns (4 KiB
+    # at 2 bytes): the hardware-DGE transpose takes src.shape[0] == 16 and
+    # src.shape[-1] % 128 == 0 (nki.isa.dma_transpose docs). Its efficiency
+    # follows the block, not the strided source row (hypothesis, tested by
+    # the calibration suite's lhs @ rhs kernels).
+    dma_transpose_block_rows: int = 16
+    dma_transpose_block_columns: int = 128
     hbm_bytes_per_ns: float = 368.0  # HBM per core: 2.9 TB/s / 8 cores
 
     # --- synchronisation and buffering ---
