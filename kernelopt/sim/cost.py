@@ -33,6 +33,9 @@ def duration_ns(ins: Instruction, p: Trn2Params) -> float:
         fill = ins.free / ins.elements_per_cycle
         return (p.engine_static_cycles + max(p.engine_min_cycles, fill)) / clock * 1e9
     stream = ins.free * ins.inputs
+    if ins.psum_read:
+        # VectorE and ScalarE stream a PSUM operand at half their SBUF rate.
+        stream = stream * p.psum_read_cycles_per_element
     if engine == "vector":
         clock = p.vector_clock_hz
     elif engine == "scalar":

@@ -101,6 +101,7 @@ class Isa:
                 reads=tuple(t.region for t in reads),
                 writes=tuple(t.region for t in writes),
                 shape=writes[0].shape,
+                psum_read=any(t.buffer.kind == "psum" for t in reads),
                 **cost,
             )
         )

@@ -37,6 +37,7 @@ class Instruction:
     macs: int = 0
     transpose_efficiency: float = 1.0
     elements_per_cycle: int = 1  # memset: 2 for a zero fill of a 2-byte dtype
+    psum_read: bool = False  # an operand is read from PSUM
 
 
 @dataclass(frozen=True, slots=True)

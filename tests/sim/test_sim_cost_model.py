@@ -110,6 +110,40 @@ def _memset(n: int, engine: str = "gpsimd", per_cycle: int = 1) -> Instruction:
     )
 
 
+DRAIN = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(x):
+    src = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.{buffer})
+    nisa.memset(dst=src, value=1.0)
+    dst = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.{op}
+    nisa.dma_copy(dst=x, src=dst[:, 0:1])
+    return x
+"""
+
+
+@pytest.mark.parametrize(
+    "op",
+    ["tensor_copy(dst=dst, src=src)", "activation(dst=dst, op=nl.copy, data=src)"],
+)
+def test_reading_psum_takes_two_cycles_per_element(kernel_file, op):
+    times = {}
+    for buffer in ("sbuf", "psum"):
+        path, _ = kernel_file(DRAIN.format(buffer=buffer, op=op), name=f"{buffer}.py")
+        run = run_kernel(path, {"x": np.zeros((128, 1), np.float32)}, compute=False)
+        assert run.trace[1].psum_read is (buffer == "psum")
+        times[buffer] = run.timeline.end_ns[1] - run.timeline.start_ns[1]
+    engine = "vector" if op.startswith("tensor_copy") else "scalar"
+    cycle = 1e9 / (P.vector_clock_hz if engine == "vector" else P.scalar_clock_hz)
+    static = P.engine_static_cycles
+    assert times["sbuf"] == pytest.approx((static + 512) * cycle)
+    assert times["psum"] == pytest.approx((static + 512 * P.psum_read_cycles_per_element) * cycle)
+
+
 def test_memset_costs_max_of_the_issue_floor_and_n_engine_cycles():
     gpsimd = 1e9 / P.gpsimd_clock_hz
     static = P.engine_static_cycles
@@ -395,7 +429,8 @@ def k(a, b):
     nisa.memset(dst=res, value=0.0)
     for i in nl.affine_range(32):
         acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
-        nisa.nc_matmul(dst=acc, stationary=at, moving=bt)
+        for j in nl.affine_range(4):
+            nisa.nc_matmul(dst=acc, stationary=at, moving=bt)
         nisa.tensor_tensor(dst=res, data1=res, data2=acc, op=nl.add)
     nisa.tensor_tensor(dst=res, data1=res, data2=other[:, 0:512], op=nl.add)
     nisa.dma_copy(dst=out, src=res)
