@@ -262,7 +262,7 @@ class Isa:
             if values is not None:
                 values = rmw.fn(old, values.reshape(dst.shape))
         m.write(dst, None if values is None else values.reshape(dst.shape))
-        self._emit_dma(op, dst, src, 1.0, reads)
+        self._emit_dma(op, dst, src, 1.0, reads, software_dge=_software_dge(dge_mode))
 
     def dma_transpose(
         self,
@@ -305,7 +305,14 @@ class Isa:
         # The DMA engine transposes fixed blocks of source rows x columns; the
         # block, not the strided source row, is the unit each descriptor moves.
         block = p.dma_transpose_block_rows * p.dma_transpose_block_columns * src.dtype.itemsize
-        self._emit_dma(op, dst, src, eff, row_bytes=min(block, src.nbytes))
+        self._emit_dma(
+            op,
+            dst,
+            src,
+            eff,
+            row_bytes=min(block, src.nbytes),
+            software_dge=_software_dge(dge_mode),
+        )
 
     def _emit_dma(
         self,
@@ -315,6 +322,7 @@ class Isa:
         efficiency: float,
         reads: list[Tile] | None = None,
         row_bytes: int | None = None,
+        software_dge: bool = False,
     ) -> None:
         self._emit(
             op,
@@ -328,6 +336,7 @@ class Isa:
             hbm_read=src.nbytes if src.buffer.kind == "hbm" else 0,
             hbm_write=dst.nbytes if dst.buffer.kind == "hbm" else 0,
             transpose_efficiency=efficiency,
+            software_dge=software_dge,
         )
 
     # --- VectorE / ScalarE / GpSimd -------------------------------------------------------
@@ -609,6 +618,12 @@ class Isa:
             free=dst.free_size,
             elements_per_cycle=2 if packed else 1,
         )
+
+
+def _software_dge(mode: Any) -> bool:
+    """Whether ``dge_mode`` asks for software descriptors (swdge) or none at all;
+    unknown and hwdge get hardware descriptor generation on Trn2."""
+    return str(mode) in ("dge_mode.swdge", "dge_mode.none")
 
 
 ISA_CALLS = (

@@ -281,7 +281,8 @@ def schedule(
             # bandwidth. Both take the earliest gap long enough.
             q = min(range(len(queues)), key=queues.__getitem__)
             start = issuer.reserve(max(ready, queues[q]), params.dma_issue_ns)
-            data_start = channel.reserve(start + params.dma_fixed_ns, duration)
+            fixed = params.dma_fixed_ns if ins.software_dge else params.dma_hwdge_fixed_ns
+            data_start = channel.reserve(start + fixed, duration)
             end = data_start + duration
             queues[q], queue_holder[q] = end, index
             dma_intervals.append((start, end))

@@ -38,6 +38,7 @@ class Instruction:
     transpose_efficiency: float = 1.0
     elements_per_cycle: int = 1  # memset: 2 for a zero fill of a 2-byte dtype
     psum_read: bool = False  # an operand is read from PSUM
+    software_dge: bool = False  # DMA descriptors generated in software (dge_mode=swdge/none)
 
 
 @dataclass(frozen=True, slots=True)

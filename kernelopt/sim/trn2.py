@@ -63,8 +63,12 @@ class Trn2Params:
     # bandwidth is 16 x 23 ~ 368 GB/s, shared by all transfers in flight.
     dma_bytes_per_ns: float = 23.0
     # Fixed cost per transfer (descriptor set-up, semaphore latency). It is a
-    # latency: other transfers move data meanwhile.
+    # latency: other transfers move data meanwhile. ~1.3 us with software
+    # descriptor generation; Trn2 (NeuronCore-v3) generates descriptors in
+    # hardware (HWDGE), ~0.6 us, and the compiler picks it unless the kernel
+    # asks for dge_mode=swdge or none.
     dma_fixed_ns: float = 1300.0
+    dma_hwdge_fixed_ns: float = 600.0
     # The part of that cost that is serial across transfers (descriptor
     # generation); small enough that the tutorial's 65,536-transfer tiled
     # kernel stays bandwidth-bound (estimate).

@@ -257,6 +257,39 @@ def test_loop_body_allocations_rotate_through_depth_copies():
     assert [t.reuses for t in tiles] == [()] * depth + [(t.alloc_id,) for t in tiles[: 6 - depth]]
 
 
+DMA_CHAIN = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(x):
+    t = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+    for i in nl.sequential_range(8):
+        nisa.dma_copy(dst=t, src=x{mode})
+        nisa.dma_copy(dst=x, src=t{mode})
+    return x
+"""
+
+
+@pytest.mark.parametrize(
+    "mode, software",
+    [
+        ("", False),
+        (", dge_mode=nisa.dge_mode.hwdge", False),
+        (", dge_mode=nisa.dge_mode.swdge", True),
+    ],
+)
+def test_hardware_descriptor_generation_shortens_each_dma(kernel_file, mode, software):
+    # Sixteen dependent small DMAs: the chain is their fixed latencies.
+    path, _ = kernel_file(DMA_CHAIN.format(mode=mode))
+    run = run_kernel(path, {"x": np.zeros((128, 64), BF16)}, compute=False)
+    assert all(i.software_dge is software for i in run.trace)
+    fixed = P.dma_fixed_ns if software else P.dma_hwdge_fixed_ns
+    per_dma = run.profile["total_time"] * 1e9 / 16
+    assert fixed < per_dma < fixed + 500
+
+
 def test_tensor_engine_starts_throttled():
     trace = [_matmul(512), _matmul(512)]
     timeline = schedule(trace, [], P)
@@ -282,7 +315,10 @@ def test_single_buffer_serialises_and_loop_allocation_pipelines():
     inputs = _inputs(1024, 256, 1024)
     single = _time("matmul_single_buffer.py", inputs)
     rotating = _time("matmul_basic.py", inputs)
-    assert single > 2.0 * rotating
+    # With one buffer every load waits for the previous matmul, so each of
+    # the 32 iterations exposes at least the DMA's fixed latency.
+    iterations = (1024 // 128) * (256 // 128) * (1024 // 512)
+    assert single * 1e9 > rotating * 1e9 + iterations * P.dma_hwdge_fixed_ns
     one_copy = dataclasses.replace(P, rotation_depth=1)
     assert _time("matmul_basic.py", inputs, params=one_copy) > 1.5 * rotating
 
