@@ -49,6 +49,7 @@ def target_from_spec(spec: dict[str, Any]) -> Any:
             rel_l2=float(spec["rel_l2"]) if spec.get("rel_l2") is not None else None,
             timeout_s=float(spec.get("timeout_s", 600.0)),
             isolate=False,  # this process is the isolated one
+            compiler_args=tuple(spec.get("compiler_args") or ()),
         )
     if kind == "nki-neuron":
         from kernelopt.neuron.target import NeuronTarget

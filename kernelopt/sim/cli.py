@@ -57,6 +57,14 @@ def _format(value: Any) -> str:
     show_default=True,
     help="fp32: compute and store every float in fp32; native: round to declared dtypes.",
 )
+@click.option(
+    "--compiler-arg",
+    "compiler_args",
+    multiple=True,
+    metavar="OPTION",
+    help="A neuronx-cc option the kernel is compiled with (repeatable), e.g. "
+    "enable-instruction-scheduling=false: the engines then keep program order.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON record.")
 @click.pass_context
 def sim_command(
@@ -65,6 +73,7 @@ def sim_command(
     workload_py: Path,
     func: str | None,
     precision: str,
+    compiler_args: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Run KERNEL_PY in the NKI simulator, check it against the workload's
@@ -78,12 +87,20 @@ def sim_command(
     Example:
         kernelopt sim ir/matmul/kernel.py --workload ir/matmul/workload.py
         kernelopt sim kernel.py --workload workload.py --func matmul_kernel --json
+        kernelopt sim kernel.py --workload workload.py \\
+            --compiler-arg enable-instruction-scheduling=false
     """
     try:
         workload = load_workload(workload_py, require=("f_numpy", "INPUT_SPECS"))
     except WorkloadError as exc:
         raise click.BadParameter(str(exc), param_hint="--workload") from None
-    report = check_kernel(kernel_py, workload, func=func, precision=precision)
+    report = check_kernel(
+        kernel_py,
+        workload,
+        func=func,
+        precision=precision,
+        compiler_args=compiler_args,
+    )
     record = report_record(report)
     if as_json:
         click.echo(json.dumps(record, indent=2, sort_keys=True))

@@ -34,6 +34,9 @@ class NkiSimTarget:
     rtol: float = 5e-3
     rel_l2: float | None = None
     timeout_s: float = 600.0
+    # neuronx-cc options the kernel is compiled with (device.neuron.compiler_args):
+    # the cost model follows those it models (kernelopt.sim.compiler).
+    compiler_args: tuple[str, ...] = ()
     # Simulate in a child process: a kernel that loops forever or exhausts
     # memory must cost an attempt, not the runner.
     isolate: bool = True
@@ -54,6 +57,7 @@ class NkiSimTarget:
             rtol=d.rtol,
             rel_l2=d.rel_l2,
             timeout_s=program.timeout_s,
+            compiler_args=tuple(program.device.neuron.compiler_args),
         )
 
     def reference(self, tree: Path) -> Measurement:
@@ -71,6 +75,7 @@ class NkiSimTarget:
             "rtol": self.rtol,
             "rel_l2": self.rel_l2,
             "timeout_s": self.timeout_s,
+            "compiler_args": list(self.compiler_args),
         }
 
     def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
@@ -121,6 +126,7 @@ class NkiSimTarget:
             rtol=self.rtol,
             rel_l2=self.rel_l2,
             mac_count=mac_count,
+            compiler_args=self.compiler_args,
         )
         elapsed = time.monotonic() - started
         extra = {

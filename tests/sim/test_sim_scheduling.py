@@ -3,6 +3,8 @@ program order with enable-instruction-scheduling=false."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,34 +12,15 @@ from kernelopt.sim import run_kernel
 from kernelopt.sim.compiler import compiler_options
 
 # VectorE first copies a tile that arrives late (a large DMA), then works on
-# a tile that is ready early. Only the program order ties the second to the
+# a tile that is ready early: only the program order ties the second to the
 # first.
-LATE_THEN_EARLY = """
-import nki
-import nki.isa as nisa
-import nki.language as nl
-
-
-@nki.jit
-def k(big, small):
-    late = nl.ndarray((128, 8192), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=late, src=big)
-    early = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.memset(dst=early, value=1.0)
-    a = nl.ndarray((128, 8192), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=a, src=late)
-    b = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=b, src=early)
-    nisa.dma_copy(dst=big, src=a)
-    nisa.dma_copy(dst=small, src=b)
-    return big, small
-"""
+LATE_THEN_EARLY = Path(__file__).parent / "kernels" / "late_then_early.py"
 
 OFF = ("--internal-backend-options=--enable-instruction-scheduling=false",)
 
 
-def _copies(args: tuple[str, ...], kernel_file) -> tuple:
-    path, _ = kernel_file(LATE_THEN_EARLY)
+def _copies(args: tuple[str, ...]) -> tuple:
+    path = LATE_THEN_EARLY
     inputs = {"big": np.ones((128, 8192), np.float32), "small": np.ones((128, 512), np.float32)}
     run = run_kernel(path, inputs, compiler_args=args)
     first, second = (i for i, ins in enumerate(run.trace) if ins.op == "tensor_copy")
@@ -45,14 +28,14 @@ def _copies(args: tuple[str, ...], kernel_file) -> tuple:
     return (t.start_ns[first], t.end_ns[first]), (t.start_ns[second], t.end_ns[second]), run
 
 
-def test_with_the_scheduler_on_a_later_instruction_fills_an_idle_gap(kernel_file):
-    (late_start, _), (early_start, early_end), run = _copies((), kernel_file)
+def test_with_the_scheduler_on_a_later_instruction_fills_an_idle_gap():
+    (late_start, _), (early_start, early_end), run = _copies(())
     assert early_end <= late_start  # ran before the instruction ahead of it
     np.testing.assert_array_equal(run.outputs[1], np.ones((128, 512), np.float32))
 
 
-def test_with_the_scheduler_off_program_order_stands(kernel_file):
-    (_, late_end), (early_start, _), _ = _copies(OFF, kernel_file)
+def test_with_the_scheduler_off_program_order_stands():
+    (_, late_end), (early_start, _), _ = _copies(OFF)
     assert early_start >= late_end
 
 
