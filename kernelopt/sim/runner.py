@@ -12,6 +12,7 @@ import numpy as np
 
 from kernelopt.sim.compiler import compiler_options
 from kernelopt.sim.errors import SimError
+from kernelopt.sim.explain import Explanation, explain
 from kernelopt.sim.language import BUFFERS
 from kernelopt.sim.machine import Machine
 from kernelopt.sim.memory import plan_memory
@@ -39,6 +40,10 @@ class SimRun:
     trace: tuple[Instruction, ...]
     allocations: tuple[AllocationInfo, ...]
     timeline: Timeline
+
+    def explain(self, top: int = 3) -> Explanation:
+        """What bounds the time, and TensorE's ``top`` stalls with their source lines."""
+        return explain(self.trace, self.allocations, self.timeline, top)
 
 
 def _exception_line(exc: BaseException, file: str) -> int:

@@ -32,8 +32,9 @@ class Timeline:
     """When each instruction ran, and what it waited for.
 
     ``ready_ns`` is when its dependencies allowed it to start; ``wait_kind``
-    (an index into ``WAIT_KINDS``) and ``waited_on`` (an instruction index,
-    -1 for none) name the dependency that set that time.
+    (an index into ``WAIT_KINDS``), ``waited_on`` (an instruction index, -1
+    for none) and ``waited_alloc`` (the allocation it was on) name the
+    dependency that set that time.
     """
 
     makespan_ns: float
@@ -44,6 +45,7 @@ class Timeline:
     ready_ns: tuple[float, ...] = ()
     wait_kind: tuple[int, ...] = ()
     waited_on: tuple[int, ...] = ()
+    waited_alloc: tuple[int, ...] = ()
 
 
 def _overlaps(a: Box, b: Box) -> bool:
@@ -150,7 +152,9 @@ class _Accesses:
                 self.regular = False
                 return
 
-    def latest(self, box: Box, wait: _Wait, engine: str, sync: float, *, write: bool) -> None:
+    def latest(
+        self, box: Box, wait: _Wait, engine: str, sync: float, alloc: int, *, write: bool
+    ) -> None:
         """Raise ``wait`` to the end of every earlier access this one must follow."""
         if self.regular:
             self._check_grid(box)
@@ -167,7 +171,7 @@ class _Accesses:
                 found = table.items()
             for other, (end, eng, index) in found:
                 if end > wait.ready and _overlaps(box, other):
-                    wait.raise_to(end if eng == engine else end + sync, kind, index)
+                    wait.raise_to(end if eng == engine else end + sync, kind, index, alloc)
 
     def record_read(self, box: Box, end: float, engine: str, index: int) -> None:
         previous = self.reads.get(box)
@@ -190,16 +194,17 @@ class _Accesses:
 class _Wait:
     """The earliest start an instruction's dependencies allow, and what set it."""
 
-    __slots__ = ("ready", "kind", "on")
+    __slots__ = ("ready", "kind", "on", "alloc")
 
     def __init__(self) -> None:
         self.ready = 0.0
         self.kind = NO_WAIT
         self.on = -1
+        self.alloc = -1
 
-    def raise_to(self, time: float, kind: int, index: int) -> None:
+    def raise_to(self, time: float, kind: int, index: int, alloc: int) -> None:
         if time > self.ready:
-            self.ready, self.kind, self.on = time, kind, index
+            self.ready, self.kind, self.on, self.alloc = time, kind, index, alloc
 
 
 class _Throttle:
@@ -259,6 +264,7 @@ def schedule(
     ready_at: list[float] = []
     wait_kind: list[int] = []
     waited_on: list[int] = []
+    waited_alloc: list[int] = []
     dma_intervals: list[tuple[float, float]] = []
 
     for index, ins in enumerate(trace):
@@ -269,8 +275,8 @@ def schedule(
                 if not touched[aid]:
                     for r in reuses[aid]:
                         end = release[r] if release_engine[r] == engine else release[r] + sync
-                        wait.raise_to(end, REUSE, release_index[r])
-                accesses[aid].latest(box, wait, engine, sync, write=write)
+                        wait.raise_to(end, REUSE, release_index[r], r)
+                accesses[aid].latest(box, wait, engine, sync, aid, write=write)
         ready = wait.ready
 
         duration = duration_ns(ins, params)
@@ -307,6 +313,7 @@ def schedule(
         ready_at.append(ready)
         wait_kind.append(wait.kind)
         waited_on.append(wait.on)
+        waited_alloc.append(wait.alloc)
 
         for aid, box in ins.reads:
             touched[aid] = 1
@@ -331,4 +338,5 @@ def schedule(
         ready_ns=tuple(ready_at),
         wait_kind=tuple(wait_kind),
         waited_on=tuple(waited_on),
+        waited_alloc=tuple(waited_alloc),
     )

@@ -127,6 +127,7 @@ class NkiSimTarget:
             rel_l2=self.rel_l2,
             mac_count=mac_count,
             compiler_args=self.compiler_args,
+            explain=True,
         )
         elapsed = time.monotonic() - started
         extra = {
@@ -136,6 +137,8 @@ class NkiSimTarget:
             "seeds": list(self.seeds),
             "func": report.func,
             "mac_count": mac_count,
+            # What bounds the time and the top TensorE stalls, with source lines.
+            "explain": report.explanation,
         }
         if report.error is not None or not report.correct:
             status = INCORRECT if report.error_kind in (None, "numerics") else FAILED

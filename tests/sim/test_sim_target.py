@@ -58,6 +58,8 @@ def test_the_scheduler_option_changes_the_measured_time(tmp_path):
     in_order = off.measure(tmp_path / "b", env={})
     assert default.status == in_order.status == "ok"
     assert in_order.metrics["time"] > default.metrics["time"]
+    # The measurement carries the explanation an agent reads next.
+    assert in_order.extra["explain"]["bound"]
 
 
 def test_sim_cli_passes_compiler_options(tmp_path):
