@@ -18,6 +18,7 @@ a loop-body allocation pipeline.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kernelopt.sim.cost import duration_ns
@@ -230,9 +231,102 @@ class _Throttle:
         self.last_end = max(self.last_end, end)
 
 
+class _Dependencies:
+    """Every allocation's access history: what an instruction must wait for."""
+
+    def __init__(self, allocations: Sequence[AllocationInfo], sync: float) -> None:
+        n = len(allocations)
+        self.sync = sync
+        self.accesses = [_Accesses() for _ in range(n)]
+        self.release = [0.0] * n  # when every access so far has finished
+        self.release_engine = [""] * n
+        self.release_index = [-1] * n
+        self.touched = bytearray(n)
+        self.reuses = [a.reuses for a in allocations]
+
+    def wait_for(self, ins: Instruction) -> _Wait:
+        """The earliest start ``ins``'s reads and writes allow, and what set it."""
+        wait = _Wait()
+        engine, sync = ins.engine, self.sync
+        release, release_engine = self.release, self.release_engine
+        for regions, write in ((ins.reads, False), (ins.writes, True)):
+            for aid, box in regions:
+                if not self.touched[aid]:
+                    # First touch of memory taken over from dead allocations.
+                    for r in self.reuses[aid]:
+                        end = release[r] if release_engine[r] == engine else release[r] + sync
+                        wait.raise_to(end, REUSE, self.release_index[r], r)
+                self.accesses[aid].latest(box, wait, engine, sync, aid, write=write)
+        return wait
+
+    def ran(self, ins: Instruction, end: float, index: int) -> None:
+        engine = ins.engine
+        for regions, write in ((ins.reads, False), (ins.writes, True)):
+            for aid, box in regions:
+                self.touched[aid] = 1
+                if write:
+                    self.accesses[aid].record_write(box, end, engine, index)
+                else:
+                    self.accesses[aid].record_read(box, end, engine, index)
+                if end > self.release[aid]:
+                    self.release[aid] = end
+                    self.release_engine[aid] = engine
+                    self.release_index[aid] = index
+
+
+class _Dma:
+    """The DMA queues. A queue holds a transfer from issue to completion.
+    Issuing (descriptor generation) is serial across transfers; the data
+    phase, after the fixed latency, takes a slot of the shared bandwidth.
+    Both take the earliest gap long enough."""
+
+    def __init__(self, params: Trn2Params) -> None:
+        self.params = params
+        self.queues = [0.0] * params.dma_queues
+        self.issuer = _Channel()
+        self.channel = _Channel()
+        self.intervals: list[tuple[float, float]] = []
+
+    def place(self, ins: Instruction, ready: float, duration: float) -> tuple[float, float]:
+        p, queues = self.params, self.queues
+        q = min(range(len(queues)), key=queues.__getitem__)
+        start = self.issuer.reserve(max(ready, queues[q]), p.dma_issue_ns)
+        fixed = p.dma_fixed_ns if ins.software_dge else p.dma_hwdge_fixed_ns
+        end = self.channel.reserve(start + fixed, duration) + duration
+        queues[q] = end
+        self.intervals.append((start, end))
+        return start, end
+
+
+class _Engines:
+    """TensorE, VectorE, ScalarE and GpSimd: an idle-gap search per engine
+    (list scheduling), or program order with ``in_order``."""
+
+    def __init__(self, params: Trn2Params, in_order: bool) -> None:
+        self.in_order = in_order
+        self.lanes = {engine: _Channel() for engine in ENGINES if engine != "dma"}
+        self.free = dict.fromkeys(ENGINES, 0.0)
+        self.throttle = _Throttle(self.lanes["tensor"], params)
+
+    def place(self, engine: str, ready: float, duration: float) -> tuple[float, float]:
+        """Start and (throttled) duration of an instruction ready at ``ready``."""
+        lane = self.lanes[engine]
+        earliest = max(ready, self.free[engine]) if self.in_order else ready
+        start = lane.reserve(earliest, duration)
+        if engine == "tensor":
+            factor = self.throttle.factor_at(start)
+            if factor != 1.0:
+                lane.release(start, duration)
+                duration *= factor
+                start = lane.reserve(earliest, duration)
+            self.throttle.ran(start, start + duration)
+        self.free[engine] = max(self.free[engine], start + duration)
+        return start, duration
+
+
 def schedule(
-    trace: list[Instruction] | tuple[Instruction, ...],
-    allocations: list[AllocationInfo] | tuple[AllocationInfo, ...],
+    trace: Sequence[Instruction],
+    allocations: Sequence[AllocationInfo],
     params: Trn2Params,
     *,
     in_order: bool = False,
@@ -243,95 +337,38 @@ def schedule(
     instruction scheduler off); otherwise an instruction may fill an earlier
     idle gap of its engine once its operands are ready (list scheduling).
     """
-    n_alloc = len(allocations)
-    accesses = [_Accesses() for _ in range(n_alloc)]
-    release = [0.0] * n_alloc  # when every access so far has finished
-    release_engine = [""] * n_alloc
-    release_index = [-1] * n_alloc
-    touched = bytearray(n_alloc)
-    reuses = [a.reuses for a in allocations]
-    lanes = {engine: _Channel() for engine in ENGINES if engine != "dma"}
-    engine_free = dict.fromkeys(ENGINES, 0.0)
+    deps = _Dependencies(allocations, params.sync_latency_ns)
+    dma = _Dma(params)
+    engines = _Engines(params, in_order)
     busy = dict.fromkeys(ENGINES, 0.0)
-    queues = [0.0] * params.dma_queues
-    queue_holder = [-1] * params.dma_queues
-    channel = _Channel()
-    issuer = _Channel()
-    sync = params.sync_latency_ns
-    throttle = _Throttle(lanes["tensor"], params)
     starts: list[float] = []
     ends: list[float] = []
     ready_at: list[float] = []
     wait_kind: list[int] = []
     waited_on: list[int] = []
     waited_alloc: list[int] = []
-    dma_intervals: list[tuple[float, float]] = []
 
     for index, ins in enumerate(trace):
-        engine = ins.engine
-        wait = _Wait()
-        for regions, write in ((ins.reads, False), (ins.writes, True)):
-            for aid, box in regions:
-                if not touched[aid]:
-                    for r in reuses[aid]:
-                        end = release[r] if release_engine[r] == engine else release[r] + sync
-                        wait.raise_to(end, REUSE, release_index[r], r)
-                accesses[aid].latest(box, wait, engine, sync, aid, write=write)
-        ready = wait.ready
-
+        wait = deps.wait_for(ins)
         duration = duration_ns(ins, params)
-        if engine == "dma":
-            # A queue holds the transfer from issue to completion. Issuing
-            # (descriptor generation) is serial across transfers; the data
-            # phase, after the fixed latency, takes a slot of the shared
-            # bandwidth. Both take the earliest gap long enough.
-            q = min(range(len(queues)), key=queues.__getitem__)
-            start = issuer.reserve(max(ready, queues[q]), params.dma_issue_ns)
-            fixed = params.dma_fixed_ns if ins.software_dge else params.dma_hwdge_fixed_ns
-            data_start = channel.reserve(start + fixed, duration)
-            end = data_start + duration
-            queues[q], queue_holder[q] = end, index
-            dma_intervals.append((start, end))
+        if ins.engine == "dma":
+            start, end = dma.place(ins, wait.ready, duration)
         else:
-            lane = lanes[engine]
-            earliest = max(ready, engine_free[engine]) if in_order else ready
-            if engine == "tensor":
-                start = lane.reserve(earliest, duration)
-                factor = throttle.factor_at(start)
-                if factor != 1.0:
-                    lane.release(start, duration)
-                    duration *= factor
-                    start = lane.reserve(earliest, duration)
-                throttle.ran(start, start + duration)
-            else:
-                start = lane.reserve(earliest, duration)
+            start, duration = engines.place(ins.engine, wait.ready, duration)
             end = start + duration
-            engine_free[engine] = max(engine_free[engine], end)
-        busy[engine] += duration
+        busy[ins.engine] += duration
         starts.append(start)
         ends.append(end)
-        ready_at.append(ready)
+        ready_at.append(wait.ready)
         wait_kind.append(wait.kind)
         waited_on.append(wait.on)
         waited_alloc.append(wait.alloc)
+        deps.ran(ins, end, index)
 
-        for aid, box in ins.reads:
-            touched[aid] = 1
-            accesses[aid].record_read(box, end, engine, index)
-            if end > release[aid]:
-                release[aid], release_engine[aid], release_index[aid] = end, engine, index
-        for aid, box in ins.writes:
-            touched[aid] = 1
-            accesses[aid].record_write(box, end, engine, index)
-            if end > release[aid]:
-                release[aid], release_engine[aid], release_index[aid] = end, engine, index
-
-    busy["dma"] = _union_length(dma_intervals)
-    makespan = max(ends, default=0.0)
-    active = _union_length(list(zip(starts, ends, strict=True)))
+    busy["dma"] = _union_length(dma.intervals)
     return Timeline(
-        makespan_ns=makespan,
-        active_ns=active,
+        makespan_ns=max(ends, default=0.0),
+        active_ns=_union_length(list(zip(starts, ends, strict=True))),
         engine_busy_ns=busy,
         start_ns=tuple(starts),
         end_ns=tuple(ends),
