@@ -75,8 +75,9 @@ class Trn2Params:
     dma_issue_ns: float = 200.0
     # Efficiency by bytes per partition row: row / (row + overhead). 400 gives
     # 2 KiB -> 84 %, 4 KiB -> 91 %, 512 B -> 56 %, 256 B -> 39 % (guide: < 256 B
-    # severely overhead-bound, 2 KiB ~ 80 %, >= 4 KiB ~ saturating); 400 rather
-    # than 512 fits the tutorial's hoisted-load time (docs/sim.md).
+    # severely overhead-bound, 2 KiB ~ 80 %, >= 4 KiB ~ saturating). 400 rather
+    # than the 512 that gives exactly 80 % (estimate): with 512 the tutorial's
+    # DMA-bound hoisted kernel reads 7 pp slow (docs/sim.md, Calibration).
     dma_row_overhead_bytes: float = 400.0
     dma_transpose_hbm_efficiency: float = 0.9  # HBM -> SBUF, up to 90 % of copy
     dma_transpose_sbuf_efficiency: float = 0.5  # SBUF -> SBUF, up to 50 %
@@ -92,9 +93,9 @@ class Trn2Params:
     # --- synchronisation and buffering ---
     # Semaphore hand-off between two engines (estimate).
     sync_latency_ns: float = 60.0
-    # Physical copies the compiler keeps for a tile allocated in a loop body:
-    # iteration i reuses the copy of iteration i - depth (estimate; 3 fits the
-    # tutorial's tiled-kernel time, 2 leaves it 46 % slow: docs/sim.md).
+    # Physical copies the compiler keeps of an allocation site's live set,
+    # capacity permitting: "up to about three" in the public autotune notes;
+    # with 2 the tutorial's tiled kernel reads 62 % MFU against 70 % measured.
     rotation_depth: int = 3
 
     # --- peak rates for utilisation figures ---
