@@ -46,7 +46,7 @@ def default_tag(today: dt.date | None = None) -> str:
 def find_repo(start: str | Path = ".") -> Path:
     """The top level of the git work tree containing ``start``."""
     try:
-        repo = gitpython.Repo(start, search_parent_directories=True)
+        repo = gitpython.Repo(start, search_parent_directories=True, expand_vars=False)
     except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError):
         raise HistoryError(f"{Path(start).resolve()} is not inside a git repository") from None
     if repo.working_tree_dir is None:

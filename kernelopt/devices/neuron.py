@@ -9,8 +9,10 @@ with LNC=2 the pair of physical cores behind it ("4,5").
 from __future__ import annotations
 
 import json
+import math
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernelopt.devices.base import (
@@ -22,7 +24,7 @@ from kernelopt.devices.base import (
     tool_line,
 )
 from kernelopt.devices.own_pids import own_pids
-from kernelopt.hosts.base import Host
+from kernelopt.hosts.base import CommandResult, Host
 from kernelopt.hosts.local import LocalHost
 
 NEURON_BIN = "/opt/aws/neuron/bin"
@@ -31,10 +33,13 @@ OLD_ARGS = ("neuron-ls", "--json-output")
 _TOOL_COMMANDS = ("neuron-ls", "neuron-top", "neuron-monitor")
 
 # neuron-monitor prints one JSON document per line, forever: read the first line
-# through a FIFO, then stop the monitor instead of waiting for it to end.
+# through a FIFO, then stop the monitor instead of waiting for it to end. When no
+# line comes, pass on the monitor's exit status and the end of its stderr.
 _ONE_MONITOR_DOC = (
-    'd=$(mktemp -d) && mkfifo "$d/p" && { neuron-monitor > "$d/p" 2>/dev/null & m=$!; '
-    'IFS= read -r line < "$d/p"; kill "$m" 2>/dev/null; rm -rf "$d"; printf "%s\\n" "$line"; }'
+    'd=$(mktemp -d) && mkfifo "$d/p" && { neuron-monitor > "$d/p" 2> "$d/e" & m=$!; '
+    'IFS= read -r line < "$d/p"; s=0; if [ -n "$line" ]; then kill "$m" 2>/dev/null; '
+    'else wait "$m"; s=$?; tail -n 3 "$d/e" >&2; fi; rm -rf "$d"; '
+    'printf "%s\\n" "$line"; exit "$s"; }'
 )
 
 
@@ -77,12 +82,9 @@ class NeuronGate:
         command = shlex.join(argv)
         return parse_neuron_ls(result.stdout, command=command, host=host.name), command
 
-    def _core_utilization(self, host: Host, ignored: frozenset[int]) -> dict[int, float] | None:
+    def _core_utilization(self, host: Host, ignored: frozenset[int]) -> MonitorReading | None:
         result = host.run(tool_line(_ONE_MONITOR_DOC, self.search_path), timeout=self.timeout)
-        line = result.stdout.strip()
-        if result.timed_out or not line:
-            return None  # utilization is optional: neuron-monitor absent or silent
-        return parse_neuron_monitor(line, host=host.name, ignore_pids=ignored)
+        return read_monitor(result, host=host.name, timeout=self.timeout, ignore_pids=ignored)
 
     def _status(
         self,
@@ -91,7 +93,7 @@ class NeuronGate:
         index: int,
         command: str,
         ignored: frozenset[int],
-        usage: dict[int, float] | None,
+        usage: MonitorReading | None,
     ) -> DeviceStatus:
         where = f"`{command}` on host {host.name}, device entry {index}"
         number = _require(device, "neuron_device", int, where)
@@ -106,14 +108,15 @@ class NeuronGate:
             for pid, name, version in _processes(device, where)
             if pid not in ignored and version != "NA" and not _is_tool(name)
         )
-        utilization = None
-        if usage is not None:
-            utilization = max((usage.get(core, 0.0) for core in cores), default=0.0)
+        measured = usage.device(cores) if usage is not None else None
+        utilization = None if isinstance(measured, str) else measured
         binding = {"NEURON_RT_VISIBLE_CORES": ",".join(str(c) for c in cores[:lnc])}
         reason = "idle"
         if processes:
             names = ", ".join(f"{p.command} (pid {p.pid})" for p in processes)
             reason = f"neuron processes attached: {names}"
+        elif isinstance(measured, str):
+            reason = f"utilization unknown: {measured}"  # unknown is busy
         elif utilization is not None and utilization > self.busy_utilization:
             reason = f"utilization {utilization:.0f}% > {self.busy_utilization:g}%"
         return DeviceStatus(
@@ -199,11 +202,62 @@ def _require(entry: dict[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class MonitorReading:
+    """What one neuron-monitor run says about each core.
+
+    `cores` maps a core to its utilization (0-100) or to why its value cannot be
+    used; `unknown` says why nothing could be read at all. A device whose
+    utilization is unknown counts as busy.
+    """
+
+    host: str
+    cores: Mapping[int, float | str] = field(default_factory=dict)
+    unknown: str = ""
+
+    def device(self, cores: Sequence[int]) -> float | str:
+        """The busiest core's utilization, or why the device's is unknown. A core
+        no runtime reports is idle: neuron-monitor lists only the cores in use."""
+        if self.unknown:
+            return self.unknown
+        values = {core: self.cores.get(core, 0.0) for core in cores}
+        bad = [f"core {core} {why}" for core, why in values.items() if isinstance(why, str)]
+        if bad:
+            return f"neuron-monitor on host {self.host}: {'; '.join(bad)}"
+        return max((float(value) for value in values.values()), default=0.0)
+
+
+def read_monitor(
+    result: CommandResult, *, host: str, timeout: float, ignore_pids: frozenset[int] = frozenset()
+) -> MonitorReading | None:
+    """The reading from one run of _ONE_MONITOR_DOC; None when neuron-monitor is
+    not installed (neuron-ls's process lists alone decide then)."""
+    where = f"neuron-monitor on host {host}"
+    if result.timed_out:
+        return MonitorReading(host, unknown=f"{where} printed no document within {timeout:g}s")
+    line = result.stdout.strip()
+    if not line:
+        if result.returncode == 127:
+            return None
+        said = result.stderr.strip().splitlines()
+        tail = f": {said[-1]}" if said else ""
+        if result.returncode != 0:
+            return MonitorReading(
+                host, unknown=f"{where} failed with exit code {result.returncode}{tail}"
+            )
+        return MonitorReading(host, unknown=f"{where} printed no document{tail}")
+    try:
+        return MonitorReading(host, parse_neuron_monitor(line, host=host, ignore_pids=ignore_pids))
+    except GateError as error:
+        return MonitorReading(host, unknown=str(error))
+
+
 def parse_neuron_monitor(
     line: str, *, host: str, ignore_pids: frozenset[int] = frozenset()
-) -> dict[int, float]:
+) -> dict[int, float | str]:
     """Per-core utilization (0-100) from one neuron-monitor document, the busiest
-    runtime winning when several share a core; our own runtimes are skipped."""
+    runtime winning when several share a core; our own runtimes are skipped. A
+    core whose value is missing, not finite or outside 0-100 maps to why."""
     try:
         doc = json.loads(line)
     except json.JSONDecodeError as error:
@@ -213,19 +267,48 @@ def parse_neuron_monitor(
     runtimes = doc.get("neuron_runtime_data") if isinstance(doc, dict) else None
     if not isinstance(runtimes, list):
         raise GateError(f"neuron-monitor on host {host}: missing list 'neuron_runtime_data'")
-    usage: dict[int, float] = {}
+    usage: dict[int, float | str] = {}
     for runtime in runtimes:
         if not isinstance(runtime, dict) or runtime.get("pid") in ignore_pids:
             continue
-        counters = (runtime.get("report") or {}).get("neuroncore_counters") or {}
-        for core, values in (counters.get("neuroncores_in_use") or {}).items():
+        where = f"neuron-monitor on host {host}, runtime {runtime.get('pid')}"
+        report = _object(runtime, "report", where)
+        counters = _object(report, "neuroncore_counters", where)
+        for core, values in _object(counters, "neuroncores_in_use", where).items():
             try:
-                value = float(values["neuroncore_utilization"])
                 number = int(core)
-            except (KeyError, TypeError, ValueError):
+            except ValueError:
                 raise GateError(
-                    f"neuron-monitor on host {host}: core {core!r} lacks a numeric "
-                    "'neuroncore_utilization'"
+                    f"neuron-monitor on host {host}: core {core!r} is not a core number"
                 ) from None
-            usage[number] = max(usage.get(number, 0.0), value)
+            value = _percent(values)
+            known = usage.get(number, 0.0)
+            if isinstance(value, str) or isinstance(known, str):
+                usage[number] = known if isinstance(known, str) else value
+            else:
+                usage[number] = max(known, value)
     return usage
+
+
+def _object(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    """parent[key] as an object; absent or null is empty, anything else malformed."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise GateError(f"{where}: '{key}' is not an object")
+    return value
+
+
+def _percent(values: Any) -> float | str:
+    """A core's neuroncore_utilization, or why it is not a usable percentage."""
+    if not isinstance(values, dict) or "neuroncore_utilization" not in values:
+        return "has no neuroncore_utilization"
+    raw = values["neuroncore_utilization"]
+    try:
+        value = float(raw) if isinstance(raw, (int, float, str)) else math.nan
+    except ValueError:
+        value = math.nan
+    if isinstance(raw, bool) or not math.isfinite(value) or not 0 <= value <= 100:
+        return f"reports neuroncore_utilization {raw!r}, not a percentage in 0-100"
+    return value

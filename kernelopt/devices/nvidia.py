@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Sequence
 
@@ -69,13 +70,19 @@ class NvidiaGate:
             index = str(_integer(row[0], "index", where))
             uuid = row[1]
             utilization = _number(row[2], "utilization.gpu", where)
+            if utilization is not None and not (math.isfinite(utilization) and utilization <= 100):
+                utilization = None
             memory = _number(row[3], "memory.used", where)
             processes = tuple(by_uuid.get(uuid, []))
             reason = "idle"
             if processes:
                 names = ", ".join(f"{p.command} (pid {p.pid})" for p in processes)
                 reason = f"compute processes attached: {names}"
-            elif utilization is not None and utilization > self.busy_utilization:
+            elif utilization is None or utilization < 0:
+                # Unknown is busy: "[N/A]", NaN or out of range never passes for idle.
+                utilization = None
+                reason = f"utilization unknown: utilization.gpu {row[2]!r} is not a percentage"
+            elif utilization > self.busy_utilization:
                 reason = f"utilization {utilization:.0f}% > {self.busy_utilization:g}%"
             statuses.append(
                 DeviceStatus(

@@ -10,6 +10,7 @@ single card, any process makes it busy).
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from collections.abc import Sequence
@@ -87,10 +88,21 @@ class RocmGate:
         if memory_key is None:
             raise GateError(f"{where}: missing key '{MEMORY_KEYS[0]}'")
         memory = _percent(card[memory_key], memory_key, where)
+        # Unknown is busy: "N/A", NaN or out of range never passes for idle.
+        use_ok, memory_ok = _usable(utilization), _usable(memory)
+        unknown = [
+            f"{key} {card[key]!r}"
+            for key, ok in ((USE_KEY, use_ok), (memory_key, memory_ok))
+            if not ok
+        ]
+        utilization = utilization if use_ok else None
+        memory = memory if memory_ok else None
         reason = "idle"
         if sole and processes:
             names = ", ".join(f"{p.command} (pid {p.pid})" for p in processes)
             reason = f"compute processes running: {names}"
+        elif unknown:
+            reason = f"unknown: {' and '.join(unknown)} is not a percentage"
         elif utilization is not None and utilization > self.busy_utilization:
             reason = f"GPU use {utilization:.0f}% > {self.busy_utilization:g}%"
         elif memory is not None and memory > self.busy_memory:
@@ -106,6 +118,10 @@ class RocmGate:
             reason=reason,
             kind=self.kind,
         )
+
+
+def _usable(percent: float | None) -> bool:
+    return percent is not None and math.isfinite(percent) and 0 <= percent <= 100
 
 
 def _percent(value: Any, key: str, where: str) -> float | None:

@@ -6,6 +6,7 @@ import io
 import logging
 import os
 import re
+import secrets
 import shlex
 import threading
 import time
@@ -20,10 +21,12 @@ from kernelopt.hosts.ssh_config import SSHTarget, resolve_alias
 
 log = logging.getLogger(__name__)
 
-# The wrapper announces the command's process group on stderr's first line so a
-# timeout can kill the whole group from a second channel; the line is stripped.
-_PGID_MARK = "__kernelopt_pgid__="
-_PGID_LINE = re.compile(re.escape(_PGID_MARK) + r"(\d+)\n")
+# The wrapper prints a marker line unique to the call on stdout, and on stderr
+# the same marker with the command's process group, so a timeout can kill the
+# whole group from a second channel. A login shell may print a banner, motd or
+# rc-file lines first: everything up to and including the marker line is not
+# the command's output and is dropped.
+_PGID_FIELD = re.compile(r" pgid=(\d+)")
 _TRANSPORT_ERRORS = (paramiko.SSHException, EOFError, OSError)
 
 
@@ -180,7 +183,9 @@ class SSHHost:
         stdin: bytes | None = None,
     ) -> CommandResult:
         line = shell_line(argv, env=env, cwd=cwd)
-        inner = f'printf "%s%s\\n" {_PGID_MARK} "$$" >&2; {line}'
+        mark = f"__kernelopt_{secrets.token_hex(12)}__"
+        said = shlex.quote(mark)
+        inner = f'printf "%s\\n" {said}; printf "%s pgid=%s\\n" {said} "$$" >&2; {line}'
         wrapper = f"exec setsid -w sh -c {shlex.quote(inner)}"
         started = time.monotonic()
         channel = self._open_channel()
@@ -189,14 +194,14 @@ class SSHHost:
             if stdin:
                 channel.sendall(stdin)
             channel.shutdown_write()
-            return self._collect(channel, started, timeout)
+            return self._collect(channel, started, timeout, mark)
         except _TRANSPORT_ERRORS as error:
             raise HostError(self.name, f"connection lost during command: {error}") from error
         finally:
             channel.close()
 
     def _collect(
-        self, channel: paramiko.Channel, started: float, timeout: float | None
+        self, channel: paramiko.Channel, started: float, timeout: float | None, mark: str
     ) -> CommandResult:
         out, err = bytearray(), bytearray()
         deadline = None if timeout is None else started + timeout
@@ -218,26 +223,26 @@ class SSHHost:
             if channel.closed or transport is None or not transport.is_active():
                 raise HostError(self.name, "connection lost during command (transport closed)")
             if deadline is not None and time.monotonic() >= deadline:
-                return self._time_out(channel, started, out, err)
+                return self._time_out(channel, started, out, err, mark)
             pause = 0.001 if progressed else min(pause * 2, 0.02)
             time.sleep(pause)
         code = channel.recv_exit_status()
         if code == -1:
             # paramiko's "no exit-status arrived": the session died under us.
             raise HostError(self.name, "connection lost during command (no exit status)")
-        stderr_text, _ = _strip_pgid(err.decode("utf-8", "replace"))
+        stderr_text, _ = _strip_pgid(err.decode("utf-8", "replace"), mark)
         return CommandResult(
             returncode=code,
-            stdout=out.decode("utf-8", "replace"),
+            stdout=_after_mark(out.decode("utf-8", "replace"), mark)[0],
             stderr=stderr_text,
             timed_out=False,
             duration_s=time.monotonic() - started,
         )
 
     def _time_out(
-        self, channel: paramiko.Channel, started: float, out: bytearray, err: bytearray
+        self, channel: paramiko.Channel, started: float, out: bytearray, err: bytearray, mark: str
     ) -> CommandResult:
-        stderr_text, pgid = _strip_pgid(err.decode("utf-8", "replace"))
+        stderr_text, pgid = _strip_pgid(err.decode("utf-8", "replace"), mark)
         # On a slow host the timeout can come before the command even printed
         # its group id; wait a little for it rather than leave the group alive.
         announce_end = time.monotonic() + 5.0
@@ -246,7 +251,7 @@ class SSHHost:
                 err += channel.recv_stderr(65536)
             while channel.recv_ready():
                 out += channel.recv(65536)
-            stderr_text, pgid = _strip_pgid(err.decode("utf-8", "replace"))
+            stderr_text, pgid = _strip_pgid(err.decode("utf-8", "replace"), mark)
             time.sleep(0.01)
         if pgid is not None:
             self._kill_group(pgid)
@@ -256,7 +261,7 @@ class SSHHost:
         code = channel.recv_exit_status() if channel.exit_status_ready() else -9
         return CommandResult(
             returncode=code,
-            stdout=out.decode("utf-8", "replace"),
+            stdout=_after_mark(out.decode("utf-8", "replace"), mark)[0],
             stderr=stderr_text,
             timed_out=True,
             duration_s=time.monotonic() - started,
@@ -336,8 +341,18 @@ class SSHHost:
         return f"SSHHost({self.name!r} -> {t.user}@{t.hostname}:{t.port})"
 
 
-def _strip_pgid(stderr: str) -> tuple[str, int | None]:
-    match = _PGID_LINE.match(stderr)
-    if match is None:
-        return stderr, None
-    return stderr[match.end() :], int(match.group(1))
+def _after_mark(text: str, mark: str) -> tuple[str, str | None]:
+    """The text after the marker line and the rest of that line; the text as it
+    is and None while the whole marker line has not arrived (or never will: a
+    login shell that exits before our command prints nothing of ours)."""
+    at = text.find(mark)
+    end = text.find("\n", at) if at >= 0 else -1
+    if end < 0:
+        return text, None
+    return text[end + 1 :], text[at + len(mark) : end]
+
+
+def _strip_pgid(stderr: str, mark: str) -> tuple[str, int | None]:
+    rest, line = _after_mark(stderr, mark)
+    match = _PGID_FIELD.fullmatch(line or "")
+    return rest, int(match.group(1)) if match else None

@@ -163,9 +163,14 @@ def test_nvidia_processes_and_utilization_decide_busy(fakes: FakeTools) -> None:
 
 
 def test_nvidia_not_available_values_are_none(fakes: FakeTools) -> None:
-    fakes.set("nvidia", gpus=[gpu(0, util="[N/A]", mem="[Not Supported]")], apps=[])
+    # Memory does not decide busy, so an unknown memory.used leaves the GPU idle;
+    # an unknown utilization makes it busy (tests/devices/test_gate_fail_closed_gpu.py).
+    fakes.set("nvidia", gpus=[gpu(0, util=0, mem="[Not Supported]")], apps=[])
     status = nvidia(fakes).survey(HOST)[0]
-    assert status.idle and status.utilization is None and status.memory_used is None
+    assert status.idle and status.utilization == 0.0 and status.memory_used is None
+    fakes.set("nvidia", gpus=[gpu(0, util="[N/A]", mem="[N/A]")], apps=[])
+    status = nvidia(fakes).survey(HOST)[0]
+    assert not status.idle and status.utilization is None and status.memory_used is None
 
 
 def test_nvidia_malformed_line_is_reported_with_line_number(fakes: FakeTools) -> None:

@@ -23,6 +23,38 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackSSHD]:
     server.stop()
 
 
+# A login shell that talks before the command starts: banner and motd-like lines
+# on both streams, one without a trailing newline.
+CHATTY_RC = (
+    'echo "Welcome to gym (banner on stdout)"\n'
+    'echo "last login: yesterday (stderr)" >&2\n'
+    'printf "no newline on stdout" \n'
+    'printf "no newline on stderr" >&2\n'
+)
+
+
+@pytest.fixture(scope="session")
+def chatty_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackSSHD]:
+    """A second loopback server whose sessions get a HOME with a chatty ~/.bashrc.
+
+    sshd hands the account's login shell (bash here) `-c <command>`; bash reads
+    ~/.bashrc for commands that come over ssh, so the rc file's lines reach the
+    channel's stdout and stderr before kernelopt's command runs.
+    """
+    reason = sshd_missing_reason()
+    if reason:
+        pytest.skip(f"SSH tests need a local OpenSSH server: {reason}")
+    root = tmp_path_factory.mktemp("chatty-sshd")
+    home = root / "home"
+    home.mkdir()
+    for rc in (".bashrc", ".profile", ".bash_profile"):
+        (home / rc).write_text(CHATTY_RC)
+    server = LoopbackSSHD(root / "server", ALIASES, extra_config=(f"SetEnv HOME={home}",))
+    server.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def ssh_host(sshd: LoopbackSSHD) -> Iterator[SSHHost]:
     host = SSHHost("gym-1", config_path=sshd.ssh_config)

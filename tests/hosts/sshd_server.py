@@ -51,6 +51,8 @@ class LoopbackSSHD:
     root: Path
     aliases: tuple[str, ...]
     port: int = 0
+    # Extra sshd_config lines, e.g. "SetEnv HOME=..." for a login shell with its own rc files.
+    extra_config: tuple[str, ...] = ()
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -90,6 +92,7 @@ class LoopbackSSHD:
                     "MaxSessions 200",
                     "MaxStartups 200",
                     "LogLevel ERROR",
+                    *self.extra_config,
                     "",
                 ]
             )
