@@ -52,13 +52,16 @@ figure { margin: 12px 0; background: white; border: 1px solid var(--line); borde
   padding: 8px; }
 figure img { display: block; width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: 12px; padding: 4px 6px 2px; }
-table { border-collapse: collapse; width: 100%; background: white; border: 1px solid var(--line);
-  border-radius: 8px; overflow: hidden; font-size: 13px; }
-th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top;
-  overflow-wrap: anywhere; }
-th { background: #f1f5f9; font-weight: 600; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+div.table { overflow-x: auto; background: white; border: 1px solid var(--line); border-radius: 8px; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top; }
+tr:last-child td { border-bottom: none; }
+th { background: #f1f5f9; font-weight: 600; white-space: nowrap; }
+.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.word { white-space: nowrap; }
+td.text { overflow-wrap: anywhere; min-width: 12em; }
 code { font: 12px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; }
+code.sha { white-space: nowrap; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: white;
   font-size: 12px; font-weight: 600; }
 .stop { background: #fff7ed; border: 1px solid #fed7aa; border-radius: 8px; padding: 12px 16px; }
@@ -110,12 +113,12 @@ def _stop_section(frames: RunFrames) -> str:
         parts.append(
             h.table(
                 [
-                    ("attempt", True),
-                    ("hypothesis", False),
-                    ("files", False),
-                    ("best -> candidate", True),
-                    ("gain", True),
-                    ("classes", False),
+                    ("attempt", h.NUM),
+                    ("hypothesis", h.TEXT),
+                    ("files", h.TEXT),
+                    ("best -> candidate", h.NUM),
+                    ("gain", h.NUM),
+                    ("classes", h.TEXT),
                 ],
                 (
                     [
@@ -140,12 +143,12 @@ def _kept_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -
         return "<h2>Kept changes</h2><p>No change beat the baseline yet.</p>"
     table = h.table(
         [
-            ("attempt", True),
-            ("commit", False),
-            ("hypothesis", False),
-            (frames.metric_name, True),
-            ("gain", True),
-            ("vs baseline", True),
+            ("attempt", h.NUM),
+            ("commit", h.WORD),
+            ("hypothesis", h.TEXT),
+            (frames.metric_name, h.NUM),
+            ("gain", h.NUM),
+            ("vs baseline", h.NUM),
         ],
         (
             [
@@ -167,7 +170,7 @@ def _classes_section(frames: RunFrames, figures: Figures, out: Path, embed: bool
     if frames.class_summary.empty:
         return ""
     table = h.table(
-        [("class", False), ("baseline", True), ("best", True), ("change", True)],
+        [("class", h.TEXT), ("baseline", h.NUM), ("best", h.NUM), ("change", h.NUM)],
         (
             [
                 escape(r["class"]),
@@ -190,7 +193,7 @@ def _profile_section(frames: RunFrames, figures: Figures, out: Path, embed: bool
     if frames.profile.empty:
         return ""
     table = h.table(
-        [("field", False), ("baseline", True), ("best", True)],
+        [("field", h.WORD), ("baseline", h.NUM), ("best", h.NUM)],
         (
             [
                 f"<code>{escape(r['field'])}</code>",
@@ -209,14 +212,14 @@ def _profile_section(frames: RunFrames, figures: Figures, out: Path, embed: bool
 def _attempts_section(frames: RunFrames) -> str:
     table = h.table(
         [
-            ("#", True),
-            ("commit", False),
-            ("kind", False),
-            ("verdict", False),
-            (frames.metric_name, True),
-            ("gain", True),
-            ("hypothesis", False),
-            ("error", False),
+            ("#", h.NUM),
+            ("commit", h.WORD),
+            ("kind", h.WORD),
+            ("verdict", h.WORD),
+            (frames.metric_name, h.NUM),
+            ("gain", h.NUM),
+            ("hypothesis", h.TEXT),
+            ("error", h.TEXT),
         ],
         (
             [
