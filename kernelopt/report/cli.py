@@ -41,7 +41,7 @@ def report_command(run_id: str | None, out: str | None, embed: bool, as_json: bo
       kernelopt report cpu_stencil-nov22 --out /tmp/r --json
     """
     try:
-        repo_root, run_id = resolve_run(Path.cwd(), run_id)
+        repo_root, run_id = resolve_run(Path.cwd(), run_id, "`kernelopt report RUN`")
         report = report_for_run(repo_root, run_id, out, embed=embed)
     except (SessionError, HistoryError, ReportError) as exc:
         raise click.ClickException(str(exc)) from None

@@ -9,8 +9,9 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from report_runs import RecordedRun, git
+from report_runs import RecordedRun, git, record_toy_baselines
 
+from kernelopt.cli import main
 from kernelopt.report.cli import report_command
 
 
@@ -49,6 +50,23 @@ def test_by_default_the_report_goes_under_the_git_dir_and_no_checkout_changes(
     # the page records the program the run was started with
     assert "program toy.md" in (target / "index.html").read_text()
     assert {p: _porcelain(p) for p in before} == before
+
+
+def test_several_runs_are_picked_by_the_positional_argument(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = record_toy_baselines(tmp_path, ("a", "b"))
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(main, ["report"])
+    assert out.exit_code == 1
+    assert "pick one with `kernelopt report RUN`" in out.output, out.output
+    assert "--run" not in out.output and all(run in out.output for run in runs)
+    # the syntax the message names works
+    picked = CliRunner().invoke(main, ["report", runs[1], "--json"])
+    assert picked.exit_code == 0, picked.output
+    assert Path(json.loads(picked.output)["out"]).name == runs[1]
+    usage = CliRunner().invoke(main, ["report", "--help"], prog_name="kernelopt").output
+    assert "kernelopt report [OPTIONS] [RUN]" in usage and "--run" not in usage
 
 
 def test_unknown_run_is_a_clear_error(
