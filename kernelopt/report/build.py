@@ -120,6 +120,4 @@ def report_for_run(
     root = Path(repo_root)
     repo = RunRepo(root, run_id)
     target = Path(out) if out is not None else default_report_dir(repo)
-    return write_report(
-        repo.load_state(), target, facts=program_facts(root, run_id), embed=embed
-    )
+    return write_report(repo.load_state(), target, facts=program_facts(root, run_id), embed=embed)

@@ -80,7 +80,11 @@ class RunFrames:
     stop: StopInfo | None
     baseline_metric: float | None
     best_metric: float | None
+    # BEST is named by the measured candidate's commit (the attempt's own);
+    # the ledger commit on the run branch that records it is a different one.
     best_commit: str | None
+    best_attempt: int | None = None
+    ledger_commit: str | None = None
 
     @property
     def improvement(self) -> float | None:
@@ -273,4 +277,6 @@ def run_frames(state: RunState, better: str | None = None) -> RunFrames:
         baseline_metric=baseline_metric,
         best_metric=best.metric if best else None,
         best_commit=best.commit if best else None,
+        best_attempt=best.attempt if best else None,
+        ledger_commit=state.best_commit,
     )

@@ -66,6 +66,8 @@ code.sha { white-space: nowrap; }
   font-size: 12px; font-weight: 600; }
 .stop { background: #fff7ed; border: 1px solid #fed7aa; border-radius: 8px; padding: 12px 16px; }
 .stop p { margin: 4px 0; }
+p.best { margin: 14px 0 0; }
+.ledger { color: var(--muted); }
 .err { color: #92400e; font-size: 12px; }
 details summary { cursor: pointer; }
 pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0 0; font-size: 12px; }
@@ -93,6 +95,24 @@ def _cards(frames: RunFrames) -> str:
     return f'<div class="cards">{cards}</div>'
 
 
+def _best_line(frames: RunFrames) -> str:
+    """BEST by the measured candidate's commit; the ledger commit only under that name."""
+    if frames.best_commit is None:
+        return "<b>BEST:</b> none yet"
+    parts = [
+        f"<b>BEST:</b> {h.commit(frames.best_commit)} (attempt #{frames.best_attempt}) "
+        f"{escape(frames.metric_name)} {escape(h.fmt_metric(frames.best_metric))} "
+        f"({escape(h.fmt_gain(frames.improvement) or 'n/a')} vs baseline "
+        f"{escape(h.fmt_metric(frames.baseline_metric))})"
+    ]
+    if frames.ledger_commit and frames.ledger_commit != frames.best_commit:
+        parts.append(
+            f'<span class="ledger">· ledger commit {h.commit(frames.ledger_commit)} '
+            "(the run branch's commit recording it in performance.md)</span>"
+        )
+    return " ".join(parts)
+
+
 def _stop_section(frames: RunFrames) -> str:
     stop = frames.stop
     if stop is None:
@@ -102,10 +122,7 @@ def _stop_section(frames: RunFrames) -> str:
         '<div class="stop">',
         f"<p><b>Reason:</b> {escape(stop.reason)}</p>",
         f"<p><b>Time:</b> {escape(stop.time)}</p>",
-        f"<p><b>BEST:</b> {h.commit(frames.best_commit or '')} "
-        f"{escape(frames.metric_name)} {escape(h.fmt_metric(frames.best_metric))} "
-        f"({escape(h.fmt_gain(frames.improvement) or 'n/a')} vs baseline "
-        f"{escape(h.fmt_metric(frames.baseline_metric))})</p>",
+        f"<p>{_best_line(frames)}</p>",
         "</div>",
     ]
     if stop.recent_regressions:
@@ -258,6 +275,7 @@ def render_page(
         f"<h1>{escape(title)}</h1>",
         f'<p class="sub">{escape(" · ".join(meta))}</p>',
         _cards(frames),
+        f'<p class="best">{_best_line(frames)}</p>' if frames.stop is None else "",
         _stop_section(frames),
         "<h2>Metric over attempts</h2>",
         h.img(figures.metric, "metric of every attempt", out, embed, METRIC_CAPTION),
