@@ -71,7 +71,7 @@ def test_profile_frame_needs_both_profiles() -> None:
     assert profile_frame(with_profile, without).empty
     df = profile_frame(with_profile, with_profile)
     assert list(df["field"]) == ["dma_active_time_percent", "hbm_read_bytes"]
-    assert list(df["percent"]) == [True, False]
+    assert list(df["kind"]) == ["time_percent", "count"]
 
 
 def test_best_is_the_measured_candidates_commit_not_the_ledger_commit(
