@@ -243,8 +243,12 @@ def current_run(cwd: Path) -> tuple[Path, str]:
     return root, branch.split("/", 1)[1]
 
 
-def resolve_run(cwd: Path, run_id: str | None) -> tuple[Path, str]:
-    """The run named, the run whose worktree we are in, or the repository's only run."""
+def resolve_run(cwd: Path, run_id: str | None, how_to_name: str = "--run RUN") -> tuple[Path, str]:
+    """The run named, the run whose worktree we are in, or the repository's only run.
+
+    ``how_to_name`` is how the calling command takes a run, for the message
+    that asks to pick one when there are several.
+    """
     if run_id is None:
         try:
             return current_run(cwd)
@@ -266,7 +270,7 @@ def resolve_run(cwd: Path, run_id: str | None) -> tuple[Path, str]:
         raise SessionError(
             f"no kernelopt runs in {root} yet: start one with `kernelopt run PROGRAM`"
         )
-    raise SessionError(f"several runs in {root}; pick one with --run ({', '.join(runs)})")
+    raise SessionError(f"several runs in {root}; pick one with {how_to_name} ({', '.join(runs)})")
 
 
 def program_for_run(root: Path, run_id: str) -> Program:

@@ -103,10 +103,21 @@ def program_facts(repo_root: Path, run_id: str) -> ProgramFacts:
     )
 
 
+def default_report_dir(repo: RunRepo) -> Path:
+    """Where a report goes unless told: under the repository's git directory.
+
+    Beside the run's worktree (``.git/kernelopt/worktrees/<run>``), so the
+    user's checkout and the run's worktree never gain a stray directory and
+    the report cannot ride along into a candidate's commit.
+    """
+    return repo.common_dir / "kernelopt" / "reports" / repo.run_id
+
+
 def report_for_run(
-    repo_root: str | Path, run_id: str, out: str | Path, *, embed: bool = False
+    repo_root: str | Path, run_id: str, out: str | Path | None = None, *, embed: bool = False
 ) -> Report:
-    """Load a run from its repository and write its report."""
+    """Load a run from its repository and write its report (to ``out`` or the default)."""
     root = Path(repo_root)
-    state = RunRepo(root, run_id).load_state()
-    return write_report(state, out, facts=program_facts(root, run_id), embed=embed)
+    repo = RunRepo(root, run_id)
+    target = Path(out) if out is not None else default_report_dir(repo)
+    return write_report(repo.load_state(), target, facts=program_facts(root, run_id), embed=embed)

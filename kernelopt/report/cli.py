@@ -17,7 +17,8 @@ from kernelopt.session import SessionError, resolve_run
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
-    help="Directory for index.html and the PNGs (default: ./kernelopt-report-<RUN>).",
+    help="Directory for index.html and the PNGs "
+    "(default: <git dir>/kernelopt/reports/<RUN>, outside your checkout).",
 )
 @click.option(
     "--embed",
@@ -29,18 +30,19 @@ def report_command(run_id: str | None, out: str | None, embed: bool, as_json: bo
     """Write a run's tuning story as an HTML page with plots.
 
     RUN defaults to the run whose worktree you are in, or the repository's
-    only run. The page needs no network: it uses inline CSS, no scripts, and
-    PNGs beside it (or inside it with --embed).
+    only run. Without --out the page goes under the repository's git
+    directory, never into your checkout; the path is printed. The page needs
+    no network: it uses inline CSS, no scripts, and PNGs beside it (or inside
+    it with --embed).
 
     \b
     Example:
-      kernelopt report --out report
+      kernelopt report
       kernelopt report cpu_stencil-nov22 --out /tmp/r --json
     """
     try:
-        repo_root, run_id = resolve_run(Path.cwd(), run_id)
-        target = Path(out) if out else Path.cwd() / f"kernelopt-report-{run_id}"
-        report = report_for_run(repo_root, run_id, target, embed=embed)
+        repo_root, run_id = resolve_run(Path.cwd(), run_id, "`kernelopt report RUN`")
+        report = report_for_run(repo_root, run_id, out, embed=embed)
     except (SessionError, HistoryError, ReportError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

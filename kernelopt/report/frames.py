@@ -13,15 +13,23 @@ from kernelopt.decide import Verdict, gain
 from kernelopt.history import AttemptRecord, RunState
 from kernelopt.report.verdicts import BROKEN, group_of
 
-# Profile fields compared between BEST and the baseline, in the order shown.
-PROFILE_PERCENT_FIELDS = (
-    "mfu_estimated_percent",
-    "mbu_estimated_percent",
+# Profile fields compared between BEST and the baseline, in the order shown,
+# in three kinds: shares of the kernel's time, shares of the hardware's peak,
+# and plain counts. The two kinds of percentage answer different questions
+# and are never drawn on one axis.
+TIME_PERCENT = "time_percent"
+PEAK_PERCENT = "peak_percent"
+COUNT = "count"
+PROFILE_TIME_FIELDS = (
     "tensor_engine_active_time_percent",
     "vector_engine_active_time_percent",
     "scalar_engine_active_time_percent",
     "gpsimd_engine_active_time_percent",
     "dma_active_time_percent",
+)
+PROFILE_PEAK_FIELDS = (
+    "mfu_estimated_percent",  # FLOP/s of the peak
+    "mbu_estimated_percent",  # HBM bandwidth of the peak
 )
 PROFILE_COUNT_FIELDS = (
     "total_time",
@@ -80,7 +88,11 @@ class RunFrames:
     stop: StopInfo | None
     baseline_metric: float | None
     best_metric: float | None
+    # BEST is named by the measured candidate's commit (the attempt's own);
+    # the ledger commit on the run branch that records it is a different one.
     best_commit: str | None
+    best_attempt: int | None = None
+    ledger_commit: str | None = None
 
     @property
     def improvement(self) -> float | None:
@@ -217,13 +229,18 @@ def _class_sort_key(name: str) -> tuple[str, float, str]:
 
 def profile_frame(baseline: AttemptRecord | None, best: AttemptRecord | None) -> pd.DataFrame:
     """Profile fields of the baseline and BEST, where both measurements carry a profile."""
-    columns = ["field", "baseline", "best", "percent"]
+    columns = ["field", "baseline", "best", "kind"]
     base = (baseline.measurement.get("profile") or {}) if baseline else {}
     top = (best.measurement.get("profile") or {}) if best else {}
     if not base or not top:
         return pd.DataFrame([], columns=columns)
     rows = []
-    for fields, percent in ((PROFILE_PERCENT_FIELDS, True), (PROFILE_COUNT_FIELDS, False)):
+    groups = (
+        (PROFILE_PEAK_FIELDS, PEAK_PERCENT),
+        (PROFILE_TIME_FIELDS, TIME_PERCENT),
+        (PROFILE_COUNT_FIELDS, COUNT),
+    )
+    for fields, kind in groups:
         for name in fields:
             if name in base or name in top:
                 rows.append(
@@ -231,7 +248,7 @@ def profile_frame(baseline: AttemptRecord | None, best: AttemptRecord | None) ->
                         "field": name,
                         "baseline": _number(base.get(name)),
                         "best": _number(top.get(name)),
-                        "percent": percent,
+                        "kind": kind,
                     }
                 )
     return pd.DataFrame(rows, columns=columns)
@@ -273,4 +290,6 @@ def run_frames(state: RunState, better: str | None = None) -> RunFrames:
         baseline_metric=baseline_metric,
         best_metric=best.metric if best else None,
         best_commit=best.commit if best else None,
+        best_attempt=best.attempt if best else None,
+        ledger_commit=state.best_commit,
     )

@@ -52,25 +52,42 @@ def img(path: Path, alt: str, out: Path, embed: bool, caption: str = "") -> str:
     return f'<figure><img src="{escape(src)}" alt="{escape(alt)}">{note}</figure>'
 
 
-def table(headers: Sequence[tuple[str, bool]], rows: Iterable[Sequence[str]]) -> str:
-    """Rows of already-escaped cells; headers are (text, numeric)."""
-    head = "".join(f"<th{' class=num' if num else ''}>{escape(h)}</th>" for h, num in headers)
+# How a column lays out. NUM: right-aligned figures. WORD: one short token
+# (a hash, a kind, a verdict badge, a field name) that must stay on one line.
+# TEXT: prose from notes, the only cells that may wrap, at any character if
+# a word is longer than the column.
+NUM, WORD, TEXT = "num", "word", "text"
+
+
+def table(headers: Sequence[tuple[str, str]], rows: Iterable[Sequence[str]]) -> str:
+    """Rows of already-escaped cells; headers are (text, NUM | WORD | TEXT).
+
+    The table sits in a box that scrolls sideways, so a table wider than the
+    page scrolls instead of squeezing its columns until words break.
+    """
+    head = "".join(f'<th class="{kind}">{escape(h)}</th>' for h, kind in headers)
     body = []
     for row in rows:
         cells = "".join(
-            f"<td{' class=num' if num else ''}>{cell}</td>"
-            for cell, (_, num) in zip(row, headers, strict=True)
+            f'<td class="{kind}">{cell}</td>' for cell, (_, kind) in zip(row, headers, strict=True)
         )
         body.append(f"<tr>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (
+        f'<div class="table"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def badge(verdict: str) -> str:
     return f'<span class="badge" style="background:{colour_of(verdict)}">{escape(verdict)}</span>'
 
 
+SHORT_SHA = 10
+
+
 def commit(sha: str) -> str:
-    return f'<code title="{escape(sha)}">{escape(sha[:10])}</code>'
+    """A commit as its first 10 hex digits; the full hash is the tooltip."""
+    return f'<code class="sha" title="{escape(sha)}">{escape(sha[:SHORT_SHA])}</code>'
 
 
 def error_cell(error: str, log_tail: str = "") -> str:

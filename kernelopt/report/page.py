@@ -52,17 +52,22 @@ figure { margin: 12px 0; background: white; border: 1px solid var(--line); borde
   padding: 8px; }
 figure img { display: block; width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: 12px; padding: 4px 6px 2px; }
-table { border-collapse: collapse; width: 100%; background: white; border: 1px solid var(--line);
-  border-radius: 8px; overflow: hidden; font-size: 13px; }
-th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top;
-  overflow-wrap: anywhere; }
-th { background: #f1f5f9; font-weight: 600; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+div.table { overflow-x: auto; background: white; border: 1px solid var(--line); border-radius: 8px; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top; }
+tr:last-child td { border-bottom: none; }
+th { background: #f1f5f9; font-weight: 600; white-space: nowrap; }
+.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.word { white-space: nowrap; }
+td.text { overflow-wrap: anywhere; min-width: 12em; }
 code { font: 12px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; }
+code.sha { white-space: nowrap; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: white;
   font-size: 12px; font-weight: 600; }
 .stop { background: #fff7ed; border: 1px solid #fed7aa; border-radius: 8px; padding: 12px 16px; }
 .stop p { margin: 4px 0; }
+p.best { margin: 14px 0 0; }
+.ledger { color: var(--muted); }
 .err { color: #92400e; font-size: 12px; }
 details summary { cursor: pointer; }
 pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0 0; font-size: 12px; }
@@ -90,6 +95,24 @@ def _cards(frames: RunFrames) -> str:
     return f'<div class="cards">{cards}</div>'
 
 
+def _best_line(frames: RunFrames) -> str:
+    """BEST by the measured candidate's commit; the ledger commit only under that name."""
+    if frames.best_commit is None:
+        return "<b>BEST:</b> none yet"
+    parts = [
+        f"<b>BEST:</b> {h.commit(frames.best_commit)} (attempt #{frames.best_attempt}) "
+        f"{escape(frames.metric_name)} {escape(h.fmt_metric(frames.best_metric))} "
+        f"({escape(h.fmt_gain(frames.improvement) or 'n/a')} vs baseline "
+        f"{escape(h.fmt_metric(frames.baseline_metric))})"
+    ]
+    if frames.ledger_commit and frames.ledger_commit != frames.best_commit:
+        parts.append(
+            f'<span class="ledger">· ledger commit {h.commit(frames.ledger_commit)} '
+            "(the run branch's commit recording it in performance.md)</span>"
+        )
+    return " ".join(parts)
+
+
 def _stop_section(frames: RunFrames) -> str:
     stop = frames.stop
     if stop is None:
@@ -99,10 +122,7 @@ def _stop_section(frames: RunFrames) -> str:
         '<div class="stop">',
         f"<p><b>Reason:</b> {escape(stop.reason)}</p>",
         f"<p><b>Time:</b> {escape(stop.time)}</p>",
-        f"<p><b>BEST:</b> {h.commit(frames.best_commit or '')} "
-        f"{escape(frames.metric_name)} {escape(h.fmt_metric(frames.best_metric))} "
-        f"({escape(h.fmt_gain(frames.improvement) or 'n/a')} vs baseline "
-        f"{escape(h.fmt_metric(frames.baseline_metric))})</p>",
+        f"<p>{_best_line(frames)}</p>",
         "</div>",
     ]
     if stop.recent_regressions:
@@ -110,12 +130,12 @@ def _stop_section(frames: RunFrames) -> str:
         parts.append(
             h.table(
                 [
-                    ("attempt", True),
-                    ("hypothesis", False),
-                    ("files", False),
-                    ("best -> candidate", True),
-                    ("gain", True),
-                    ("classes", False),
+                    ("attempt", h.NUM),
+                    ("hypothesis", h.TEXT),
+                    ("files", h.TEXT),
+                    ("best -> candidate", h.NUM),
+                    ("gain", h.NUM),
+                    ("classes", h.TEXT),
                 ],
                 (
                     [
@@ -140,12 +160,12 @@ def _kept_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -
         return "<h2>Kept changes</h2><p>No change beat the baseline yet.</p>"
     table = h.table(
         [
-            ("attempt", True),
-            ("commit", False),
-            ("hypothesis", False),
-            (frames.metric_name, True),
-            ("gain", True),
-            ("vs baseline", True),
+            ("attempt", h.NUM),
+            ("commit", h.WORD),
+            ("hypothesis", h.TEXT),
+            (frames.metric_name, h.NUM),
+            ("gain", h.NUM),
+            ("vs baseline", h.NUM),
         ],
         (
             [
@@ -167,7 +187,7 @@ def _classes_section(frames: RunFrames, figures: Figures, out: Path, embed: bool
     if frames.class_summary.empty:
         return ""
     table = h.table(
-        [("class", False), ("baseline", True), ("best", True), ("change", True)],
+        [("class", h.TEXT), ("baseline", h.NUM), ("best", h.NUM), ("change", h.NUM)],
         (
             [
                 escape(r["class"]),
@@ -190,7 +210,7 @@ def _profile_section(frames: RunFrames, figures: Figures, out: Path, embed: bool
     if frames.profile.empty:
         return ""
     table = h.table(
-        [("field", False), ("baseline", True), ("best", True)],
+        [("field", h.WORD), ("baseline", h.NUM), ("best", h.NUM)],
         (
             [
                 f"<code>{escape(r['field'])}</code>",
@@ -209,14 +229,14 @@ def _profile_section(frames: RunFrames, figures: Figures, out: Path, embed: bool
 def _attempts_section(frames: RunFrames) -> str:
     table = h.table(
         [
-            ("#", True),
-            ("commit", False),
-            ("kind", False),
-            ("verdict", False),
-            (frames.metric_name, True),
-            ("gain", True),
-            ("hypothesis", False),
-            ("error", False),
+            ("#", h.NUM),
+            ("commit", h.WORD),
+            ("kind", h.WORD),
+            ("verdict", h.WORD),
+            (frames.metric_name, h.NUM),
+            ("gain", h.NUM),
+            ("hypothesis", h.TEXT),
+            ("error", h.TEXT),
         ],
         (
             [
@@ -255,6 +275,7 @@ def render_page(
         f"<h1>{escape(title)}</h1>",
         f'<p class="sub">{escape(" · ".join(meta))}</p>',
         _cards(frames),
+        f'<p class="best">{_best_line(frames)}</p>' if frames.stop is None else "",
         _stop_section(frames),
         "<h2>Metric over attempts</h2>",
         h.img(figures.metric, "metric of every attempt", out, embed, METRIC_CAPTION),

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from kernelopt.decide import Verdict
-from kernelopt.report.frames import RunFrames
+from kernelopt.report.frames import PEAK_PERCENT, TIME_PERCENT, RunFrames
 from kernelopt.report.verdicts import BROKEN, DISCARDED, colour_of
 
 WIDTH_IN = 9.0
@@ -38,12 +38,16 @@ CLASS_COLOURS = ("#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#0891b2
 def _figure(height: float = 4.2) -> tuple[Figure, Axes]:
     fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
+    _style(ax)
+    return fig, ax
+
+
+def _style(ax: Axes) -> None:
     ax.grid(True, color=GRID, linewidth=0.8)
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.tick_params(colors=INK, labelsize=9)
-    return fig, ax
 
 
 def _plain(text: str) -> str:
@@ -288,18 +292,55 @@ def counters_over_attempts(frames: RunFrames, path: Path, limit: int | None = No
     return _save(fig, path)
 
 
-def profile_best_vs_baseline(frames: RunFrames, path: Path) -> Path | None:
-    """Engine-active, DMA and utilisation percentages of BEST next to the baseline."""
-    df = frames.profile[frames.profile["percent"]]
-    if df.empty:
+PROFILE_LABELS: Mapping[str, str] = MappingProxyType(
+    {
+        "mfu_estimated_percent": "MFU\n(FLOP/s)",
+        "mbu_estimated_percent": "MBU\n(HBM bandwidth)",
+        "tensor_engine_active_time_percent": "tensor",
+        "vector_engine_active_time_percent": "vector",
+        "scalar_engine_active_time_percent": "scalar",
+        "gpsimd_engine_active_time_percent": "gpsimd",
+        "dma_active_time_percent": "DMA",
+    }
+)
+TIME_AXIS = "active, % of the kernel's time"
+PEAK_AXIS = "% of the hardware's peak"
+
+
+def profile_figure(frames: RunFrames) -> Figure | None:
+    """BEST next to the baseline in two panels with their own axes.
+
+    Left: how much of the kernel's time each engine and the DMA queues were
+    busy. Right: MFU and MBU, achieved FLOP/s and HBM bandwidth as shares of
+    the hardware's peak. Both are percentages of different wholes, so they
+    never share an axis.
+    """
+    panels = [
+        (frames.profile[frames.profile["kind"] == kind], title, label)
+        for kind, title, label in (
+            (TIME_PERCENT, "Engines and DMA queues: busy time", TIME_AXIS),
+            (PEAK_PERCENT, "Utilisation of peak", PEAK_AXIS),
+        )
+    ]
+    panels = [panel for panel in panels if not panel[0].empty]
+    if not panels:
         return None
-    fig, ax = _figure(3.8)
+    fig = Figure(figsize=(WIDTH_IN, 3.8), dpi=DPI, layout="constrained")
+    axes = fig.subplots(1, len(panels), width_ratios=[max(len(df), 3) for df, _, _ in panels])
+    axes = [axes] if len(panels) == 1 else list(axes)
+    for ax, (df, title, label) in zip(axes, panels, strict=True):
+        _style(ax)
+        _profile_bars(ax, df)
+        ax.set_ylabel(label, color=INK)
+        ax.set_title(title, color=INK, loc="left", fontsize=10)
+    fig.suptitle("Profile: BEST vs baseline", color=INK, x=0.01, ha="left")
+    axes[-1].legend(**LEGEND_OUTSIDE)
+    return fig
+
+
+def _profile_bars(ax: Axes, df: pd.DataFrame) -> None:
     xs = list(range(len(df)))
     width = 0.38
-    labels = [
-        f.replace("_estimated_percent", "").replace("_active_time_percent", "").replace("_", " ")
-        for f in df["field"]
-    ]
     pairs = (
         ("baseline", colour_of(Verdict.BASELINE), -width / 2),
         ("best", colour_of(Verdict.KEEP), width / 2),
@@ -308,9 +349,11 @@ def profile_best_vs_baseline(frames: RunFrames, path: Path) -> Path | None:
         values = df[column].fillna(0.0)
         bars = ax.bar([x + offset for x in xs], values, width=width, color=colour, label=column)
         ax.bar_label(bars, fmt="%.0f", fontsize=7, color=INK, padding=2)
-    ax.set_xticks(xs, labels=labels)
-    ax.set_ylabel("percent of the kernel's time", color=INK)
+    ax.set_xticks(xs, labels=[PROFILE_LABELS.get(f, f) for f in df["field"]])
     ax.set_ylim(0, max(100.0, float(df[["baseline", "best"]].max().max()) * 1.1))
-    ax.set_title("Profile: BEST vs baseline", color=INK, loc="left")
-    ax.legend(**LEGEND_OUTSIDE)
-    return _save(fig, path)
+
+
+def profile_best_vs_baseline(frames: RunFrames, path: Path) -> Path | None:
+    """The profile figure as a PNG, or None when BEST or the baseline has no profile."""
+    fig = profile_figure(frames)
+    return None if fig is None else _save(fig, path)

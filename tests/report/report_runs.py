@@ -93,14 +93,28 @@ def _invoke(args: list[str]) -> str:
     return result.output
 
 
-def record_toy_run(root: Path) -> RecordedRun:
-    """Baseline, then every step of TOY_STEPS through `kernelopt try`."""
+def _toy_repo(root: Path) -> None:
     (root / "programs").mkdir()
     (root / "programs" / "toy.md").write_text(TOY_PROGRAM)
     (root / "bench.py").write_text(TOY_BENCH)
     (root / "knobs.json").write_text(json.dumps({"t": [100, 200]}))
     (root / ".gitignore").write_text("results/\n")
     _commit_all(root)
+
+
+def record_toy_baselines(root: Path, tags: tuple[str, ...]) -> list[str]:
+    """One toy repository with a baseline-only run per tag; returns the run ids."""
+    _toy_repo(root)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        for tag in tags:
+            _invoke(["run", "programs/toy.md", "--tag", tag, "--max-candidates", "0"])
+    return [f"toy-{tag}" for tag in tags]
+
+
+def record_toy_run(root: Path) -> RecordedRun:
+    """Baseline, then every step of TOY_STEPS through `kernelopt try`."""
+    _toy_repo(root)
     worktree = root / ".git" / "kernelopt" / "worktrees" / "toy-t"
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)

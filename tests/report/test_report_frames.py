@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from report_runs import TOY_STEPS, RecordedRun
+from report_runs import TOY_STEPS, RecordedRun, git
 
 from kernelopt.history import AttemptRecord
 from kernelopt.report.frames import infer_better, profile_frame, run_frames
@@ -71,4 +71,15 @@ def test_profile_frame_needs_both_profiles() -> None:
     assert profile_frame(with_profile, without).empty
     df = profile_frame(with_profile, with_profile)
     assert list(df["field"]) == ["dma_active_time_percent", "hbm_read_bytes"]
-    assert list(df["percent"]) == [True, False]
+    assert list(df["kind"]) == ["time_percent", "count"]
+
+
+def test_best_is_the_measured_candidates_commit_not_the_ledger_commit(
+    toy_run: RecordedRun,
+) -> None:
+    frames = run_frames(toy_run.state())
+    candidate = git(toy_run.root, "rev-parse", "refs/kernelopt/toy-t/attempts/2").strip()
+    ledger = git(toy_run.root, "rev-parse", "refs/kernelopt/toy-t/best").strip()
+    assert candidate != ledger
+    assert (frames.best_attempt, frames.best_commit) == (2, candidate)
+    assert frames.ledger_commit == ledger

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from pathlib import Path
 
 import pytest
 from PIL import Image
 from report_page_parse import parse_page
-from report_runs import SCRIPT_HYPOTHESIS, TOY_STEPS, RecordedRun
+from report_runs import SCRIPT_HYPOTHESIS, TOY_STEPS, RecordedRun, git
 
 from kernelopt.report import report_for_run
 from kernelopt.report.build import Report
@@ -91,6 +92,23 @@ def test_kept_changes_classes_and_stop_summary_carry_the_numbers(toy_report: Rep
     assert "column order, wider" in text
 
 
+def test_best_is_named_by_its_candidate_commit_and_the_ledger_commit_is_labelled(
+    toy_run: RecordedRun, toy_report: Report
+) -> None:
+    candidate = git(toy_run.root, "rev-parse", "refs/kernelopt/toy-t/attempts/2").strip()
+    ledger = git(toy_run.root, "rev-parse", "refs/kernelopt/toy-t/best").strip()
+    html = toy_report.index.read_text()
+    best = re.search(
+        r"<b>BEST:</b> <code class=\"sha\" title=\"([0-9a-f]{40})\">([0-9a-f]+)</code>", html
+    )
+    assert best and best.groups() == (candidate, candidate[:10])
+    assert "(attempt #2)" in html[best.end() : best.end() + 40]
+    # the ledger commit appears once, and only after its label
+    labelled = f'ledger commit <code class="sha" title="{ledger}">{ledger[:10]}</code>'
+    assert html.count(labelled) == 1
+    assert ledger[:10] not in html.replace(labelled, "")
+
+
 def _rows_after(text: list[str], header: str) -> list[str]:
     start = text.index(header)
     return [t for t in text[start + 4 :]]
@@ -112,7 +130,11 @@ def test_an_nki_run_compares_the_profile_of_best_and_baseline(
     report = report_for_run(nki_run.root, nki_run.run_id, tmp_path / "nki")
     assert (report.out / "profile.png") in report.files
     assert_real_png((report.out / "profile.png").read_bytes())
-    text = parse_page(report.index.read_text()).text
+    facts = parse_page(report.index.read_text())
+    text = facts.text
+    # an open run names BEST under the cards, by the kept candidate's commit
+    assert "BEST:" in text and state.best is not None and state.best.verdict == "keep"
+    assert state.best.commit in facts.titles
     assert "Profile" in text and "tensor_engine_active_time_percent" in text
     base = state.baseline.measurement["profile"]["dma_active_time_percent"]
     best = state.best.measurement["profile"]["dma_active_time_percent"]
