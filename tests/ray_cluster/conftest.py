@@ -1,4 +1,4 @@
-"""One local Ray cluster for the whole tests/ray session (Ray takes seconds to start).
+"""One local Ray cluster for the whole tests/ray_cluster session (Ray takes seconds to start).
 
 It has 2 CPUs and 2 ``neuron_cores`` standing in for a Trn2 node's cores; the
 measured command is a fixed-latency benchmark that records when it ran.
