@@ -15,9 +15,17 @@ import click
 from kernelopt import __version__
 from kernelopt.agent import lessons, render_lessons
 from kernelopt.durations import parse_duration
-from kernelopt.exits import EXIT_CTRL_C, EXIT_STOP, RunInUse, UsageProblem, exit_code_of
+from kernelopt.exits import (
+    EXIT_CTRL_C,
+    EXIT_STOP,
+    CliError,
+    RunInUse,
+    UsageProblem,
+    exit_code_of,
+)
 from kernelopt.history import HistoryError, RunRepo, default_tag, find_repo, list_runs
 from kernelopt.loop import RunBusy, RunStopped
+from kernelopt.names import name_problem
 from kernelopt.output import (
     Printer,
     format_result,
@@ -62,10 +70,19 @@ def main() -> None:
     """
 
 
+def _checked_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A --tag, --name or --run that can be part of a git ref, else a usage error (exit 2)."""
+    if value is not None and (why := name_problem(value)) is not None:
+        raise click.BadParameter(f"{value!r}: {why}")
+    return value
+
+
 @main.command()
 @click.argument("program", type=click.Path(dir_okay=False))
 @click.option(
-    "--tag", help="Run tag; the branch is kernelopt/<name>-<tag> (default: today, e.g. nov22)."
+    "--tag",
+    callback=_checked_name,
+    help="Run tag; the branch is kernelopt/<name>-<tag> (default: today, e.g. nov22).",
 )
 @click.option(
     "--max-candidates", type=int, help="Stop after this many candidates in this invocation."
@@ -146,6 +163,8 @@ def run(
             summary = session.runner.run(session.proposer, max_candidates)
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
+    except HistoryError as exc:  # git refused a step: say which, resume later
+        raise CliError(f"{exc}\n  the run is recorded up to the last finished attempt") from None
     except KeyboardInterrupt:
         click.echo(
             "\nkernelopt: interrupted; the attempt in flight is recorded as interrupted and the branch is at BEST.",
@@ -243,7 +262,10 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
 
 @main.command()
 @click.option(
-    "--run", "run_id", help="The run (default: the worktree you are in, or the only run)."
+    "--run",
+    "run_id",
+    callback=_checked_name,
+    help="The run (default: the worktree you are in, or the only run).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status(run_id: str | None, as_json: bool) -> None:
@@ -273,7 +295,10 @@ def _run_repo(run_id: str | None) -> RunRepo:
 
 @main.command()
 @click.option(
-    "--run", "run_id", help="The run (default: the worktree you are in, or the only run)."
+    "--run",
+    "run_id",
+    callback=_checked_name,
+    help="The run (default: the worktree you are in, or the only run).",
 )
 @click.option(
     "--lessons",
@@ -316,16 +341,25 @@ def log(run_id: str | None, lessons_only: bool, plain: bool, as_json: bool) -> N
 
 
 @main.command()
-@click.option("--name", default="example", show_default=True, help="The program's name.")
+@click.option(
+    "--name",
+    default="example",
+    show_default=True,
+    callback=_checked_name,
+    help="The program's name.",
+)
 @click.option("--kind", type=click.Choice(["command", "nki"]), default="command", show_default=True)
 def init(name: str, kind: str) -> None:
-    """Scaffold programs/<name>.md, ir/ and performance.md in this git repository.
+    """Scaffold programs/<name>.md, ir/<name>/ and performance.md in this git repository.
 
+    The program runs as it is: a command target gets a small benchmark and
+    its knob file, an nki target a workload with its kernel and knobs.
     Existing files are left alone.
 
     \b
     Example:
       kernelopt init --name blur
+      git add programs ir performance.md && git commit -m "kernelopt: blur"
       kernelopt run programs/blur.md
     """
     from kernelopt.scaffold import scaffold
@@ -333,6 +367,10 @@ def init(name: str, kind: str) -> None:
     root = _repo_root()
     for path, created in scaffold(root, name, kind):
         click.echo(f"{'created' if created else 'kept   '} {path.relative_to(root)}")
+    program = Path("programs") / f"{name}.md"
+    click.echo("next: kernelopt tunes committed code, so commit, then run:")
+    click.echo(f"  git add programs ir performance.md && git commit -m 'kernelopt: {name}'")
+    click.echo(f"  kernelopt run {program}")
 
 
 @main.command(name="runs")

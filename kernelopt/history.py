@@ -423,6 +423,23 @@ class RunRepo:
         return self.git(*args).splitlines()
 
 
+def committed_text(root: Path, rev: str, path: str) -> str | None:
+    """The text of ``path`` as committed at ``rev``; None when it is not there."""
+    git = Git(root)
+    if not git.ok("cat-file", "-e", f"{rev}:{path}"):
+        return None
+    return git("show", f"{rev}:{path}")
+
+
+def require_commit(root: Path) -> None:
+    """Raise HistoryError unless the repository has a commit to start a run from."""
+    if not Git(root).ok("rev-parse", "--verify", "-q", "HEAD^{commit}"):
+        raise HistoryError(
+            f"{root}: the repository has no commit yet; commit your code first "
+            "(kernelopt tunes committed code): git add -A && git commit -m 'code to tune'"
+        )
+
+
 def list_runs(repo_root: Path) -> list[str]:
     """Every run with records in the repository, in order of first appearance."""
     out = Git(repo_root)("for-each-ref", "--format=%(refname)", "refs/kernelopt/")

@@ -12,19 +12,19 @@ name: {name}
 target:
   kind: command
   # Run in the root of each candidate's tree; must finish within `timeout`.
-  command: python ir/{name}/bench.py
+  command: python3 ir/{name}/bench.py
   # csv | json | stdout ("key: value" lines)
   results: {{format: stdout}}
-  # Must hold on every row of the results, e.g. "err == 0".
-  # correct: "err == 0"
+  # Must hold on every row of the results.
+  correct: "err == 0"
   # Columns naming a config class, when the benchmark reports several configs.
   # config_columns: [n]
   # A knob file the runner may rewrite, and the values each knob may take.
-  # knobs: {{file: ir/{name}/knobs.json, space: {{BLOCK: [32, 64, 128]}}}}
+  knobs: {{file: ir/{name}/knobs.json, space: {{BLOCK: [16, 64, 256, 1024, 4096]}}}}
 metric: {{name: time_us, better: lower}}
 device: {{kind: none}}
-decide: {{noise: 1%, confirm: 2, max_consecutive_regressions: 5, recent_window: 5, repair_attempts: 3}}
-stop: {{max_candidates: 100, max_hours: 8}}
+decide: {{noise: 2%, confirm: 2, max_consecutive_regressions: 5, recent_window: 5, repair_attempts: 3}}
+stop: {{max_candidates: 20, max_hours: 8}}
 timeout: 10m
 ---
 """
@@ -70,6 +70,40 @@ performance.md, and regressions are reverted for you.
    only when `kernelopt try` exits 20.
 """
 
+
+COMMAND_BENCH = '''"""{name}: the benchmark kernelopt runs on every candidate. Put your kernel here.
+
+It reads its knobs from knobs.json beside it, times the kernel (best of
+several runs), checks the answer, and prints ``time_us: <t>`` and ``err: <e>``
+lines: the program reads them as results (format: stdout).
+"""
+
+import json
+import time
+from pathlib import Path
+
+KNOBS = json.loads((Path(__file__).parent / "knobs.json").read_text())
+N = 1 << 18
+
+
+def kernel(values, block):
+    """Sum ``values`` in chunks of ``block``: the knob trades loop overhead for chunk size."""
+    total = 0
+    for start in range(0, len(values), block):
+        total += sum(values[start : start + block])
+    return total
+
+
+values = list(range(N))
+expected = N * (N - 1) // 2
+best = float("inf")
+for _ in range(7):
+    started = time.perf_counter()
+    got = kernel(values, KNOBS["BLOCK"])
+    best = min(best, time.perf_counter() - started)
+print(f"time_us: {{best * 1e6:.1f}}")
+print(f"err: {{abs(got - expected)}}")
+'''
 
 NKI_WORKLOAD = '''"""{name}: out = lhsT.T @ rhs. Change the math, shapes and dtypes here."""
 
@@ -127,6 +161,9 @@ def scaffold(root: Path, name: str, kind: str) -> list[tuple[Path, bool]]:
     created_workload = not (root / "ir" / name / "workload.py").exists()
     if kind == "nki":
         wanted.update(_nki_files(root, name))
+    else:
+        wanted[root / "ir" / name / "bench.py"] = COMMAND_BENCH.format(name=name)
+        wanted[root / "ir" / name / "knobs.json"] = '{"BLOCK": 16}\n'
     for path, text in wanted.items():
         if path.name == "workload.py" and created_workload:
             out.append((path, True))  # written first: the knobs and kernel derive from it

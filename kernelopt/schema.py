@@ -7,7 +7,6 @@ path), defaults, the `kernelopt init` template and the reference in docs.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kernelopt.keys import (
@@ -27,6 +26,7 @@ from kernelopt.keys import (
     resources_ok,
 )
 from kernelopt.keys import validate as validate_section
+from kernelopt.names import name_problem
 
 TARGET_KINDS = ("nki", "command")
 DEVICE_KINDS = ("auto", "sim", "neuron", "nvidia", "rocm", "none")
@@ -38,11 +38,7 @@ SCHEMA = Section(
         "name": Key(
             "str",
             "the program's name; runs are branches kernelopt/<name>-<tag>",
-            check=lambda v: (
-                None
-                if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v)
-                else "use letters, digits, '.', '_' and '-' only (it names a git branch)"
-            ),
+            check=name_problem,
         ),
         "target": Section(
             "what is measured",

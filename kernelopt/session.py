@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.executor import Executor, Gated, InProcess
-from kernelopt.history import Git, HistoryError, RunRepo, find_repo, list_runs
+from kernelopt.history import (
+    Git,
+    HistoryError,
+    RunRepo,
+    committed_text,
+    find_repo,
+    list_runs,
+    require_commit,
+)
 from kernelopt.loop import Runner
 from kernelopt.program import Program, load_program
 from kernelopt.proposers.base import Proposer
@@ -113,8 +121,13 @@ def make_target(program: Program, root: Path, device: str, run_id: str | None = 
     return NkiSimTarget.from_program(program, root)
 
 
-def make_proposer(program: Program, root: Path) -> Proposer | None:
-    """Where candidates come from: the knob space's proposer, or None without one."""
+def make_proposer(program: Program, root: Path, start: str = "HEAD") -> Proposer | None:
+    """Where candidates come from: the knob space's proposer, or None without one.
+
+    The knob search starts from the knob file as committed at ``start`` (the
+    run's branch, or HEAD for a new run): what the baseline measures, never an
+    uncommitted edit in the user's checkout.
+    """
     target = program.target
     if target.kind == "command":
         if target.knobs is None or not target.knobs.space:
@@ -122,7 +135,9 @@ def make_proposer(program: Program, root: Path) -> Proposer | None:
         from kernelopt.proposers.space import KnobSpace, RandomProposer, SweepProposer
 
         space = KnobSpace(target.knobs.file, {k: list(v) for k, v in target.knobs.space.items()})
-        current = space.default(root)
+        current = space.default_from(
+            committed_text(root, start, space.file), f"{space.file} at {start}"
+        )
         if program.strategy == "random":
             return RandomProposer(space, program.seed, current)
         return SweepProposer(space, current)
@@ -170,6 +185,7 @@ class Session:
         """A run of ``program`` tagged ``tag``; its candidates come from the knob space,
         or from ``agent`` when given."""
         root = find_repo(program.path.resolve().parent)
+        require_commit(root)
         device, reason = choose_device(program)
         runner = Runner(
             program,
@@ -188,7 +204,8 @@ class Session:
                 agent.command, program, runner.repo, timeout_s=agent.timeout_s, reporter=reporter
             )
         else:
-            proposer = make_proposer(program, root)
+            start = runner.repo.branch if runner.repo.exists() else "HEAD"
+            proposer = make_proposer(program, root, start)
         return cls(program, root, runner.run_id, device, reason, runner, proposer)
 
     @classmethod

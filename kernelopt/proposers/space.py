@@ -78,23 +78,33 @@ class KnobSpace:
         return {name: values[0] for name, values in self.space.items()}
 
     def default(self, root: Path | None = None) -> Assignment:
-        """The knob file's current content when it exists, else each knob's first value.
+        """The knob file's current content in tree ``root`` when it exists, else each
+        knob's first value.
 
         Keys of the file outside the space are kept; knobs it lacks get their first value.
         """
         current = self.read(root) if root is not None else None
         return {**self.first(), **(current or {})}
 
+    def default_from(self, text: str | None, where: str) -> Assignment:
+        """As ``default``, from the knob file's text (None: no file); ``where`` names it."""
+        current = self.parse(text, where) if text is not None else None
+        return {**self.first(), **(current or {})}
+
     def read(self, root: Path) -> Assignment | None:
         path = Path(root) / self.file
         if not path.exists():
             return None
+        return self.parse(path.read_text(encoding="utf-8"), str(path))
+
+    @staticmethod
+    def parse(text: str, where: str) -> Assignment:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+            raise ValueError(f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a JSON object of knob values")
+            raise ValueError(f"{where}: expected a JSON object of knob values")
         return data
 
     def render(self, assignment: Mapping[str, Any]) -> str:
