@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.decide import Verdict, gain
+from kernelopt.note import describe_basis
 
 HEADER = """# Performance
 
@@ -47,8 +48,12 @@ def format_metric(name: str, value: float | None, device: str = "") -> str:
     return f"{name} {value:.4g}{label}"
 
 
-def format_change(gain: float | None) -> str:
-    return "—" if gain is None else f"{gain * 100:+.2f}%"
+def format_change(gain: float | None, basis: Mapping[str, Any] | None = None) -> str:
+    """``+4.20% vs BEST re-measured beside it (6 pairs)``: the gain and what it is against."""
+    if gain is None:
+        return "—"
+    against = describe_basis(basis)
+    return f"{gain * 100:+.2f}% {against}" if against else f"{gain * 100:+.2f}%"
 
 
 def run_section(run_id: str, program: str, device: str, started: str) -> str:
@@ -140,7 +145,7 @@ def kept_rows(note: Mapping[str, Any], sha: str, labels: Labels) -> str:
         config_class=", ".join(improved) if improved else "all",
         kernel=labels.kernel,
         metric=format_metric(labels.metric, note.get("metric"), device),
-        change=format_change(note.get("gain")),
+        change=format_change(note.get("gain"), note.get("basis")),
         why=str(note.get("hypothesis", "")),
     )
     text += render_row(row)

@@ -7,7 +7,7 @@ truth (history.py rebuilds the run from notes alone), so its keys are stable.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,27 @@ def regression_summary(
         "commit": att.sha,
         "notes": "; ".join(f"{k} {v * 100:+.1f}%" for k, v in judgement.classes.items()),
     }
+
+
+def basis(samples: Sequence[Mapping[str, Any]], previous_best: float | None) -> dict[str, Any]:
+    """What the gain was measured against: BEST re-measured beside the candidate on
+    the same device (``pairs`` of them, ``best`` their mean), else the recorded BEST."""
+    beside = [
+        s["best"] for s in samples if s.get("best") is not None and s.get("candidate") is not None
+    ]
+    if beside:
+        return {"against": "remeasured", "pairs": len(beside), "best": sum(beside) / len(beside)}
+    return {"against": "recorded", "pairs": 0, "best": previous_best}
+
+
+def describe_basis(basis: Mapping[str, Any] | None) -> str:
+    """``vs BEST re-measured beside it (6 pairs)`` or ``vs recorded BEST``: one wording everywhere."""
+    if not basis:
+        return ""
+    if basis["against"] == "remeasured":
+        pairs = basis["pairs"]
+        return f"vs BEST re-measured beside it ({pairs} pair{'s' if pairs != 1 else ''})"
+    return "vs recorded BEST"
 
 
 def build_note(
@@ -103,6 +124,7 @@ def build_note(
             for c, b in samples
         ],
         "spread": {"var": spread.var, "df": spread.df} if spread else None,
+        "basis": None,
         "content_key": content_key,
         "reused_from": reused_from,
         "knobs": att.knobs,
@@ -111,6 +133,8 @@ def build_note(
         "error": judgement.error,
         "time": time,
     }
+    if verdict != Verdict.BASELINE and judgement.gain is not None:
+        note["basis"] = basis(note["samples"], ctx.previous_best)
     note.update(att.extra)
     if verdict == Verdict.BASELINE:
         note["reference"] = reference

@@ -86,13 +86,30 @@ def format_metric(value: float | None) -> str:
 
 
 def format_result(r: AttemptResult, metric: str) -> str:
-    """One attempt's verdict line."""
-    gain = "" if r.gain is None else f" ({r.gain * 100:+.2f}%)"
-    parts = [f"{r.verdict.upper()}", f"{metric} {format_metric(r.metric)}{gain}"]
-    parts.append(f"best {format_metric(r.best_metric)}")
-    parts.append(f"regressions {r.consecutive_regressions}")
-    if r.samples > 1:
-        parts.append(f"{r.samples} samples")
+    """One attempt's verdict line: the gain and what it was measured against first.
+
+    ``REGRESSION -4.24% vs BEST re-measured beside it (6 pairs: 76.15 vs 73.05) |
+    recorded BEST 79.7 | regressions 1``
+    """
+    verdict = r.verdict.upper()
+    basis = r.basis or {}
+    if r.gain is None:
+        parts = [verdict, f"{metric} {format_metric(r.metric)}"]
+    elif basis.get("against") == "remeasured":
+        pairs = basis["pairs"]
+        beside = f"{format_metric(r.metric)} vs {format_metric(basis['best'])}"
+        parts = [
+            f"{verdict} {r.gain * 100:+.2f}% vs BEST re-measured beside it "
+            f"({pairs} pair{'s' if pairs != 1 else ''}: {beside})",
+            f"recorded BEST {format_metric(r.previous_best)}",
+        ]
+    else:
+        parts = [
+            f"{verdict} {r.gain * 100:+.2f}% vs recorded BEST {format_metric(r.previous_best)}",
+            f"{metric} {format_metric(r.metric)}",
+        ]
+    if r.verdict != "baseline":
+        parts.append(f"regressions {r.consecutive_regressions}")
     if r.reused_from is not None:
         parts.append(f"same tree as #{r.reused_from}")
     if r.improved or r.regressed:
@@ -125,11 +142,16 @@ def print_summary(s: RunSummary, as_json: bool, program: str) -> None:
         f"  best {s.metric} {format_metric(s.best_metric)}{gain}, {s.kept} kept of {s.attempts} attempts"
     )
     click.echo(f"  worktree {s.worktree}")
-    click.echo(f"  branch   {s.branch}  (BEST {(s.best_commit or '')[:10]})")
+    best = f"BEST {s.best_commit[:10]}, attempt #{s.best_attempt}" if s.best_commit else "no BEST"
+    click.echo(f"  branch   {s.branch}  ({best})")
     click.echo("  look at it:")
-    click.echo(f"    git log {s.branch}")
+    since = f"{s.baseline_commit[:10]}^.." if s.baseline_commit else ""
+    click.echo(f"    git log --oneline {since}{s.branch}   # the baseline and each kept change")
     click.echo(f"    kernelopt log --run {s.run_id}")
-    click.echo(f"    kernelopt report {s.run_id} --out kernelopt-report-{s.run_id}")
+    click.echo(f"    kernelopt report {s.run_id}")
+    if s.stopped:
+        click.echo("  this run has stopped; start a new one with a new tag:")
+        click.echo(f"    kernelopt run {program} --tag <new-tag>")
 
 
 def status_lines(data: dict[str, Any]) -> list[str]:
@@ -139,10 +161,18 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         f"run        {data['run']}{stopped}",
         f"worktree   {data['worktree']}",
         f"branch     {data['branch']}",
-        f"BEST       {(data['best_commit'] or '')[:10]} (attempt #{data['best_attempt']})",
-        f"best       {data['metric']} {format_metric(data['best_metric'])}  "
-        f"baseline {format_metric(data['baseline_metric'])}",
     ]
+    if data["best_commit"]:
+        lines += [
+            f"BEST       {data['best_commit'][:10]} (attempt #{data['best_attempt']})",
+            f"best       {data['metric']} {format_metric(data['best_metric'])}  "
+            f"baseline {format_metric(data['baseline_metric'])}",
+        ]
+    else:
+        lines.append("BEST       none yet: no attempt has been measured successfully")
+    profile = _profile_line(data.get("best_profile") or {})
+    if profile:
+        lines.append(f"profile    {profile}")
     ref = data["reference"]
     if ref:
         value = format_metric(ref["metric"]) if ref["metric"] is not None else f"n/a ({ref['why']})"
@@ -153,6 +183,31 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         gain = (r.get("gain") or 0) * 100
         lines.append(f"  #{r.get('attempt')} {r.get('hypothesis')} ({gain:+.2f}%)")
     return lines
+
+
+# Profile fields worth a glance, in the order shown (the profiler's names).
+_PROFILE_FIELDS = (
+    ("mfu_estimated_percent", "MFU"),
+    ("mbu_estimated_percent", "MBU"),
+    ("tensor_engine_active_time_percent", "TensorE"),
+    ("vector_engine_active_time_percent", "VectorE"),
+    ("scalar_engine_active_time_percent", "ScalarE"),
+    ("gpsimd_engine_active_time_percent", "GpSimd"),
+    ("dma_active_time_percent", "DMA"),
+)
+
+
+def _profile_line(profile: dict[str, Any]) -> str:
+    """``MFU 87.2% | TensorE 91.0% | DMA 40.1% | total 0.25 ms`` from BEST's profile."""
+    parts = [
+        f"{label} {profile[key]:.1f}%"
+        for key, label in _PROFILE_FIELDS
+        if isinstance(profile.get(key), int | float)
+    ]
+    total = profile.get("total_time")
+    if isinstance(total, int | float):
+        parts.append(f"total {total * 1e3:.4g} ms")
+    return " | ".join(parts)
 
 
 def plain_log_lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -18,7 +18,7 @@ from kernelopt.history import LEDGER, AttemptRecord, RunRepo, RunState
 from kernelopt.judge import Judgement
 from kernelopt.note import NoteContext, build_note, now, regression_summary
 from kernelopt.program import Program
-from kernelopt.records import AttemptResult, Pair, Pending
+from kernelopt.records import AttemptResult, Pair, Pending, measured_on
 from kernelopt.targets.base import Target
 
 
@@ -122,7 +122,7 @@ class Recorder:
             self.repo.run_id,
             now(),
             reason,
-            state.best_commit or "",
+            best.commit if best else "",
             best_metrics,
             list(state.counters.recent_regressions),
         )
@@ -200,4 +200,6 @@ def _result(
         samples=samples,
         reused_from=note["reused_from"],
         files=tuple(note["files"]),
+        basis=note.get("basis"),
+        measured=measured_on(note["measurement"]),
     )

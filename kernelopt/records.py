@@ -54,6 +54,11 @@ class AttemptResult:
     samples: int = 1
     reused_from: int | None = None
     files: tuple[str, ...] = ()
+    # What ``gain`` was measured against (note.basis): re-measured BEST and its pairs,
+    # or the recorded BEST.
+    basis: dict[str, Any] | None = None
+    # Where and how it was measured, and its profile (measured_on).
+    measured: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +82,8 @@ class AttemptResult:
             "samples": self.samples,
             "reused_from": self.reused_from,
             "files": list(self.files),
+            "basis": self.basis,
+            **self.measured,
         }
 
 
@@ -93,12 +100,15 @@ class RunSummary:
     attempts: int
     kept: int
     regressions: int
-    best_commit: str | None
+    best_commit: str | None  # the measured candidate's commit, as everywhere
     best_metric: float | None
     baseline_metric: float | None
     metric: str
     better: str
     diverged: int = 0
+    best_attempt: int | None = None
+    ledger_commit: str | None = None  # the branch's commit recording BEST in performance.md
+    baseline_commit: str | None = None
 
     @classmethod
     def of(
@@ -128,7 +138,10 @@ class RunSummary:
             attempts=len([r for r in state.attempts if r.attempt > 0]),
             kept=count(Verdict.KEEP),
             regressions=count(Verdict.REGRESSION),
-            best_commit=state.best_commit,
+            best_commit=best.commit if best else None,
+            best_attempt=best.attempt if best else None,
+            ledger_commit=state.best_commit,
+            baseline_commit=base.commit if base else None,
             best_metric=best.metric if best else None,
             baseline_metric=base.metric if base else None,
             metric=metric,
@@ -155,8 +168,21 @@ class RunSummary:
             "regressions": self.regressions,
             "diverged": self.diverged,
             "best_commit": self.best_commit,
+            "best_attempt": self.best_attempt,
+            "ledger_commit": self.ledger_commit,
             "best_metric": self.best_metric,
             "baseline_metric": self.baseline_metric,
             "improvement": self.improvement,
             "metric": self.metric,
         }
+
+
+def measured_on(measurement: dict[str, Any]) -> dict[str, Any]:
+    """Where and how an attempt was measured, and its profile (the profiler's field names)."""
+    extra = measurement.get("extra") or {}
+    return {
+        "device": measurement.get("device") or "",
+        "host": measurement.get("host") or "",
+        "timing": measurement.get("timing") or extra.get("timing"),
+        "profile": measurement.get("profile") or {},
+    }

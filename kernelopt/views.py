@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelopt.history import RunRepo, RunState
+from kernelopt.records import measured_on
 
 
 def status_view(repo: RunRepo, state: RunState) -> dict[str, Any]:
@@ -20,8 +21,9 @@ def status_view(repo: RunRepo, state: RunState) -> dict[str, Any]:
         "run": repo.run_id,
         "worktree": str(repo.worktree),
         "branch": repo.branch,
-        "best_commit": state.best_commit,
+        "best_commit": best.commit if best else None,
         "best_attempt": best.attempt if best else None,
+        "ledger_commit": state.best_commit,
         "best_metric": best.metric if best else None,
         "metric": (best.note.get("metric_name") if best else None),
         "baseline_metric": base.metric if base else None,
@@ -46,9 +48,11 @@ def log_rows(state: RunState) -> list[dict[str, Any]]:
             "metric": r.metric,
             "best_metric": r.note.get("best_metric"),
             "gain": r.note.get("gain"),
+            "basis": r.note.get("basis"),
             "hypothesis": r.hypothesis,
             "error": r.note.get("error", ""),
             "time": r.note.get("time"),
+            **measured_on(r.measurement),
         }
         for r in state.attempts
     ]
