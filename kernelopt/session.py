@@ -125,8 +125,8 @@ def make_proposer(program: Program, root: Path, start: str = "HEAD") -> Proposer
     """Where candidates come from: the knob space's proposer, or None without one.
 
     The knob search starts from the knob file as committed at ``start`` (the
-    run's branch, or HEAD for a new run): what the baseline measures, never an
-    uncommitted edit in the user's checkout.
+    run's baseline, or HEAD for a new run): what the baseline measures, never
+    an uncommitted edit in the user's checkout.
     """
     target = program.target
     if target.kind == "command":
@@ -204,8 +204,8 @@ class Session:
                 agent.command, program, runner.repo, timeout_s=agent.timeout_s, reporter=reporter
             )
         else:
-            start = runner.repo.branch if runner.repo.exists() else "HEAD"
-            proposer = make_proposer(program, root, start)
+            baseline = runner.repo.read_ref("attempts/0")
+            proposer = make_proposer(program, root, baseline or "HEAD")
         return cls(program, root, runner.run_id, device, reason, runner, proposer)
 
     @classmethod

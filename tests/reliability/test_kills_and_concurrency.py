@@ -208,3 +208,21 @@ def test_a_declared_valid_range_is_the_rule(bench_repo: RepoFactory, cli: Cli) -
     notes = one_note_per_attempt(repo, "t")
     assert [n["verdict"] for n in notes.values()] == ["baseline", "keep", "failed"]
     assert "outside the valid range [50, inf)" in notes[2]["error"]
+
+
+def test_an_uncommitted_knob_file_in_the_checkout_is_not_the_start(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(x0=100, space=[100, 80, 130])
+    (repo.root / "knobs.json").write_text('{"X": 130}\n')  # the user's edit, not committed
+    before = git(repo.root, "status", "--porcelain")
+
+    cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    notes = one_note_per_attempt(repo, "t")
+    assert notes[1]["hypothesis"] == "X 100 -> 80"
+    first = repo.attempt_refs("t")[1]
+    assert json.loads(git(repo.root, "show", f"{first}:knobs.json")) == {"X": 80}
+    assert json.loads(git(repo.root, "show", f"{first}^:knobs.json")) == {"X": 100}
+    assert git(repo.root, "status", "--porcelain") == before
+    assert (repo.root / "knobs.json").read_text() == '{"X": 130}\n'
