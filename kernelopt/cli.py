@@ -24,7 +24,7 @@ from kernelopt.exits import (
     exit_code_of,
 )
 from kernelopt.history import HistoryError, RunRepo, default_tag, find_repo, list_runs
-from kernelopt.loop import RunBusy, RunStopped
+from kernelopt.loop import NothingToTry, RunBusy, Runner, RunStopped
 from kernelopt.names import name_problem
 from kernelopt.output import (
     Printer,
@@ -35,6 +35,7 @@ from kernelopt.output import (
 )
 from kernelopt.program import Program, ProgramError, load_program
 from kernelopt.proposers.base import Observation
+from kernelopt.records import AttemptResult
 from kernelopt.session import (
     AgentCommand,
     Session,
@@ -142,7 +143,7 @@ def run(
         timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
-    printer = Printer(as_json, prog.metric)
+    printer = Printer(as_json, prog.metric, budget=prog.stop.max_candidates)
     try:
         session = Session.create(
             prog,
@@ -240,8 +241,11 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
                 )
                 sys.exit(exit_code_of("interrupted"))
             reason = result.stop_reason if result.stop else runner.stop_reason()
+            worktree = _after_try(runner, result, stopping=bool(reason))
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
+    except NothingToTry as exc:
+        raise UsageProblem(str(exc)) from None
     except RunStopped as exc:
         if as_json:
             click.echo(json.dumps({"verdict": None, "stop": True, "stop_reason": str(exc)}))
@@ -251,13 +255,36 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     data = result.to_json()
     data["stop"] = bool(reason)
     data["stop_reason"] = reason
+    data["worktree"] = worktree
     if as_json:
         click.echo(json.dumps(data))
     else:
         click.echo(f"#{result.attempt} {format_result(result, prog.metric)}")
+        click.echo(f"  worktree: {TRY_WORKTREE_HELP[worktree]}")
         if reason:
             click.echo(f"kernelopt: the run has stopped: {reason}")
     sys.exit(EXIT_STOP if reason else exit_code_of(result.verdict))
+
+
+# What ``try`` left in the worktree, as its answer says it, and what that means.
+TRY_WORKTREE_HELP = {
+    "at the new BEST": "at the new BEST: build on it",
+    "reverted to BEST": "reverted to BEST: the change is in the attempt's commit",
+    "change kept to repair": (
+        "the incorrect change is back as an uncommitted edit on top of BEST: repair it "
+        "and try again (`git stash -u` sets it aside)"
+    ),
+}
+
+
+def _after_try(runner: Runner, result: AttemptResult, *, stopping: bool) -> str:
+    """Leave an incorrect change in the worktree to repair; say what the worktree holds."""
+    if result.verdict == "keep":
+        return "at the new BEST"
+    if result.verdict == "incorrect" and not stopping:
+        runner.repo.bring_back(result.commit)
+        return "change kept to repair"
+    return "reverted to BEST"
 
 
 @main.command()

@@ -37,6 +37,10 @@ class RunStopped(RuntimeError):
     """The run already stopped; its reason is the message."""
 
 
+class NothingToTry(RuntimeError):
+    """``try`` found no change in the worktree: no attempt is made."""
+
+
 class Runner:
     """Drives one run of one program in its own branch and worktree."""
 
@@ -104,7 +108,12 @@ class Runner:
         self, hypothesis: str, kind: str = "edit", extra: dict[str, Any] | None = None
     ) -> AttemptResult:
         """The agent's verb: the worktree's uncommitted change as one candidate."""
-        for n, sha in self._require_state().pending:
+        pending = self._require_state().pending
+        if not pending and not self.repo.is_dirty():
+            raise NothingToTry(
+                "nothing to try: the worktree equals BEST; edit it, then run kernelopt try"
+            )
+        for n, sha in pending:
             failure = Measurement.failure(INTERRUPTED, "the runner stopped before measuring it")
             self._unmeasured(self.committer.read(n, sha), failure, reset=False)
         state = self._require_state()
@@ -183,6 +192,15 @@ class Runner:
         state = self.open()
         if state.stop:
             return self.summary(f"already stopped: {state.stop.get('reason')}", stopped=True)
+        if state.started:
+            best = state.best
+            self.reporter.event(
+                "resuming",
+                next=state.next_attempt,
+                best_attempt=best.attempt if best else None,
+                best_metric=best.metric if best else None,
+                consecutive_regressions=state.counters.consecutive_regressions,
+            )
         baseline = self.ensure_baseline()
         if baseline is not None and baseline.verdict != Verdict.BASELINE:
             return self.summary(
@@ -303,4 +321,4 @@ class Runner:
         return self.state
 
 
-__all__ = ["AttemptResult", "RunBusy", "RunStopped", "RunSummary", "Runner"]
+__all__ = ["AttemptResult", "NothingToTry", "RunBusy", "RunStopped", "RunSummary", "Runner"]

@@ -7,6 +7,7 @@ turns it into text.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import click
@@ -17,10 +18,13 @@ from kernelopt.records import AttemptResult, RunSummary
 class Printer:
     """A run's progress as lines for people, or one JSON object per event for programs."""
 
-    def __init__(self, as_json: bool, metric: str = ""):
+    def __init__(self, as_json: bool, metric: str = "", budget: int | None = None):
         self.as_json = as_json
         self.metric = metric
+        self.budget = budget  # the run's candidate budget (stop.max_candidates)
         self.open_line: int | None = None  # the attempt whose line awaits its verdict
+        self.started = time.monotonic()
+        self.measured = 0  # attempts decided in this invocation
 
     def _close(self) -> None:
         if self.open_line is not None:
@@ -31,14 +35,13 @@ class Printer:
         if self.as_json:
             if name == "attempt":
                 click.echo(json.dumps({"event": "attempt", **data["result"].to_json()}))
-            elif name in ("waiting", "host_fault", "stale_lock", "reaped"):
+            elif name in ("waiting", "host_fault", "stale_lock", "reaped", "resuming"):
                 click.echo(json.dumps({"event": name, **data}))
             return
         if name == "measuring":
             self._close()
-            click.echo(
-                f"  {_label(data['attempt'], data['kind'])}: {data['hypothesis']} ...", nl=False
-            )
+            label = _label(data["attempt"], data["kind"], self.budget)
+            click.echo(f"  {label}: {data['hypothesis']} ...", nl=False)
             self.open_line = data["attempt"]
         elif name == "sample":
             click.echo(".", nl=False)
@@ -49,14 +52,23 @@ class Printer:
             click.echo(_notice(name, data))
 
     def _attempt(self, r: AttemptResult) -> None:
+        self.measured += 1
+        line = format_result(r, self.metric) + self._progress(r.attempt)
         if self.open_line == r.attempt:
-            click.echo(" " + format_result(r, self.metric))
+            click.echo(" " + line)
             self.open_line = None
         else:
             self._close()
-            click.echo(
-                f"  {_label(r.attempt, r.kind)}: {r.hypothesis} ... {format_result(r, self.metric)}"
-            )
+            click.echo(f"  {_label(r.attempt, r.kind, self.budget)}: {r.hypothesis} ... {line}")
+
+    def _progress(self, attempt: int) -> str:
+        """`` [1m05s, ~4m left]``: time so far in this invocation, and the budget's rest."""
+        elapsed = time.monotonic() - self.started
+        text = f" [{format_duration(elapsed)}"
+        if self.budget is not None and attempt > 0:
+            left = max(self.budget - attempt, 0)
+            text += f", ~{format_duration(elapsed / self.measured * left)} left"
+        return text + "]"
 
 
 def _notice(name: str, data: dict[str, Any]) -> str:
@@ -68,6 +80,16 @@ def _notice(name: str, data: dict[str, Any]) -> str:
             f"  no idle device ({data['reason']}); waited {data['waited_s']:.0f}s, "
             f"next look in {data['next_poll_s']:.0f}s"
         )
+    if name == "resuming":
+        best = (
+            f"BEST #{data['best_attempt']} {format_metric(data['best_metric'])}"
+            if data["best_attempt"] is not None
+            else "no BEST yet"
+        )
+        return (
+            f"  resuming at #{data['next']}: {best}, "
+            f"{data['consecutive_regressions']} regression(s) in a row"
+        )
     if name == "reaped":
         return f"  killed process group {data['pgid']}: a benchmark a killed kernelopt process left running"
     if name == "stale_lock":
@@ -77,8 +99,20 @@ def _notice(name: str, data: dict[str, Any]) -> str:
     return f"  {name}: {data}"
 
 
-def _label(attempt: int, kind: str) -> str:
-    return "baseline" if kind == "baseline" else f"#{attempt} {kind}"
+def _label(attempt: int, kind: str, budget: int | None = None) -> str:
+    if kind == "baseline":
+        return "baseline"
+    return f"#{attempt} of {budget} {kind}" if budget else f"#{attempt} {kind}"
+
+
+def format_duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``2h10m``."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 def format_metric(value: float | None) -> str:

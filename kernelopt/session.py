@@ -149,7 +149,11 @@ def make_proposer(program: Program, root: Path, start: str = "HEAD") -> Proposer
     assert target.workload
     workload = load_workload(root / target.workload)
     return NkiKnobProposer(
-        workload, knobs_path=target.knobs.file, kernel_path=target.kernel, seed=program.seed
+        workload,
+        knobs_path=target.knobs.file,
+        kernel_path=target.kernel,
+        seed=program.seed,
+        baseline_kernel=committed_text(root, start, target.kernel) if target.kernel else None,
     )
 
 
@@ -204,8 +208,9 @@ class Session:
                 agent.command, program, runner.repo, timeout_s=agent.timeout_s, reporter=reporter
             )
         else:
-            baseline = runner.repo.read_ref("attempts/0")
-            proposer = make_proposer(program, root, baseline or "HEAD")
+            # A run's recorded baseline (a failed one is measured again from HEAD).
+            baseline = runner.repo.load_state().baseline if runner.repo.exists() else None
+            proposer = make_proposer(program, root, baseline.commit if baseline else "HEAD")
         return cls(program, root, runner.run_id, device, reason, runner, proposer)
 
     @classmethod

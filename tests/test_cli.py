@@ -79,9 +79,14 @@ def test_try_exit_codes_per_verdict(
 
     assert (got, data["verdict"]) == (code, verdict)
     assert data["best_metric"] == 100.0
-    # Discarded: the worktree is back at BEST with the edit gone.
+    # Discarded: the branch is back at BEST; the edit is gone, except an incorrect
+    # one, which stays uncommitted in the worktree to repair.
     assert repo.rev(repo.branch()) == best
-    assert json.loads((repo.worktree() / "knobs.json").read_text()) == {"X": 100}
+    left = json.loads((repo.worktree() / "knobs.json").read_text())
+    assert left == ({"X": x} if verdict == "incorrect" else {"X": 100})
+    assert data["worktree"] == (
+        "change kept to repair" if verdict == "incorrect" else "reverted to BEST"
+    )
 
 
 def test_try_diverged_names_the_classes(bench_repo: RepoFactory, cli: Cli) -> None:
@@ -110,13 +115,38 @@ def test_try_counts_regressions_until_the_run_stops(bench_repo: RepoFactory, cli
     assert list(repo.attempt_refs()) == [0, 1, 2]
 
 
-def test_try_without_a_change_is_failed_not_measured(bench_repo: RepoFactory, cli: Cli) -> None:
+def test_try_without_a_change_is_a_usage_error_not_an_attempt(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
     repo = started(bench_repo, cli)
+    before = repo.attempt_refs()
 
     result = cli("try", "-m", "nothing", "--json", cwd=repo.worktree())
 
-    assert result.exit_code == 13
-    assert "no change" in json.loads(result.stdout)["error"]
+    assert result.exit_code == 2
+    assert "nothing to try" in result.stderr
+    assert repo.attempt_refs() == before  # no attempt number burnt
+
+
+def test_an_incorrect_change_stays_in_the_worktree_to_repair(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli)
+    (repo.worktree() / "notes.txt").write_text("an idea\n")
+
+    code, data = try_x(cli, repo, "wrong", "a wrong but promising idea")
+
+    assert code == 12 and data["verdict"] == "incorrect"
+    assert data["worktree"] == "change kept to repair"
+    wt = repo.worktree()
+    # BEST is committed; the change is back as an uncommitted edit, new files included.
+    assert git(wt, "rev-parse", "HEAD").strip() == repo.rev(repo.ref("best"))
+    assert json.loads((wt / "knobs.json").read_text()) == {"X": "wrong"}
+    assert (wt / "notes.txt").read_text() == "an idea\n"
+    # The repair is the next try, and it is measured as a change against BEST.
+    code, data = try_x(cli, repo, 80, "the same idea, numerics fixed")
+    assert code == 0 and data["verdict"] == "keep"
+    assert "notes.txt" in data["files"]
 
 
 def test_try_outside_a_run_worktree_is_a_usage_error(bench_repo: RepoFactory, cli: Cli) -> None:
@@ -174,7 +204,9 @@ def test_status_json_fields(bench_repo: RepoFactory, cli: Cli) -> None:
 
     assert data["worktree"] == str(repo.worktree())
     assert data["branch"] == repo.branch()
-    assert data["best_commit"] == repo.rev(repo.ref("best"))
+    # BEST is the measured candidate's commit; the ledger commit is named as such.
+    assert data["best_commit"] == repo.attempt_refs()[1] and data["best_attempt"] == 1
+    assert data["ledger_commit"] == repo.rev(repo.ref("best"))
     assert data["best_metric"] == 80.0 and data["baseline_metric"] == 100.0
     assert data["attempts"] == 2
     assert data["consecutive_regressions"] == 1
@@ -285,4 +317,17 @@ def test_run_json_prints_one_object_per_attempt_then_a_summary(
     assert summary["event"] == "summary"
     assert summary["best_metric"] == 80.0 and summary["baseline_metric"] == 100.0
     assert summary["attempts"] == 2 and summary["kept"] == 1
-    assert summary["best_commit"] == repo.rev(repo.ref("best"))
+    assert summary["best_commit"] == repo.attempt_refs()[1] and summary["best_attempt"] == 1
+    assert summary["ledger_commit"] == repo.rev(repo.ref("best"))
+
+
+def test_cli_status_and_stop_summary_name_one_best(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=[100, 80, 130], decide={"max_consecutive_regressions": 1})
+
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    best = repo.attempt_refs()[1]
+    assert f"BEST {best[:10]}, attempt #1" in result.output
+    assert f"BEST_COMMIT: `{best[:10]}`" in repo.ledger()
+    assert cli.json("status", cwd=repo.root)["best_commit"] == best
+    assert "start a new one with a new tag" in result.output

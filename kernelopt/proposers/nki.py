@@ -25,6 +25,7 @@ everything else is exhausted).
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -94,6 +95,7 @@ class NkiKnobProposer:
         knobs_path: str = "ir/matmul/knobs.json",
         kernel_path: str = "ir/matmul/kernel.py",
         seed: int = 0,
+        baseline_kernel: str | None = None,
     ) -> None:
         self.base = workload if isinstance(workload, KernelIR) else ir_for_workload(workload)
         self.variants = dict(enumerate_rewrite_combinations(self.base, list(REWRITES.values())))
@@ -105,6 +107,8 @@ class NkiKnobProposer:
         self.fresh: set[str] = set()  # signatures of fresh joint draws, for restarts
         self.features: dict[str, dict[str, float]] = {}  # by knob signature
         self.sources: set[str] = set()  # rendered kernels already proposed (or tried)
+        if baseline_kernel is not None:  # what the baseline measured: never a candidate
+            self.sources.add(hashlib.sha1(baseline_kernel.encode()).hexdigest())
         self.known: set[str] = set()  # history signatures whose kernels are in ``sources``
         self.started = False
         self.knob_index = 0
@@ -126,7 +130,11 @@ class NkiKnobProposer:
         if not self.started:
             # Batch 0: a floor per rewrite variant before any feedback exists.
             self.started = True
-            first = [ir for ir in self.variants.values() if knob_signature(ir) not in tried]
+            first = [
+                ir
+                for ir in self.variants.values()
+                if knob_signature(ir) not in tried and source_key(ir) not in self.sources
+            ]
             if first:
                 for ir in first:
                     self.proposed.add(knob_signature(ir))

@@ -61,7 +61,9 @@ def test_timeout_kills_the_whole_process_group(host: Host, scratch: str) -> None
 
 
 def test_output_before_a_timeout_is_kept(host: Host) -> None:
-    result = host.run(["sh", "-c", "echo early; sleep 30"], timeout=0.3)
+    # The timeout leaves seconds for the echo to arrive, even over a loaded SSH link;
+    # the sleep outlasts it ten times over.
+    result = host.run(["sh", "-c", "echo early; sleep 30"], timeout=3.0)
     assert result.timed_out and result.stdout == "early\n"
 
 
