@@ -36,11 +36,11 @@ from kernelopt.neuron.facts import (
     LNC_ENV,
     NEFF_NAME,
     NTFF_NAME,
-    PEAK_BF16_FLOPS_PER_CORE,
     PLATFORM,
     PLATFORM_ENV,
     SUMMARY_NAME,
     VISIBLE_CORES_ENV,
+    peak_flops,
 )
 from kernelopt.neuron.summary import SummaryError, mfu_percent, parse_summary
 
@@ -220,7 +220,7 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
     except SummaryError as exc:
         return failed(str(exc))
     best, median = min(latencies), statistics.median(latencies)
-    peak = float(profile.get("peak_flops") or PEAK_BF16_FLOPS_PER_CORE * args.lnc)
+    peak = peak_flops(args.lnc)
     mfu = mfu_percent(args.macs, best, peak) if args.macs else None
     return {
         **record,
@@ -287,7 +287,7 @@ def reference(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any
         stats = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         return {**record, "status": "failed", "error": f"no timings: {_tail(done.stdout)}"}
-    peak = PEAK_BF16_FLOPS_PER_CORE * args.lnc
+    peak = peak_flops(args.lnc)
     return {
         **record,
         "status": "ok",

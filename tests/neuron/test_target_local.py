@@ -23,9 +23,9 @@ def test_a_candidate_is_compiled_run_and_profiled_into_one_measurement(
 
     assert m.status == "ok", m.error
     assert m.device == "neuron:0@0" and m.host == "localhost" and not m.deterministic
-    # MFU from the workload's MACs and the minimum time at 79 TFLOPS per core.
+    # MFU from the workload's MACs and the minimum time at 78.64 TFLOPS per physical core.
     seconds = m.metrics["min_ms"] / 1e3
-    assert m.metrics["mfu"] == pytest.approx(100 * 2 * MACS / (seconds * 79e12))
+    assert m.metrics["mfu"] == pytest.approx(100 * 2 * MACS / (seconds * 78.64e12))
     assert m.metrics["mfu_estimated_percent"] == m.metrics["mfu"]
     assert m.metrics["median_ms"] >= m.metrics["min_ms"]
     # The profiler's fractions arrive as percent; its -1 fields are missing.
@@ -133,7 +133,7 @@ def test_lnc2_binds_two_cores_and_doubles_the_peak(
     m = make_target(lnc=2).measure(make_tree())
     assert m.status == "ok", m.error
     assert m.extra["visible_cores"] == "0,1"
-    assert m.extra["peak_flops"] == 2 * 79e12
+    assert m.extra["peak_flops"] == 2 * 78.64e12
     neff = json.loads(Path(m.artifacts["neff"]).read_text())
     assert neff["lnc"] == 2
 
@@ -192,6 +192,6 @@ def test_the_reference_row_times_f_numpy_through_nkipy_when_the_host_has_it(
 
     assert m.status == "ok", m.error
     assert m.metrics["min_ms"] == pytest.approx(0.25) and m.metrics["mean_ms"] == pytest.approx(0.3)
-    assert m.metrics["mfu"] == pytest.approx(100 * 2 * MACS / (0.25e-3 * 79e12))
+    assert m.metrics["mfu"] == pytest.approx(100 * 2 * MACS / (0.25e-3 * 78.64e12))
     assert m.extra["timing"] == "device" and m.extra["what"].startswith("f_numpy")
     assert "output shape (128, 512)" in Path(m.artifacts["neff"]).read_text()
