@@ -86,7 +86,9 @@ def load_workload(path: str | Path, require: Iterable[str] = REQUIRED) -> Worklo
         raise WorkloadError(f"{path}: workload is missing required names: {', '.join(missing)}")
     specs = getattr(module, "INPUT_SPECS", None)
     if not isinstance(specs, dict) or not specs:
-        raise WorkloadError(f"{path}: INPUT_SPECS must be a non-empty dict {{param: (shape, dtype)}}")
+        raise WorkloadError(
+            f"{path}: INPUT_SPECS must be a non-empty dict {{param: (shape, dtype)}}"
+        )
     clean: dict[str, tuple[tuple[int, ...], str]] = {}
     for param, value in specs.items():
         try:

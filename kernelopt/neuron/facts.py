@@ -17,6 +17,7 @@ def peak_flops(lnc: int) -> float:
     """The dense bf16 peak of one logical NeuronCore of ``lnc`` physical cores."""
     return PEAK_BF16_FLOPS_PER_CORE * lnc
 
+
 DEFAULT_WARMUP = 10
 DEFAULT_ITERATIONS = 100
 DEFAULT_COMPILE_TIMEOUT_S = 600.0

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelopt.testing.fake_trn2.config import CALLS_NAME, CONFIG_NAME, DEFAULTS, HOME_ENV
+from kernelopt.testing.fake_trn2.config import (
+    CALLS_NAME,
+    CONFIG_NAME,
+    DEFAULTS,
+    HOME_ENV,
+    MONITOR_PIDS_NAME,
+)
 
 TOOLS = {
     "neuron-ls": "neuron_ls",
@@ -52,21 +58,27 @@ class FakeTrn2:
         return self.home / "activate"
 
     def install(self) -> FakeTrn2:
-        self.bin_dir.mkdir(parents=True, exist_ok=True)
-        for tool, module in TOOLS.items():
-            wrapper = self.bin_dir / tool
-            wrapper.write_text(
-                "#!/bin/sh\n"
-                f"{HOME_ENV}={shlex.quote(str(self.home))} "
-                f"PYTHONPATH={shlex.quote(str(PYLIB))}${{PYTHONPATH:+:$PYTHONPATH}} "
-                f"exec {shlex.quote(self.python)} -m kernelopt.testing.fake_trn2.tools.{module} "
-                '"$@"\n'
-            )
-            wrapper.chmod(0o755)
-        if not self.config_path.exists():
-            self._write_config({})
+        for tool in TOOLS:
+            self.install_tool(tool)
         self.activate_path.write_text(self.export_lines())
         return self
+
+    def install_tool(self, tool: str) -> Path:
+        """The wrapper executable for one fake tool in ``bin_dir``; it pins this
+        interpreter and home, so it behaves the same through any Host."""
+        self.bin_dir.mkdir(parents=True, exist_ok=True)
+        if not self.config_path.exists():
+            self._write_config({})
+        wrapper = self.bin_dir / tool
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f"{HOME_ENV}={shlex.quote(str(self.home))} "
+            f"PYTHONPATH={shlex.quote(str(PYLIB))}${{PYTHONPATH:+:$PYTHONPATH}} "
+            f"exec {shlex.quote(self.python)} -m kernelopt.testing.fake_trn2.tools.{TOOLS[tool]} "
+            '"$@"\n'
+        )
+        wrapper.chmod(0o755)
+        return wrapper
 
     def configure(self, **settings: Any) -> None:
         """Change settings (see config.DEFAULTS); unknown names are refused."""
@@ -102,6 +114,12 @@ class FakeTrn2:
             f'export PYTHONPATH={shlex.quote(str(PYLIB))}${{PYTHONPATH:+:"$PYTHONPATH"}}\n'
             f"export {HOME_ENV}={shlex.quote(str(self.home))}\n"
         )
+
+    @property
+    def monitor_pids(self) -> list[int]:
+        """Every neuron-monitor process started, so tests can check each was stopped."""
+        log = self.home / MONITOR_PIDS_NAME
+        return [int(x) for x in log.read_text().split()] if log.exists() else []
 
     def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
         """Every recorded invocation (tool, args, start time), oldest first."""
