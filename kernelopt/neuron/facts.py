@@ -32,6 +32,16 @@ LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 
 NEURON_BIN = "/opt/aws/neuron/bin"
 
+# The profiler CLI: named neuron-explorer from SDK 2.33, neuron-profile before; same
+# capture / view commands. Probed in this order.
+PROFILERS = ("neuron-explorer", "neuron-profile")
+# Trace the second execution, past one-time warm-up effects (Profile a NKI Kernel guide).
+PROFILE_NTH_EXEC = 2
+
+# The device-side numerics check: atol = rtol, and the seed of its inputs.
+DEFAULT_DEVICE_TOLERANCE = 1e-2
+DEVICE_CHECK_SEED = 0
+
 # Artifact names inside one attempt's folder.
 NEFF_NAME = "file.neff"
 NTFF_NAME = "profile.ntff"
