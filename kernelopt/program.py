@@ -64,6 +64,10 @@ class Target:
 class NeuronConfig:
     activate: str | None = None
     compiler_args: tuple[str, ...] = ()
+    pipeline_options: tuple[str, ...] = ()
+    runtime_activate: str | None = None
+    runtime_python: str | None = None
+    tolerance: float = 1e-2
     lnc: int = 1
     opt: int = 2
     warmup: int = 10
@@ -357,6 +361,10 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
         neuron=NeuronConfig(
             activate=d["neuron"]["activate"],
             compiler_args=tuple(d["neuron"]["compiler_args"]),
+            pipeline_options=tuple(d["neuron"]["pipeline_options"]),
+            runtime_activate=d["neuron"]["runtime_activate"],
+            runtime_python=d["neuron"]["runtime_python"],
+            tolerance=float(d["neuron"]["tolerance"]),
             lnc=d["neuron"]["lnc"],
             opt=d["neuron"]["opt"],
             warmup=d["neuron"]["warmup"],
