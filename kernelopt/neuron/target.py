@@ -1,10 +1,14 @@
 """The nki target on a Neuron device: the hardware twin of NkiSimTarget.
 
-For a batch of trees: lease an idle device (gate), ship each tree to the
-lease's host, compile all of them on the host's CPUs while the device
-measures them in order (driver `compile` / `measure`), fetch NEFF, NTFF,
-summary and compiler log into the run's results folder, and return one
-Measurement per tree. Host directories are removed afterwards.
+For a batch of trees: lease an idle device (gate), probe the host's SDK once
+(which compile API, runtime and profiler; `sdk.py`), check each candidate's
+numbers on the CPU simulator (`cpu_check.py`), ship the ones that pass to
+the lease's host, compile them on the host's CPUs while the device measures
+them in order (driver `compile` / `measure`: device time, the device's
+output checked again), fetch NEFF, NTFF, summary and compiler log into the
+run's results folder, and return one Measurement per tree. Host directories
+are removed afterwards. The compiler baseline goes through the very same
+`measure`.
 
 When the caller already holds a device (an executor that leased it and runs
 this target on the device's host), ``measure(tree, env=binding)`` uses that
@@ -16,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,16 +31,20 @@ from kernelopt.hosts.base import Host, HostError
 from kernelopt.hosts.local import LocalHost
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.neuron import remote
+from kernelopt.neuron.cpu_check import CheckSpec, run_cpu_check
 from kernelopt.neuron.facts import (
     COMPILE_LOG_NAME,
+    DEVICE_CHECK_SEED,
     NEFF_NAME,
     NTFF_NAME,
+    PROFILERS,
     SUMMARY_NAME,
     VISIBLE_CORES_ENV,
 )
 from kernelopt.neuron.pipeline import compile_while_measuring
 from kernelopt.neuron.record import to_measurement
 from kernelopt.neuron.remote import OUT, TREE
+from kernelopt.neuron.sdk import SdkPlan, plan
 from kernelopt.program import NeuronConfig, Program
 from kernelopt.workload import WorkloadError, load_workload
 
@@ -87,6 +95,10 @@ class _Compiled:
     record: dict[str, Any]
 
 
+class _NoPlan(Exception):
+    """The host's SDK could not be probed; the message says why."""
+
+
 @dataclass(frozen=True)
 class NeuronTarget:
     workload: str  # relative to the tree root
@@ -100,8 +112,15 @@ class NeuronTarget:
     poll_s: float = 600.0
     max_wait_s: float = 3600.0
     lock_dir: str = DEFAULT_LOCK_DIR
+    # The CPU check before a compile: the sim device's numerics gate (decide.*).
+    seeds: tuple[int, ...] = (0,)
+    atol: float = 5e-3
+    rtol: float = 5e-3
+    rel_l2: float | None = None
     device: str = "neuron"
     deterministic: bool = False
+    # The SDK plan of each host, probed once per target (a run, a try).
+    _plans: dict[str, SdkPlan] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_program(
@@ -138,6 +157,10 @@ class NeuronTarget:
             poll_s=d.poll_s,
             max_wait_s=d.max_wait_s,
             lock_dir=lock_dir,
+            seeds=tuple(range(program.decide.correctness_seeds)),
+            atol=program.decide.atol,
+            rtol=program.decide.rtol,
+            rel_l2=program.decide.rel_l2,
         )
 
     @classmethod
@@ -146,6 +169,8 @@ class NeuronTarget:
         executor that sent the spec leased the device and passes its binding)."""
         settings = dict(spec["settings"])
         settings["compiler_args"] = tuple(settings.get("compiler_args") or ())
+        settings["pipeline_options"] = tuple(settings.get("pipeline_options") or ())
+        check = spec.get("check") or {}
         results = Path(spec.get("results_dir") or "~/.cache/kernelopt/results").expanduser()
         return cls(
             workload=spec["workload"],
@@ -159,6 +184,10 @@ class NeuronTarget:
             # No gate to wait for: a measurement without the caller's binding fails at once.
             poll_s=1.0,
             max_wait_s=0.0,
+            seeds=tuple(check.get("seeds") or (0,)),
+            atol=float(check.get("atol", 5e-3)),
+            rtol=float(check.get("rtol", 5e-3)),
+            rel_l2=check.get("rel_l2"),
         )
 
     def spec(self) -> dict[str, Any]:
@@ -169,7 +198,17 @@ class NeuronTarget:
             "workload": self.workload,
             "kernel": self.kernel,
             "func": self.func,
-            "settings": {**asdict(s), "compiler_args": list(s.compiler_args)},
+            "settings": {
+                **asdict(s),
+                "compiler_args": list(s.compiler_args),
+                "pipeline_options": list(s.pipeline_options),
+            },
+            "check": {
+                "seeds": list(self.seeds),
+                "atol": self.atol,
+                "rtol": self.rtol,
+                "rel_l2": self.rel_l2,
+            },
             "python": self.python,
             # compile, then run and profile, each bounded by compile_timeout.
             "timeout_s": 2 * s.compile_timeout_s + _SLACK_S,
@@ -195,14 +234,15 @@ class NeuronTarget:
                 return [p if isinstance(p, Measurement) else lease for p in prepared]
             try:
                 with lease:
+                    sdk = self._plan(lease.host)
                     workers = self._workers(lease.host, len(ready))
                     results = compile_while_measuring(
                         ready,
-                        lambda p: self._compile(lease.host, p),
-                        lambda p, c: self._measure(lease, p, c),
+                        lambda p: self._compile(lease.host, sdk, p),
+                        lambda p, c: self._measure(lease, sdk, p, c),
                         workers,
                     )
-            except HostError as exc:  # the host went away mid-batch: every result says so
+            except (HostError, _NoPlan) as exc:  # the host went away: every result says so
                 lost = Measurement.failure(
                     FAILED, str(exc), device=self.device, host=lease.host.name
                 )
@@ -211,65 +251,46 @@ class NeuronTarget:
         return [p if isinstance(p, Measurement) else done[id(p)] for p in prepared]
 
     def reference(self, tree: Path) -> Measurement:
-        """The compiler baseline: f_numpy through nkipy and neuronx-cc, on a leased device."""
+        """The compiler baseline: f_numpy through nkipy and neuronx-cc, measured on a
+        leased device through exactly the candidates' path (`_measure`)."""
         what = {"what": "f_numpy compiled by neuronx-cc (nkipy)"}
         prepared = self._prepare(Path(tree))
         if isinstance(prepared, Measurement):
             return prepared
+        prepared = _Prepared(
+            prepared.tree, prepared.data, f"reference-{prepared.key}", prepared.macs
+        )
         lease = self._lease()
         if isinstance(lease, Measurement):
             return lease
-        started = time.monotonic()
         with lease:
             host = lease.host
             try:
+                sdk = self._plan(host)
                 directory = remote.ship_tree(host, prepared.data)
-            except HostError as exc:
-                return Measurement.failure(FAILED, str(exc), device=self.device, extra=what)
+            except (HostError, _NoPlan) as exc:
+                return Measurement.failure(
+                    FAILED, str(exc), device=self.device, host=host.name, extra=what
+                )
             s = self.settings
-            try:
-                record = self._driver(
-                    host,
-                    directory,
-                    [
-                        "reference",
-                        "--workload",
-                        f"{directory}/{TREE}/{self.workload}",
-                        "--out",
-                        f"{directory}/{OUT}",
-                        "--warmup",
-                        str(s.warmup),
-                        "--iterations",
-                        str(s.iterations),
-                        "--macs",
-                        str(prepared.macs),
-                        "--lnc",
-                        str(s.lnc),
-                        "--timeout",
-                        str(s.compile_timeout_s),
-                    ],
-                    s.compile_timeout_s + _SLACK_S,
-                    env=lease.binding,
-                )
-                neff = record.get("neff")
-                artifacts = (
-                    remote.fetch(
-                        host, {"neff": neff}, self.results_dir / f"reference-{prepared.key}"
-                    )
-                    if isinstance(neff, str)
-                    else {}
-                )
-            finally:
-                host.remove_tree(directory)
-        return to_measurement(
-            {},
-            record,
-            host=host.name,
-            device=f"{lease.device}@{lease.binding.get('NEURON_RT_VISIBLE_CORES', '')}",
-            duration_s=time.monotonic() - started,
-            artifacts=artifacts,
-            extra={**what, "key": prepared.key},
-        )
+            record = self._driver(
+                host,
+                directory,
+                [
+                    "compile-reference",
+                    "--workload",
+                    f"{directory}/{TREE}/{self.workload}",
+                    "--out",
+                    f"{directory}/{OUT}",
+                    "--lnc",
+                    str(s.lnc),
+                    "--timeout",
+                    str(s.compile_timeout_s),
+                ],
+                s.compile_timeout_s + _SLACK_S,
+            )
+            measured = self._measure(lease, sdk, prepared, _Compiled(directory, record))
+        return replace(measured, extra={**measured.extra, **what})
 
     def _lease(self, env: Mapping[str, str] | None = None) -> Lease | _CallersDevice | Measurement:
         if env and env.get(VISIBLE_CORES_ENV):
@@ -305,14 +326,87 @@ class NeuronTarget:
         key = f"{digest.hexdigest()[:12]}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 10**6:06d}"
         return _Prepared(tree, remote.pack_tree(tree), key, _mac_count(workload))
 
-    def _compile(self, host: Host, p: _Prepared) -> _Compiled:
+    def _plan(self, host: Host) -> SdkPlan:
+        """The host's SDK path, probed in the compile and the run environments once."""
+        if host.name in self._plans:
+            return self._plans[host.name]
+        s = self.settings
+        split = bool(s.runtime_activate and s.runtime_activate != s.activate) or bool(
+            s.runtime_python and s.runtime_python != self.python
+        )
+        directory = host.mkdtemp(prefix="kernelopt-neuron-probe-")
+        try:
+            host.run(["mkdir", "-p", f"{directory}/{OUT}"], timeout=30)
+            probes = []
+            # The compiler is looked for where compiles run, the profiler where runs are.
+            tools = {False: "neuronx-cc", True: ",".join(PROFILERS)}
+            if not split:
+                tools = {False: ",".join((*PROFILERS, "neuronx-cc"))}
+            for runtime, names in tools.items():
+                args = ["probe", "--tools", names]
+                record = self._driver(host, directory, args, _SLACK_S, runtime=runtime)
+                if record.get("status") != "ok":
+                    where = "run" if runtime else "compile"
+                    raise _NoPlan(
+                        f"probing the Neuron SDK in the {where} environment on host "
+                        f"{host.name} failed: {record.get('error', 'no record')}"
+                    )
+                probes.append(record)
+        finally:
+            host.remove_tree(directory)
+        found = plan(probes[0], probes[-1], split=split)
+        self._plans[host.name] = found
+        return found
+
+    def _check(self, p: _Prepared) -> dict[str, Any]:
+        """The CPU simulator's numerics check of the candidate, on this machine."""
+        spec = CheckSpec(
+            kernel=str(p.tree / self.kernel),
+            workload=str(p.tree / self.workload),
+            func=self.func,
+            seeds=self.seeds,
+            atol=self.atol,
+            rtol=self.rtol,
+            rel_l2=self.rel_l2,
+            mac_count=p.macs or None,
+        )
+        return run_cpu_check(spec, cwd=p.tree, timeout=self.settings.compile_timeout_s)
+
+    def _compile(self, host: Host, sdk: SdkPlan, p: _Prepared) -> _Compiled:
+        checked = self._check(p)
+        found = {"cpu_check": {k: v for k, v in checked.items() if k != "sim"}}
+        if checked.get("sim"):
+            found["sim"] = checked["sim"]
+        if checked.get("status") == "incorrect":
+            return _Compiled(
+                None,
+                {
+                    **found,
+                    "stage": "cpu-check",
+                    "status": "incorrect",
+                    "check": "cpu",
+                    "error": checked["error"],
+                    "seed": checked.get("seed"),
+                    "worst": checked.get("worst"),
+                    "max_abs_error": checked.get("max_abs_error"),
+                },
+            )
+        problem = sdk.compile_problem()
+        if problem:
+            return _Compiled(
+                None, {**found, "stage": "compile", "status": "failed", "error": problem}
+            )
         try:
             directory = remote.ship_tree(host, p.data)
         except HostError as exc:
-            return _Compiled(None, {"stage": "ship", "status": "failed", "error": str(exc)})
+            return _Compiled(
+                None, {**found, "stage": "ship", "status": "failed", "error": str(exc)}
+            )
         s = self.settings
         args = [
             "compile",
+            "--api",
+            str(sdk.compile_api),
             "--kernel",
             f"{directory}/{TREE}/{self.kernel}",
             "--workload",
@@ -327,17 +421,23 @@ class NeuronTarget:
             str(s.compile_timeout_s),
             *(["--func", self.func] if self.func else []),
             *[f"--compiler-arg={a}" for a in s.compiler_args],
+            *[f"--pipeline-option={o}" for o in s.pipeline_options],
         ]
         record = self._driver(host, directory, args, s.compile_timeout_s + _SLACK_S)
-        return _Compiled(directory, record)
+        return _Compiled(directory, {**found, **record})
 
-    def _measure(self, lease: HeldDevice, p: _Prepared, c: _Compiled) -> Measurement:
+    def _measure(self, lease: HeldDevice, sdk: SdkPlan, p: _Prepared, c: _Compiled) -> Measurement:
+        """Run, check, time and profile one compiled NEFF: the one path for candidates
+        and the compiler baseline alike."""
         started = time.monotonic()
         host = lease.host
         measured: dict[str, Any] | None = None
         artifacts: dict[str, str] = {}
         try:
-            if c.directory is not None and c.record.get("status") == "ok":
+            problem = sdk.runtime_problem()
+            if c.directory is not None and c.record.get("status") == "ok" and problem:
+                measured = {"stage": "measure", "status": "failed", "error": problem}
+            elif c.directory is not None and c.record.get("status") == "ok":
                 s = self.settings
                 args = [
                     "measure",
@@ -353,11 +453,22 @@ class NeuronTarget:
                     str(p.macs),
                     "--lnc",
                     str(s.lnc),
+                    "--seed",
+                    str(DEVICE_CHECK_SEED),
+                    "--tolerance",
+                    str(s.tolerance),
+                    "--profiler",
+                    sdk.profiler or "",
                     "--timeout",
                     str(s.compile_timeout_s),
                 ]
                 measured = self._driver(
-                    host, c.directory, args, s.compile_timeout_s + _SLACK_S, env=lease.binding
+                    host,
+                    c.directory,
+                    args,
+                    s.compile_timeout_s + _SLACK_S,
+                    env=lease.binding,
+                    runtime=True,
                 )
             if c.directory is not None:
                 out = f"{c.directory}/{OUT}"
@@ -387,6 +498,9 @@ class NeuronTarget:
                 "lnc": s.lnc,
                 "opt": s.opt,
                 "compiler_args": list(s.compiler_args),
+                "pipeline_options": list(s.pipeline_options),
+                "sdk": sdk.to_json(),
+                "compiler_version": sdk.compiler_version,
             },
         )
 
@@ -397,14 +511,19 @@ class NeuronTarget:
         args: list[str],
         timeout: float,
         env: dict[str, str] | None = None,
+        *,
+        runtime: bool = False,
     ) -> dict[str, Any]:
+        """A driver command in the compile environment, or with ``runtime`` in the run
+        (nrtpy) environment: device.neuron.runtime_activate / runtime_python."""
+        s = self.settings
         # Run from the attempt's own out dir: `python -m` puts the working
         # directory on sys.path, and tools drop their logs there.
         return remote.run_driver(
             host,
             args,
-            python=self.python,
-            activate=self.settings.activate,
+            python=(s.runtime_python or self.python) if runtime else self.python,
+            activate=(s.runtime_activate or s.activate) if runtime else s.activate,
             timeout=timeout,
             env=env,
             cwd=f"{directory}/{OUT}",

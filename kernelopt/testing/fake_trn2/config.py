@@ -65,7 +65,6 @@ DEFAULTS: dict[str, Any] = {
     # The runtime's device-side benchmark (NrtpyModel.benchmark) is missing, as in
     # nrtpy releases before it: timing then comes from the profiler's total_time.
     "no_device_benchmark": False,
-    "jitter": 0.02,
 }
 
 
