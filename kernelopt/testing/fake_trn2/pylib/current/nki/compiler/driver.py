@@ -16,9 +16,10 @@ Tracing to BIR happens here; BIR to NEFF runs the fake ``neuronx-cc``.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,22 +28,25 @@ import numpy as np
 from kernelopt.testing.fake_trn2 import config, trace
 
 
-@dataclass(frozen=True)
 class CompileOptions:
-    target: str = "trn2"
-    lnc: int = 1
-    output_path: str = "file.neff"
-    artifacts_dir: str = "."
-    pipeline_options: tuple[str, ...] = ()
+    def __init__(self, target: str, lnc: int, output_path: str, artifacts_dir: str) -> None:
+        self.target = target
+        self.lnc = lnc
+        self.output_path = output_path
+        self.artifacts_dir = artifacts_dir
+        self.pipeline_options: tuple[str, ...] = ()
 
     def set_pipeline_options(self, *options: str) -> CompileOptions:
-        """Compiler pipeline options (e.g. ``enable-instruction-scheduling=false``)."""
+        """Compiler pipeline options (e.g. ``enable-instruction-scheduling=false``);
+        returns the options to use."""
         for option in options:
             if not isinstance(option, str) or option.startswith("-") or "=" not in option:
                 raise ValueError(
                     f"pipeline option {option!r}: expected name=value, without leading dashes"
                 )
-        return replace(self, pipeline_options=tuple(options))
+        changed = copy.copy(self)
+        changed.pipeline_options = tuple(options)
+        return changed
 
 
 @dataclass(frozen=True)
