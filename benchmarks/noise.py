@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import random
 
-from kernelopt.decide import KEEP, Spread, assess_paired, log_gain, spread_of
+from kernelopt.decide import Spread, Verdict, assess_paired, log_gain, spread_of
 
 NOISE_THRESHOLD = 0.01  # the program's decide.noise
 CONFIRM = 2
@@ -50,7 +50,7 @@ def kernelopt_rule(target: Target, true_gain: float, prior: Spread) -> tuple[boo
         result = assess_paired(pairs, "lower", NOISE_THRESHOLD, CONFIRM, MAX_SAMPLES, prior)
         if result.verdict is not None:
             gains = [log_gain(c, b, "lower") for c, b in pairs]
-            return result.verdict == KEEP, 2 * len(pairs), prior.pooled(spread_of(gains))
+            return result.verdict == Verdict.KEEP, 2 * len(pairs), prior.pooled(spread_of(gains))
 
 
 def single_sample_rule(target: Target, true_gain: float, stale_best: float) -> tuple[bool, int]:

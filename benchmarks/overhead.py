@@ -32,6 +32,7 @@ from kernelopt.loop import Runner
 from kernelopt.measurement import Measurement
 from kernelopt.program import load_program
 from kernelopt.proposers.base import Candidate, signature_of
+from kernelopt.targets.base import Target
 
 SAMPLES = 40
 PROGRAM = """---
@@ -48,7 +49,7 @@ decide: {max_consecutive_regressions: 1000000}
 
 
 @dataclass
-class NoOpTarget:
+class NoOpTarget(Target):
     """A deterministic target that costs nothing: every candidate measures 100."""
 
     deterministic: bool = True

@@ -1,28 +1,24 @@
-"""kernelopt driving a coding agent: one hypothesis per round, from the history.
+"""What a coding agent is told each round: the ask, and the context built from the history.
 
-Each round the agent command runs in the run's worktree with a context file
-(``KERNELOPT_CONTEXT``, markdown; ``KERNELOPT_CONTEXT_JSON``, the same as
-JSON) built from the notes: the program body, BEST and its profile, the last
-attempts, the lessons so far, the counters, and what is asked now (improve,
-repair an incorrect candidate, or split a diverged one). The agent edits files
-and writes its one-sentence hypothesis to ``KERNELOPT_HYPOTHESIS_FILE``;
-kernelopt commits, measures and decides as for any candidate.
+The context (``KERNELOPT_CONTEXT``, markdown; ``KERNELOPT_CONTEXT_JSON``, the
+same as JSON) holds the program body, BEST and its profile, the last
+attempts, the lessons so far, the counters, and what is asked now: improve,
+repair an incorrect candidate, or split a diverged one. Everything is derived
+from the run's observations, so a restarted runner asks the same thing. The
+agent itself runs as a proposer (proposers/agent.py).
 """
 
 from __future__ import annotations
 
-import json
-import tempfile
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelopt.decide import DIVERGED, INCORRECT, KEEP, REGRESSION
-from kernelopt.history import AttemptRecord, RunState
-from kernelopt.loop import AttemptResult, Runner, RunSummary
-from kernelopt.measurement import FAILED, TIMEOUT, Measurement
-from kernelopt.targets.command import run_local
+from kernelopt.decide import Verdict
+from kernelopt.measurement import TIMEOUT
+from kernelopt.program import Program
+from kernelopt.proposers.base import Observation, ProposerState
 
 IMPROVE = "improve"
 REPAIR = "repair"
@@ -57,28 +53,37 @@ class Ask:
     regressed: tuple[str, ...] = ()
 
 
-def next_ask(state: RunState, repair_attempts: int) -> Ask:
-    """Derived from the notes alone, so a restarted driver asks the same thing."""
-    if not state.attempts:
+def next_ask(history: Sequence[Observation], repair_attempts: int) -> Ask:
+    """Derived from the recorded attempts alone, so a restarted runner asks the same thing."""
+    if not history:
         return Ask(IMPROVE)
-    last = state.attempts[-1]
-    if last.verdict == INCORRECT and last.kind == "agent":
-        origin = int(last.note.get("repair_of", last.attempt))
-        done = int(last.note.get("repair", 0))
+    last = history[-1]
+    if last.verdict == Verdict.INCORRECT and last.kind == "agent":
+        origin = int(last.asked.get("repair_of", last.attempt))
+        done = int(last.asked.get("repair", 0))
         if done < repair_attempts:
-            return Ask(REPAIR, origin, done + 1, last.hypothesis, str(last.note.get("error", "")))
-    if last.verdict == DIVERGED and last.kind == "agent" and not last.note.get("split_of"):
+            return Ask(REPAIR, origin, done + 1, last.hypothesis, last.error)
+    if last.verdict == Verdict.DIVERGED and last.kind == "agent" and not last.asked.get("split_of"):
         return Ask(
             SPLIT,
             last.attempt,
             hypothesis=last.hypothesis,
-            improved=tuple(last.note.get("improved") or ()),
-            regressed=tuple(last.note.get("regressed") or ()),
+            improved=last.improved,
+            regressed=last.regressed,
         )
     return Ask(IMPROVE)
 
 
-def lessons(state: RunState) -> dict[str, list[dict[str, Any]]]:
+def ask_fields(ask: Ask) -> dict[str, Any]:
+    """What the answering attempt's note records of the ask."""
+    if ask.mode == REPAIR:
+        return {"repair_of": ask.attempt, "repair": ask.repair}
+    if ask.mode == SPLIT:
+        return {"split_of": ask.attempt}
+    return {}
+
+
+def lessons(history: Sequence[Observation]) -> dict[str, list[dict[str, Any]]]:
     """What was kept, what regressed and by how much, what failed and why."""
     out: dict[str, list[dict[str, Any]]] = {
         "kept": [],
@@ -89,29 +94,29 @@ def lessons(state: RunState) -> dict[str, list[dict[str, Any]]]:
         "tied": [],
     }
     bucket = {
-        KEEP: "kept",
-        REGRESSION: "regressed",
-        FAILED: "failed",
+        Verdict.KEEP: "kept",
+        Verdict.REGRESSION: "regressed",
+        Verdict.FAILED: "failed",
         TIMEOUT: "failed",
-        INCORRECT: "incorrect",
-        DIVERGED: "diverged",
-        "tie": "tied",
+        Verdict.INCORRECT: "incorrect",
+        Verdict.DIVERGED: "diverged",
+        Verdict.TIE: "tied",
     }
-    for record in state.attempts:
-        name = bucket.get(record.verdict)
+    for seen in history:
+        name = bucket.get(seen.verdict)
         if name is None:
             continue
         entry: dict[str, Any] = {
-            "attempt": record.attempt,
-            "hypothesis": record.hypothesis,
-            "gain": record.note.get("gain"),
+            "attempt": seen.attempt,
+            "hypothesis": seen.hypothesis,
+            "gain": seen.gain,
         }
-        if record.verdict in (FAILED, INCORRECT, TIMEOUT):
-            entry["why"] = str(record.note.get("error", "")).splitlines()[0:1]
-            entry["why"] = entry["why"][0][:300] if entry["why"] else ""
-        if record.verdict == DIVERGED:
-            entry["improved"] = record.note.get("improved")
-            entry["regressed"] = record.note.get("regressed")
+        if seen.verdict in (Verdict.FAILED, Verdict.INCORRECT, TIMEOUT):
+            first = seen.error.splitlines()[0:1]
+            entry["why"] = first[0][:300] if first else ""
+        if seen.verdict == Verdict.DIVERGED:
+            entry["improved"] = list(seen.improved)
+            entry["regressed"] = list(seen.regressed)
         out[name].append(entry)
     return out
 
@@ -141,31 +146,35 @@ def render_lessons(data: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def build_context(runner: Runner, ask: Ask, hypothesis_file: Path) -> dict[str, Any]:
-    state = runner.state
-    assert state is not None
+def build_context(
+    ask: Ask,
+    state: ProposerState,
+    program: Program,
+    *,
+    run_id: str,
+    worktree: Path,
+    hypothesis_file: Path,
+) -> dict[str, Any]:
     best = state.best
     base = state.baseline
-    program = runner.program
     recent = [
         {
-            "attempt": r.attempt,
-            "kind": r.kind,
-            "hypothesis": r.hypothesis,
-            "verdict": r.verdict,
-            "metric": r.metric,
-            "gain": r.note.get("gain"),
-            "error": str(r.note.get("error", ""))[:500],
-            "improved": r.note.get("improved"),
-            "regressed": r.note.get("regressed"),
+            "attempt": seen.attempt,
+            "kind": seen.kind,
+            "hypothesis": seen.hypothesis,
+            "verdict": seen.verdict,
+            "metric": seen.metric,
+            "gain": seen.gain,
+            "error": seen.error[:500],
+            "improved": list(seen.improved),
+            "regressed": list(seen.regressed),
         }
-        for r in state.attempts[-HISTORY_SHOWN:]
+        for seen in state.history[-HISTORY_SHOWN:]
     ]
-    profile = (best.measurement.get("profile") if best else None) or {}
-    counters = state.counters
+    profile = best.profile if best else {}
     return {
-        "run": runner.run_id,
-        "worktree": str(runner.repo.worktree),
+        "run": run_id,
+        "worktree": str(worktree),
         "program": program.body,
         "metric": {"name": program.metric, "better": program.better},
         "best": {
@@ -173,17 +182,16 @@ def build_context(runner: Runner, ask: Ask, hypothesis_file: Path) -> dict[str, 
             "attempt": best.attempt if best else None,
             "metric": best.metric if best else None,
             "profile": {k: profile[k] for k in PROFILE_FIELDS if k in profile},
-            "classes": ((best.measurement.get("extra") or {}).get("classes") if best else None)
-            or {},
+            "classes": dict(best.classes) if best else {},
         },
         "baseline": base.metric if base else None,
         "target": program.stop.target,
         "recent_attempts": recent,
-        "lessons": lessons(state),
+        "lessons": lessons(state.history),
         "counters": {
-            "consecutive_regressions": counters.consecutive_regressions,
+            "consecutive_regressions": state.consecutive_regressions,
             "max_consecutive_regressions": program.decide.max_consecutive_regressions,
-            "recent_regressions": list(counters.recent_regressions),
+            "recent_regressions": list(state.recent_regressions),
         },
         "ask": {
             "mode": ask.mode,
@@ -266,93 +274,12 @@ def render_context(ctx: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-class AgentDriver:
-    """Runs rounds of an agent command against a Runner until a stop condition."""
-
-    def __init__(self, runner: Runner, command: str, timeout_s: float = 1800.0):
-        self.runner = runner
-        self.command = command
-        self.timeout_s = timeout_s
-
-    def run(self, max_candidates: int | None = None) -> RunSummary:
-        runner = self.runner
-        started = time.monotonic()
-        runner.open()
-        state = runner.state
-        assert state is not None
-        if state.stop:
-            return runner.summary(f"already stopped: {state.stop.get('reason')}", stopped=True)
-        baseline = runner.ensure_baseline()
-        if baseline is not None and baseline.verdict != "baseline":
-            return runner.summary(
-                f"the baseline could not be measured: {baseline.error}", failed=True
-            )
-        count = 0
-        for result in runner.measure_pending():
-            count += 1
-            if result.stop:
-                return runner.summary(result.stop_reason or "stopped", stopped=True)
-        while True:
-            reason = runner.stop_reason(started, count, max_candidates)
-            if reason:
-                return runner.summary(reason)
-            result = self.round()
-            count += 1
-            if result.stop:
-                return runner.summary(result.stop_reason or "stopped", stopped=True)
-
-    def round(self) -> AttemptResult:
-        """One agent invocation, committed and decided as one attempt."""
-        runner = self.runner
-        state = runner.state
-        assert state is not None and state.best_commit is not None
-        ask = next_ask(state, runner.program.decide.repair_attempts)
-        if ask.mode in (REPAIR, SPLIT) and ask.attempt is not None:
-            # Start from the candidate being repaired or split, on top of BEST.
-            source = _attempt(
-                state, ask.attempt if ask.mode == SPLIT else state.attempts[-1].attempt
-            )
-            runner.repo.reset_to(state.best_commit)
-            runner.repo.wt("checkout", source.commit, "--", ".")
-        with tempfile.TemporaryDirectory(prefix="kernelopt-agent-") as tmp:
-            hyp_file = Path(tmp) / "hypothesis.txt"
-            ctx = build_context(runner, ask, hyp_file)
-            (Path(tmp) / "context.md").write_text(render_context(ctx))
-            (Path(tmp) / "context.json").write_text(json.dumps(ctx, indent=1, default=str))
-            env = {
-                "KERNELOPT_CONTEXT": str(Path(tmp) / "context.md"),
-                "KERNELOPT_CONTEXT_JSON": str(Path(tmp) / "context.json"),
-                "KERNELOPT_HYPOTHESIS_FILE": str(hyp_file),
-                "KERNELOPT_RUN": runner.run_id,
-                "KERNELOPT_MODE": ask.mode,
-            }
-            runner.reporter.event("agent", mode=ask.mode, attempt=ask.attempt)
-            outcome = run_local(self.command, runner.repo.worktree, env, self.timeout_s)
-            hypothesis = hyp_file.read_text().strip() if hyp_file.exists() else ""
-        hypothesis = hypothesis or ask.hypothesis or "(the agent gave no hypothesis)"
-        extra = _ask_fields(ask)
-        extra["agent_log_tail"] = "\n".join(outcome.output.splitlines()[-40:])
-        if outcome.timed_out or outcome.returncode != 0:
-            what = (
-                f"the agent timed out after {self.timeout_s:g} s"
-                if outcome.timed_out
-                else f"the agent exited with status {outcome.returncode}"
-            )
-            failure = Measurement.failure(FAILED, what, log_tail=extra["agent_log_tail"])
-            return runner.record_failure("agent", hypothesis, failure, extra)
-        return runner.try_worktree(hypothesis, "agent", extra=extra)
-
-
-def _attempt(state: RunState, n: int) -> AttemptRecord:
-    return next(r for r in state.attempts if r.attempt == n)
-
-
-def _ask_fields(ask: Ask) -> dict[str, Any]:
-    if ask.mode == REPAIR:
-        return {"repair_of": ask.attempt, "repair": ask.repair}
-    if ask.mode == SPLIT:
-        return {"split_of": ask.attempt}
-    return {}
-
-
-__all__ = ["AgentDriver", "Ask", "build_context", "lessons", "next_ask", "render_context"]
+__all__ = [
+    "Ask",
+    "ask_fields",
+    "build_context",
+    "lessons",
+    "next_ask",
+    "render_context",
+    "render_lessons",
+]

@@ -1,21 +1,34 @@
-"""The command line: parse options, call the library, print. Nothing else."""
+"""The command line: parse options, call the library, print. Nothing else.
+
+Printing lives in output.py, the data status and log show in views.py, exit
+codes and the errors that carry them in exits.py.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from kernelopt import __version__
-from kernelopt.agent import AgentDriver, lessons, render_lessons
+from kernelopt.agent import lessons, render_lessons
 from kernelopt.durations import parse_duration
+from kernelopt.exits import EXIT_CTRL_C, EXIT_STOP, RunInUse, UsageProblem, exit_code_of
 from kernelopt.history import HistoryError, RunRepo, default_tag, find_repo, list_runs
-from kernelopt.loop import AttemptResult, RunBusy, RunStopped, RunSummary
+from kernelopt.loop import RunBusy, RunStopped
+from kernelopt.output import (
+    Printer,
+    format_result,
+    plain_log_lines,
+    print_summary,
+    status_lines,
+)
 from kernelopt.program import Program, ProgramError, load_program
+from kernelopt.proposers.base import Observation
 from kernelopt.session import (
+    AgentCommand,
     Session,
     SessionError,
     current_run,
@@ -23,114 +36,14 @@ from kernelopt.session import (
     program_for_run,
     resolve_run,
 )
-
-EXIT_CODES = {
-    "keep": 0,
-    "tie": 10,
-    "regression": 11,
-    "incorrect": 12,
-    "failed": 13,
-    "diverged": 14,
-    "interrupted": 15,
-}
-EXIT_STOP = 20
-EXIT_USAGE = 2
-
-
-class Printer:
-    """Progress lines for people, or one JSON object per event for programs."""
-
-    def __init__(self, as_json: bool, metric: str = ""):
-        self.as_json = as_json
-        self.metric = metric
-        self.open_line: int | None = None  # the attempt whose line awaits its verdict
-
-    def _close(self) -> None:
-        if self.open_line is not None:
-            click.echo("")
-            self.open_line = None
-
-    def event(self, name: str, **data: Any) -> None:
-        if self.as_json:
-            if name == "attempt":
-                click.echo(json.dumps({"event": "attempt", **data["result"].to_json()}))
-            elif name in ("waiting", "host_fault"):
-                click.echo(json.dumps({"event": name, **data}))
-            return
-        if name == "measuring":
-            self._close()
-            click.echo(
-                f"  {_label(data['attempt'], data['kind'])}: {data['hypothesis']} ...", nl=False
-            )
-            self.open_line = data["attempt"]
-        elif name == "sample":
-            click.echo(".", nl=False)
-        elif name == "attempt":
-            r = data["result"]
-            if self.open_line == r.attempt:
-                click.echo(" " + format_result(r, self.metric))
-                self.open_line = None
-            else:
-                self._close()
-                click.echo(
-                    f"  {_label(r.attempt, r.kind)}: {r.hypothesis} ... {format_result(r, self.metric)}"
-                )
-        elif name == "agent":
-            self._close()
-            what = {
-                "repair": f"repairing #{data['attempt']}",
-                "split": f"splitting #{data['attempt']}",
-            }
-            click.echo(f"  agent round ({what.get(data['mode'], 'improve')})")
-        elif name == "waiting":
-            self._close()
-            click.echo(
-                f"  no idle device ({data['reason']}); waited {data['waited_s']:.0f}s, "
-                f"next look in {data['next_poll_s']:.0f}s"
-            )
-        elif name == "host_fault":
-            self._close()
-            click.echo(
-                f"  host fault on #{data['attempt']}, retrying on another device: {data['error']}"
-            )
-
-
-def _label(attempt: int, kind: str) -> str:
-    return "baseline" if kind == "baseline" else f"#{attempt} {kind}"
-
-
-def format_metric(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g}"
-
-
-def format_result(r: AttemptResult, metric: str) -> str:
-    gain = "" if r.gain is None else f" ({r.gain * 100:+.2f}%)"
-    parts = [f"{r.verdict.upper()}", f"{metric} {format_metric(r.metric)}{gain}"]
-    parts.append(f"best {format_metric(r.best_metric)}")
-    parts.append(f"regressions {r.consecutive_regressions}")
-    if r.samples > 1:
-        parts.append(f"{r.samples} samples")
-    if r.reused_from is not None:
-        parts.append(f"same tree as #{r.reused_from}")
-    if r.improved or r.regressed:
-        parts.append(f"improved [{', '.join(r.improved)}] regressed [{', '.join(r.regressed)}]")
-    text = " | ".join(parts)
-    if r.error:
-        text += f"\n      {r.error.splitlines()[0][:300]}"
-    return text
-
-
-def _fail(message: str, code: int = 1) -> None:
-    click.echo(f"kernelopt: {message}", err=True)
-    sys.exit(code)
+from kernelopt.views import log_rows, status_view
 
 
 def _load(program_path: str) -> Program:
     try:
         return load_program(program_path)
     except ProgramError as exc:
-        _fail(str(exc), EXIT_USAGE)
-        raise  # unreachable
+        raise UsageProblem(str(exc)) from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -209,31 +122,30 @@ def run(
     """
     prog = _load(program)
     try:
-        session = Session.create(prog, tag=tag or default_tag(), worktree=worktree)
-    except (SessionError, HistoryError) as exc:
-        _fail(str(exc), EXIT_USAGE)
-        return
+        timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
     printer = Printer(as_json, prog.metric)
+    try:
+        session = Session.create(
+            prog,
+            tag=tag or default_tag(),
+            worktree=worktree,
+            reporter=printer,
+            remeasure=remeasure,
+            agent=AgentCommand(agent_cmd, timeout_s) if agent_cmd else None,
+        )
+    except (SessionError, HistoryError) as exc:
+        raise UsageProblem(str(exc)) from None
     if not as_json:
         click.echo(f"kernelopt: run {session.run_id} on device {describe_device(session)}")
         click.echo(f"  worktree {session.runner.repo.worktree}")
         click.echo(f"  branch   {session.runner.repo.branch}")
-    session.runner.reporter = printer
-    session.runner.remeasure = remeasure
-    try:
-        timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
-    except ValueError as exc:
-        _fail(str(exc), EXIT_USAGE)
-        return
     try:
         with session.runner.locked():
-            if agent_cmd:
-                summary = AgentDriver(session.runner, agent_cmd, timeout_s).run(max_candidates)
-            else:
-                summary = session.runner.run(session.proposer, max_candidates)
+            summary = session.runner.run(session.proposer, max_candidates)
     except RunBusy as exc:
-        _fail(str(exc), 3)
-        return
+        raise RunInUse(str(exc)) from None
     except KeyboardInterrupt:
         click.echo(
             "\nkernelopt: interrupted; the attempt in flight is recorded as interrupted and the branch is at BEST.",
@@ -242,38 +154,10 @@ def run(
         click.echo(
             f"  resume with: kernelopt run {program}" + (f" --tag {tag}" if tag else ""), err=True
         )
-        sys.exit(130)
-    _print_summary(summary, as_json, program)
+        sys.exit(EXIT_CTRL_C)
+    print_summary(summary, as_json, program)
     if summary.failed:
         sys.exit(1)
-
-
-def _print_summary(s: RunSummary, as_json: bool, program: str) -> None:
-    if as_json:
-        click.echo(json.dumps({"event": "summary", **s.to_json()}))
-        return
-    click.echo(f"kernelopt: {s.reason}")
-    if s.failed:
-        click.echo(
-            "  fix the benchmark, the program or the code, commit, and run the same command again:"
-        )
-        click.echo(f"    kernelopt run {program}")
-        return
-    improvement = s.improvement
-    gain = (
-        ""
-        if improvement is None
-        else f" ({improvement * 100:+.2f}% vs baseline {format_metric(s.baseline_metric)})"
-    )
-    click.echo(
-        f"  best {s.metric} {format_metric(s.best_metric)}{gain}, {s.kept} kept of {s.attempts} attempts"
-    )
-    click.echo(f"  worktree {s.worktree}")
-    click.echo(f"  branch   {s.branch}  (BEST {(s.best_commit or '')[:10]})")
-    click.echo("  look at it:")
-    click.echo(f"    git log {s.branch}")
-    click.echo(f"    kernelopt log --run {s.run_id}")
-    click.echo(f"    kernelopt report {s.run_id} --out kernelopt-report-{s.run_id}")
 
 
 @main.command(name="try")
@@ -321,8 +205,7 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         prog = _load(program_path) if program_path else program_for_run(repo_root, run_id)
         session = Session.attach(prog, repo_root, run_id)
     except (SessionError, HistoryError, ProgramError) as exc:
-        _fail(str(exc), EXIT_USAGE)
-        return
+        raise UsageProblem(str(exc)) from None
     runner = session.runner
     try:
         with runner.locked():
@@ -336,11 +219,10 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
                     if as_json
                     else f"kernelopt: {message}"
                 )
-                sys.exit(EXIT_CODES["interrupted"])
-            reason = result.stop_reason if result.stop else runner.stop_reason(0.0, 0, None)
+                sys.exit(exit_code_of("interrupted"))
+            reason = result.stop_reason if result.stop else runner.stop_reason()
     except RunBusy as exc:
-        _fail(str(exc), 3)
-        return
+        raise RunInUse(str(exc)) from None
     except RunStopped as exc:
         if as_json:
             click.echo(json.dumps({"verdict": None, "stop": True, "stop_reason": str(exc)}))
@@ -356,7 +238,7 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         click.echo(f"#{result.attempt} {format_result(result, prog.metric)}")
         if reason:
             click.echo(f"kernelopt: the run has stopped: {reason}")
-    sys.exit(EXIT_STOP if reason else EXIT_CODES.get(result.verdict, 13))
+    sys.exit(EXIT_STOP if reason else exit_code_of(result.verdict))
 
 
 @main.command()
@@ -372,62 +254,21 @@ def status(run_id: str | None, as_json: bool) -> None:
       kernelopt status
       kernelopt status --run matmul-nov22 --json
     """
-    try:
-        repo_root, run_id = resolve_run(Path.cwd(), run_id)
-    except (SessionError, HistoryError) as exc:
-        _fail(str(exc), EXIT_USAGE)
-        return
-    repo = RunRepo(repo_root, run_id)
-    state = repo.load_state()
-    best = state.best
-    base = state.baseline
-    counters = state.counters
-    data = {
-        "run": run_id,
-        "worktree": str(repo.worktree),
-        "branch": repo.branch,
-        "best_commit": state.best_commit,
-        "best_attempt": best.attempt if best else None,
-        "best_metric": best.metric if best else None,
-        "metric": (best.note.get("metric_name") if best else None),
-        "baseline_metric": base.metric if base else None,
-        "reference": _reference_of(base.note if base else {}),
-        "attempts": len([r for r in state.attempts if r.attempt > 0]),
-        "consecutive_regressions": counters.consecutive_regressions,
-        "recent_regressions": list(counters.recent_regressions),
-        "stopped": state.stop is not None,
-        "stop_reason": state.stop.get("reason") if state.stop else None,
-        "best_profile": (best.measurement.get("profile") if best else None) or {},
-    }
+    repo = _run_repo(run_id)
+    data = status_view(repo, repo.load_state())
     if as_json:
         click.echo(json.dumps(data, indent=1))
         return
-    click.echo(
-        f"run        {run_id}{'  (stopped: ' + str(data['stop_reason']) + ')' if data['stopped'] else ''}"
-    )
-    click.echo(f"worktree   {data['worktree']}")
-    click.echo(f"branch     {data['branch']}")
-    click.echo(f"BEST       {(state.best_commit or '')[:10]} (attempt #{data['best_attempt']})")
-    click.echo(
-        f"best       {data['metric']} {format_metric(data['best_metric'])}  baseline {format_metric(data['baseline_metric'])}"
-    )
-    ref = data["reference"]
-    if ref:
-        value = format_metric(ref["metric"]) if ref["metric"] is not None else f"n/a ({ref['why']})"
-        click.echo(f"reference  {ref['what']}: {value}")
-    click.echo(f"attempts   {data['attempts']}")
-    click.echo(f"regressions in a row {counters.consecutive_regressions}")
-    for r in counters.recent_regressions:
-        click.echo(
-            f"  #{r.get('attempt')} {r.get('hypothesis')} ({(r.get('gain') or 0) * 100:+.2f}%)"
-        )
+    for line in status_lines(data):
+        click.echo(line)
 
 
-def _reference_of(note: dict[str, Any]) -> dict[str, Any] | None:
-    ref = note.get("reference")
-    if not ref:
-        return None
-    return {"what": ref.get("what"), "metric": ref.get("metric"), "why": ref.get("why")}
+def _run_repo(run_id: str | None) -> RunRepo:
+    """The run named, the one whose worktree we are in, or the repository's only run."""
+    try:
+        return RunRepo(*resolve_run(Path.cwd(), run_id))
+    except (SessionError, HistoryError) as exc:
+        raise UsageProblem(str(exc)) from None
 
 
 @main.command()
@@ -453,52 +294,25 @@ def log(run_id: str | None, lessons_only: bool, plain: bool, as_json: bool) -> N
       kernelopt log --run cpu_stencil-nov22 --json
       kernelopt log --lessons
     """
-    try:
-        repo_root, run_id = resolve_run(Path.cwd(), run_id)
-    except (SessionError, HistoryError) as exc:
-        _fail(str(exc), EXIT_USAGE)
-        return
-    state = RunRepo(repo_root, run_id).load_state()
+    state = _run_repo(run_id).load_state()
     if lessons_only:
-        data = lessons(state)
+        data = lessons([Observation.of(r) for r in state.attempts])
         click.echo(
             json.dumps(data, indent=1) if as_json else (render_lessons(data) or "no lessons yet")
         )
         return
-    rows = []
-    for r in state.attempts:
-        rows.append(
-            {
-                "attempt": r.attempt,
-                "commit": r.commit,
-                "kind": r.kind,
-                "verdict": r.verdict,
-                "metric": r.metric,
-                "best_metric": r.note.get("best_metric"),
-                "gain": r.note.get("gain"),
-                "hypothesis": r.hypothesis,
-                "error": r.note.get("error", ""),
-                "time": r.note.get("time"),
-            }
-        )
+    rows = log_rows(state)
     if as_json:
         click.echo(json.dumps(rows, indent=1))
-        return
-    if not plain:
+    elif plain:
+        for line in plain_log_lines(rows):
+            click.echo(line)
+    else:
         from rich.console import Console
 
         from kernelopt.report.table import render_log_table
 
         render_log_table(rows, Console())
-        return
-    for row in rows:
-        gain = "" if row["gain"] is None else f"{row['gain'] * 100:+7.2f}%"
-        click.echo(
-            f"#{row['attempt']:<4} {row['commit'][:10]} {row['verdict']:<11} "
-            f"{format_metric(row['metric']):>10} {gain:>8}  {row['kind']}: {row['hypothesis']}"
-        )
-        if row["error"]:
-            click.echo(f"      {row['error'].splitlines()[0][:200]}")
 
 
 @main.command()
@@ -516,11 +330,7 @@ def init(name: str, kind: str) -> None:
     """
     from kernelopt.scaffold import scaffold
 
-    try:
-        root = find_repo(Path.cwd())
-    except HistoryError as exc:
-        _fail(str(exc), EXIT_USAGE)
-        return
+    root = _repo_root()
     for path, created in scaffold(root, name, kind):
         click.echo(f"{'created' if created else 'kept   '} {path.relative_to(root)}")
 
@@ -533,13 +343,16 @@ def runs_() -> None:
     Example:
       kernelopt runs
     """
-    try:
-        root = find_repo(Path.cwd())
-    except HistoryError as exc:
-        _fail(str(exc), EXIT_USAGE)
-        return
+    root = _repo_root()
     for run_id in list_runs(root):
         click.echo(run_id)
+
+
+def _repo_root() -> Path:
+    try:
+        return find_repo(Path.cwd())
+    except HistoryError as exc:
+        raise UsageProblem(str(exc)) from None
 
 
 def _register_plugins() -> None:

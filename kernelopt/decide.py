@@ -12,18 +12,23 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
-BASELINE = "baseline"
-KEEP = "keep"
-TIE = "tie"
-REGRESSION = "regression"
-INCORRECT = "incorrect"
-FAILED = "failed"
-DIVERGED = "diverged"
-INTERRUPTED = "interrupted"
-VERDICTS = (BASELINE, KEEP, TIE, REGRESSION, INCORRECT, FAILED, DIVERGED, INTERRUPTED)
+
+class Verdict(StrEnum):
+    """What one attempt came to. The values are what notes, JSON and the ledger say."""
+
+    BASELINE = "baseline"
+    KEEP = "keep"
+    TIE = "tie"
+    REGRESSION = "regression"
+    INCORRECT = "incorrect"
+    FAILED = "failed"
+    DIVERGED = "diverged"
+    INTERRUPTED = "interrupted"
+
 
 # One-sided Student t quantiles at 99.9 % by degrees of freedom. A decision is
 # re-examined after every new pair, so each look must be strict for the whole
@@ -108,7 +113,7 @@ def log_gain(candidate: float, best: float, better: str) -> float:
 class Assessment:
     """A verdict (or None: measure another pair) and the evidence behind it."""
 
-    verdict: str | None
+    verdict: Verdict | None
     gain: float  # mean relative gain, positive = better
     low: float  # confidence bounds on the gain
     high: float
@@ -119,11 +124,11 @@ def assess_deterministic(candidate: float, best: float, better: str, noise: floa
     """One sample each is the truth: a small win repeats by construction, so it is kept."""
     g = gain(candidate, best, better)
     if g > 1e-12:
-        verdict = KEEP
+        verdict = Verdict.KEEP
     elif g < -noise:
-        verdict = REGRESSION
+        verdict = Verdict.REGRESSION
     else:
-        verdict = TIE
+        verdict = Verdict.TIE
     return Assessment(verdict, g, g, g, 1)
 
 
@@ -158,15 +163,15 @@ def assess_paired(
     half = _t(spread.df) * se
     low, high = mean - half, mean + half
     if low > 0 and mean > noise:
-        verdict: str | None = KEEP
+        verdict: Verdict | None = Verdict.KEEP
     elif high < 0 and mean < -noise:
-        verdict = REGRESSION
+        verdict = Verdict.REGRESSION
     elif low > -noise and high < noise:
-        verdict = TIE
+        verdict = Verdict.TIE
     elif n >= 3 and mean > -noise and mean + _FUTILITY_SE * se < noise:
-        verdict = TIE
+        verdict = Verdict.TIE
     elif n >= max_samples:
-        verdict = TIE
+        verdict = Verdict.TIE
     else:
         verdict = None
     return Assessment(verdict, mean, low, high, n)
@@ -174,7 +179,7 @@ def assess_paired(
 
 @dataclass(frozen=True)
 class ClassJudgement:
-    verdict: str
+    verdict: Verdict
     gains: dict[str, float]
     improved: tuple[str, ...] = ()
     regressed: tuple[str, ...] = ()
@@ -196,25 +201,25 @@ def combine_classes(
         # class. Otherwise the attempt is not kept whatever the undecided
         # classes do, unless a decided regression beside an improvement
         # makes it diverged; undecided classes then count as ties.
-        if overall.verdict == KEEP:
+        if overall.verdict == Verdict.KEEP:
             return None
         per_class = {
-            k: (a if a.verdict is not None else replace(a, verdict=TIE))
+            k: (a if a.verdict is not None else replace(a, verdict=Verdict.TIE))
             for k, a in per_class.items()
         }
     gains = {k: a.gain for k, a in per_class.items()}
-    improved = tuple(sorted(k for k, a in per_class.items() if a.verdict == KEEP))
-    regressed = tuple(sorted(k for k, a in per_class.items() if a.verdict == REGRESSION))
+    improved = tuple(sorted(k for k, a in per_class.items() if a.verdict == Verdict.KEEP))
+    regressed = tuple(sorted(k for k, a in per_class.items() if a.verdict == Verdict.REGRESSION))
     target = per_class.get(target_class) if target_class else overall
     target_verdict = target.verdict if target is not None else overall.verdict
     if improved and regressed:
-        verdict = DIVERGED
-    elif regressed or target_verdict == REGRESSION:
-        verdict = REGRESSION
-    elif target_verdict == KEEP:
-        verdict = KEEP
+        verdict = Verdict.DIVERGED
+    elif regressed or target_verdict == Verdict.REGRESSION:
+        verdict = Verdict.REGRESSION
+    elif target_verdict == Verdict.KEEP:
+        verdict = Verdict.KEEP
     else:
-        verdict = TIE
+        verdict = Verdict.TIE
     return ClassJudgement(verdict, gains, improved, regressed)
 
 
@@ -263,27 +268,14 @@ def update_counters(
     and clear the window; a regression extends both; diverged and interrupted
     attempts leave the streak as it was (neither a win nor a clean regression).
     """
-    attempts = counters.attempts + (0 if verdict == BASELINE else 1)
-    if verdict == REGRESSION:
+    attempts = counters.attempts + (0 if verdict == Verdict.BASELINE else 1)
+    if verdict == Verdict.REGRESSION:
         recent = (*counters.recent_regressions, dict(summary or {}))[-window:]
         new = Counters(counters.consecutive_regressions + 1, recent, attempts)
         if new.consecutive_regressions >= max_consecutive:
             reason = f"{new.consecutive_regressions} consecutive measured regressions"
             return Outcome(new, True, reason)
         return Outcome(new, False)
-    if verdict in (KEEP, TIE, FAILED, INCORRECT, BASELINE):
+    if verdict in (Verdict.KEEP, Verdict.TIE, Verdict.FAILED, Verdict.INCORRECT, Verdict.BASELINE):
         return Outcome(Counters(0, (), attempts), False)
     return Outcome(replace(counters, attempts=attempts), False)
-
-
-@dataclass(frozen=True)
-class Decision:
-    verdict: str
-    gain: float | None
-    counters: Counters
-    stop: bool = False
-    stop_reason: str | None = None
-    classes: dict[str, float] = field(default_factory=dict)
-    improved: tuple[str, ...] = ()
-    regressed: tuple[str, ...] = ()
-    samples: int = 1

@@ -27,7 +27,7 @@ from typing import Any
 
 import git as gitpython
 
-from kernelopt.decide import BASELINE, KEEP, Counters, Spread
+from kernelopt.decide import Counters, Spread, Verdict
 
 NOTES_REF = "refs/notes/kernelopt"
 LEDGER = "performance.md"
@@ -140,14 +140,14 @@ class RunState:
     @property
     def best(self) -> AttemptRecord | None:
         for record in reversed(self.attempts):
-            if record.verdict in (KEEP, BASELINE):
+            if record.verdict in (Verdict.KEEP, Verdict.BASELINE):
                 return record
         return None
 
     @property
     def baseline(self) -> AttemptRecord | None:
         for record in self.attempts:
-            if record.verdict == BASELINE:
+            if record.verdict == Verdict.BASELINE:
                 return record
         return None
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelopt.decide import Verdict, gain
+
 HEADER = """# Performance
 
 Kept results of kernelopt runs: baselines and real improvements only. Every
@@ -107,6 +109,77 @@ def render_stop_summary(
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Labels:
+    """How a run's rows name it: the run, program, target, kernel and metric."""
+
+    run_id: str
+    program: str
+    target: str
+    kernel: str
+    metric: str
+    better: str
+
+
+def kept_rows(note: Mapping[str, Any], sha: str, labels: Labels) -> str:
+    """The text a kept attempt adds: its row, and for a baseline the run's section and
+    the compiler's reference row beside it."""
+    baseline = note["verdict"] == Verdict.BASELINE
+    device = str(note.get("device"))
+    text = ""
+    if baseline:
+        text += run_section(labels.run_id, labels.program, device, str(note.get("time")))
+    improved = note.get("improved") or []
+    row = LedgerRow(
+        date=str(note.get("time", ""))[:10],
+        commit=sha,
+        status="baseline" if baseline else "keep",
+        target=labels.target,
+        config_class=", ".join(improved) if improved else "all",
+        kernel=labels.kernel,
+        metric=format_metric(labels.metric, note.get("metric"), device),
+        change=format_change(note.get("gain")),
+        why=str(note.get("hypothesis", "")),
+    )
+    text += render_row(row)
+    reference = note.get("reference")
+    if baseline and reference:
+        value = reference.get("metric")
+        change = None
+        if value not in (None, 0) and note.get("metric") is not None:
+            change = gain(note["metric"], value, labels.better)
+        text += render_row(
+            LedgerRow(
+                date=row.date,
+                commit=sha,
+                status="reference",
+                target=str(reference.get("what", "compiler baseline")),
+                config_class="all",
+                kernel=labels.kernel,
+                metric=format_metric(labels.metric, value, device) if value is not None else "n/a",
+                change=format_change(change),
+                why=str(reference.get("why", "")),
+            )
+        )
+    return text
+
+
+def kept_message(n: int, sha: str, note: Mapping[str, Any], labels: Labels) -> tuple[str, str]:
+    """Subject and body of the ledger commit that keeps attempt ``n``."""
+    if note["verdict"] == Verdict.BASELINE:
+        measured = format_metric(labels.metric, note.get("metric"), str(note.get("device")))
+        subject = f"kernelopt: baseline {measured}"
+    else:
+        change = format_change(note.get("gain"))
+        why = str(note.get("hypothesis", ""))[:80]
+        subject = f"kernelopt: keep #{n} ({change} {labels.metric}): {why}"
+    body = (
+        f"Attempt #{n} ({sha[:10]}) measured {labels.metric} "
+        f"{note.get('metric')} against {note.get('previous_best')} at BEST."
+    )
+    return subject, body
 
 
 def _fmt(value: Any) -> str:

@@ -48,6 +48,14 @@ class Measurement:
     def ok(self) -> bool:
         return self.status == OK
 
+    def value(self, key: str) -> float | None:
+        """The number called ``key`` among the metrics, else in the profile; None if absent."""
+        for source in (self.metrics, self.profile):
+            found = source.get(key)
+            if isinstance(found, (int, float)) and not isinstance(found, bool):
+                return float(found)
+        return None
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["rows"] = list(self.rows)

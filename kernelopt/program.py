@@ -8,7 +8,9 @@ from typing import Any
 
 import yaml
 
-from kernelopt.schema import Problem, knob_space_problem, parse_duration, parse_percent, validate
+from kernelopt.durations import parse_duration
+from kernelopt.keys import Problem
+from kernelopt.schema import knob_space_problem, parse_percent, validate
 
 # Metrics an nki target produces: the sim/profiler record fields plus short aliases.
 NKI_METRIC_ALIASES = {"mfu": "mfu_estimated_percent", "time": "total_time"}
@@ -230,98 +232,92 @@ def _find_root(path: Path) -> Path:
 
 
 def _cross_checks(values: dict[str, Any], root: Path) -> list[Problem]:
-    problems: list[Problem] = []
+    """Problems the per-key checks cannot see: keys that depend on the target kind."""
     target = values["target"]
-    kind = target["kind"]
+    if target["kind"] == "nki":
+        return _nki_checks(target, values["metric"]["name"], root)
+    return _command_checks(target, values["metric"]["name"])
 
-    def need(key: str) -> None:
+
+def _nki_checks(target: dict[str, Any], metric: str, root: Path) -> list[Problem]:
+    problems: list[Problem] = []
+    for key in ("workload", "kernel"):
         if not target.get(key):
-            problems.append(Problem(f"target.{key}", f"required for target kind {kind!r}"))
+            problems.append(Problem(f"target.{key}", "required for target kind 'nki'"))
+        problems += _exists(f"target.{key}", target.get(key), root)
+    knobs = target.get("knobs")
+    if knobs is not None and not isinstance(knobs, str):
+        problems.append(Problem("target.knobs", "for nki targets, the path of knobs.json"))
+    elif knobs:
+        problems += _exists("target.knobs", knobs, root)
+    for key in ("command", "correct"):
+        if target.get(key):
+            problems.append(Problem(f"target.{key}", "only for command targets"))
+    if metric not in NKI_METRICS and not metric.endswith(("_percent", "_time")):
+        options = ", ".join(sorted(NKI_METRICS))
+        problems.append(
+            Problem(
+                "metric.name", f"an nki target never produces {metric!r} (it produces {options})"
+            )
+        )
+    return problems
 
-    def exists(key: str, rel: str | None) -> None:
-        if rel and not (root / rel).exists():
-            problems.append(
-                Problem(f"target.{key}", f"file does not exist: {rel} (relative to {root})")
-            )
 
-    if kind == "nki":
-        for key in ("workload", "kernel"):
-            need(key)
-            exists(key, target.get(key))
-        knobs = target.get("knobs")
-        if knobs is not None and not isinstance(knobs, str):
-            problems.append(Problem("target.knobs", "for nki targets, the path of knobs.json"))
-        elif knobs:
-            exists("knobs", knobs)
-        for key in ("command", "correct"):
-            if target.get(key):
-                problems.append(Problem(f"target.{key}", "only for command targets"))
-        metric = values["metric"]["name"]
-        if (
-            metric not in NKI_METRICS
-            and not metric.endswith("_percent")
-            and not metric.endswith("_time")
-        ):
-            options = ", ".join(sorted(NKI_METRICS))
-            problems.append(
-                Problem(
-                    "metric.name",
-                    f"an nki target never produces {metric!r} (it produces {options})",
-                )
-            )
-    else:
-        need("command")
-        if target.get("correct"):
-            # Imported here: kernelopt.targets imports this module.
-            from kernelopt.targets.expr import ExpressionError, parse_expression
+def _exists(key: str, rel: str | None, root: Path) -> list[Problem]:
+    if rel and not (root / rel).exists():
+        return [Problem(key, f"file does not exist: {rel} (relative to {root})")]
+    return []
 
-            try:
-                parse_expression(target["correct"])
-            except ExpressionError as exc:
-                problems.append(Problem("target.correct", str(exc)))
-        for key in ("workload", "kernel", "func"):
-            if target.get(key):
-                problems.append(Problem(f"target.{key}", "only for nki targets"))
-        results = target["results"]
-        if results["format"] in ("csv", "json") and not results.get("path"):
-            problems.append(
-                Problem("target.results.path", f"required for {results['format']} results")
+
+def _command_checks(target: dict[str, Any], metric: str) -> list[Problem]:
+    problems: list[Problem] = []
+    if not target.get("command"):
+        problems.append(Problem("target.command", "required for target kind 'command'"))
+    if target.get("correct"):
+        # Imported here: kernelopt.targets imports this module.
+        from kernelopt.targets.expr import ExpressionError, parse_expression
+
+        try:
+            parse_expression(target["correct"])
+        except ExpressionError as exc:
+            problems.append(Problem("target.correct", str(exc)))
+    for key in ("workload", "kernel", "func"):
+        if target.get(key):
+            problems.append(Problem(f"target.{key}", "only for nki targets"))
+    results = target["results"]
+    if results["format"] in ("csv", "json") and not results.get("path"):
+        problems.append(Problem("target.results.path", f"required for {results['format']} results"))
+    if target.get("knobs") is not None:
+        problems += _knob_space_checks(target["knobs"])
+    if metric in target.get("config_columns", []):
+        problems.append(
+            Problem("target.config_columns", "the metric cannot also be a config column")
+        )
+    return problems
+
+
+def _knob_space_checks(knobs: Any) -> list[Problem]:
+    if not isinstance(knobs, dict):
+        return [
+            Problem(
+                "target.knobs", "for command targets, {file: knobs.json, space: {NAME: [values]}}"
             )
-        knobs = target.get("knobs")
-        if knobs is not None:
-            if not isinstance(knobs, dict):
-                problems.append(
-                    Problem(
-                        "target.knobs",
-                        "for command targets, {file: knobs.json, space: {NAME: [values]}}",
-                    )
-                )
-            else:
-                unknown = set(knobs) - {"file", "space"}
-                if unknown:
-                    problems.append(
-                        Problem(
-                            "target.knobs", f"unknown keys {sorted(unknown)} (allowed: file, space)"
-                        )
-                    )
-                if not isinstance(knobs.get("file"), str):
-                    problems.append(
-                        Problem(
-                            "target.knobs.file",
-                            "missing: the file the knob assignment is written to",
-                        )
-                    )
-                space = knobs.get("space")
-                if not isinstance(space, dict) or not space:
-                    problems.append(Problem("target.knobs.space", "missing: {NAME: [values], ...}"))
-                else:
-                    message = knob_space_problem(space)
-                    if message:
-                        problems.append(Problem("target.knobs.space", message))
-        if values["metric"]["name"] in target.get("config_columns", []):
-            problems.append(
-                Problem("target.config_columns", "the metric cannot also be a config column")
-            )
+        ]
+    problems: list[Problem] = []
+    unknown = set(knobs) - {"file", "space"}
+    if unknown:
+        problems.append(
+            Problem("target.knobs", f"unknown keys {sorted(unknown)} (allowed: file, space)")
+        )
+    if not isinstance(knobs.get("file"), str):
+        problems.append(
+            Problem("target.knobs.file", "missing: the file the knob assignment is written to")
+        )
+    space = knobs.get("space")
+    if not isinstance(space, dict) or not space:
+        problems.append(Problem("target.knobs.space", "missing: {NAME: [values], ...}"))
+    elif message := knob_space_problem(space):
+        problems.append(Problem("target.knobs.space", message))
     return problems
 
 
@@ -349,8 +345,33 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
         knobs=knob_file,
         format=t.get("format"),
     )
-    d = v["device"]
-    device = Device(
+    device = _device(v["device"])
+    decide = _decide(v["decide"])
+    s = v["stop"]
+    stop = StopConfig(
+        target=float(s["target"]) if s.get("target") is not None else None,
+        max_candidates=s.get("max_candidates"),
+        max_hours=float(s["max_hours"]) if s.get("max_hours") is not None else None,
+    )
+    return Program(
+        path=path,
+        name=v["name"],
+        target=target,
+        metric=v["metric"]["name"],
+        better=v["metric"]["better"],
+        device=device,
+        decide=decide,
+        stop=stop,
+        strategy=v["search"]["strategy"],
+        seed=v["search"]["seed"],
+        timeout_s=parse_duration(v["timeout"]),
+        body=body.strip() + "\n",
+        raw=raw,
+    )
+
+
+def _device(d: dict[str, Any]) -> Device:
+    return Device(
         kind=d["kind"],
         hosts=tuple(d["hosts"]),
         poll_s=parse_duration(d["poll"]),
@@ -385,8 +406,10 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
             task_timeout_s=parse_duration(d["ray"]["task_timeout"]),
         ),
     )
-    dc = v["decide"]
-    decide = DecideConfig(
+
+
+def _decide(dc: dict[str, Any]) -> DecideConfig:
+    return DecideConfig(
         noise=parse_percent(dc["noise"]),
         confirm=dc["confirm"],
         max_samples=max(dc["max_samples"], dc["confirm"]),
@@ -397,25 +420,4 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
         atol=float(dc["atol"]),
         rtol=float(dc["rtol"]),
         rel_l2=float(dc["rel_l2"]) if dc.get("rel_l2") is not None else None,
-    )
-    s = v["stop"]
-    stop = StopConfig(
-        target=float(s["target"]) if s.get("target") is not None else None,
-        max_candidates=s.get("max_candidates"),
-        max_hours=float(s["max_hours"]) if s.get("max_hours") is not None else None,
-    )
-    return Program(
-        path=path,
-        name=v["name"],
-        target=target,
-        metric=v["metric"]["name"],
-        better=v["metric"]["better"],
-        device=device,
-        decide=decide,
-        stop=stop,
-        strategy=v["search"]["strategy"],
-        seed=v["search"]["seed"],
-        timeout_s=parse_duration(v["timeout"]),
-        body=body.strip() + "\n",
-        raw=raw,
     )

@@ -140,7 +140,7 @@ class NodeMeasurer:
 
     def measure(self, spec: dict[str, Any], tree: bytes, env: dict[str, str]) -> dict[str, Any]:
         """The Measurement (as JSON) of the shipped tree; failures come back as data."""
-        from kernelopt.remote import target_from_spec
+        from kernelopt.targets.base import target_from_spec
 
         try:
             with tempfile.TemporaryDirectory(prefix="kernelopt-tree-") as directory:
@@ -395,12 +395,13 @@ def resources_for(program: Program, device: str) -> dict[str, float]:
     return default_resources(device, program.device.neuron.lnc)
 
 
-def ray_executor_for(program: Program, device: str, runner: Any = None) -> RayExecutor:
-    """The executor for a program with ``device.executor: ray``, connected."""
+def ray_executor_for(program: Program, device: str, reporter: Any = None) -> RayExecutor:
+    """The executor for a program with ``device.executor: ray``, connected; waits are
+    reported to ``reporter``."""
 
     def on_wait(notice: WaitNotice) -> None:
-        if runner is not None:
-            runner.reporter.event(
+        if reporter is not None:
+            reporter.event(
                 "waiting",
                 reason=notice.reason,
                 waited_s=notice.waited_s,

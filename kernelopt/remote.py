@@ -12,49 +12,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from kernelopt.measurement import FAILED, Measurement
+from kernelopt.targets.base import target_from_spec
 
 MARK = "KERNELOPT-MEASUREMENT "
-
-
-def target_from_spec(spec: dict[str, Any]) -> Any:
-    kind = spec.get("kind")
-    if kind == "command":
-        from kernelopt.targets import LocalCommand
-        from kernelopt.targets.command import CommandTarget, ResultsSpec
-
-        return LocalCommand(
-            CommandTarget(
-                command=spec["command"],
-                metric=spec["metric"],
-                better=spec["better"],
-                results=ResultsSpec(spec["results"]["format"], spec["results"].get("path")),
-                correct=spec.get("correct"),
-                config_columns=tuple(spec.get("config_columns") or ()),
-                timeout_s=float(spec["timeout_s"]),
-            )
-        )
-    if kind == "nki-sim":
-        from kernelopt.targets.nki import NkiSimTarget
-
-        return NkiSimTarget(
-            workload=spec["workload"],
-            kernel=spec["kernel"],
-            func=spec.get("func"),
-            seeds=tuple(spec.get("seeds") or (0,)),
-            atol=float(spec.get("atol", 5e-3)),
-            rtol=float(spec.get("rtol", 5e-3)),
-            rel_l2=float(spec["rel_l2"]) if spec.get("rel_l2") is not None else None,
-            timeout_s=float(spec.get("timeout_s", 600.0)),
-            isolate=False,  # this process is the isolated one
-        )
-    if kind == "nki-neuron":
-        from kernelopt.neuron.target import NeuronTarget
-
-        return NeuronTarget.from_spec(spec)
-    raise ValueError(f"unknown target kind in spec: {kind!r}")
 
 
 def parse_output(stdout: str) -> Measurement | None:

@@ -9,10 +9,12 @@ from typing import Any
 
 from kernelopt.executor import Executor, Gated, InProcess
 from kernelopt.history import Git, HistoryError, RunRepo, find_repo, list_runs
-from kernelopt.loop import Runner, Target
+from kernelopt.loop import Runner
 from kernelopt.program import Program, load_program
 from kernelopt.proposers.base import Proposer
+from kernelopt.sampling import Reporter
 from kernelopt.targets import LocalCommand, command_target
+from kernelopt.targets.base import Target
 
 
 class SessionError(ValueError):
@@ -53,13 +55,15 @@ def open_program_hosts(program: Program) -> list[Any]:
     )
 
 
-def make_executor(program: Program, device: str, runner: Runner | None = None) -> Executor:
-    """In this process for sim and gate-less command targets; else gated devices on hosts."""
+def make_executor(program: Program, device: str, reporter: Reporter | None = None) -> Executor:
+    """In this process for sim and gate-less command targets; else gated devices on hosts.
+
+    Waits for an idle device are reported to ``reporter``."""
     if program.device.executor == "ray":  # Ray schedules the devices (docs/ray.md)
         from kernelopt.ray_executor import RayExecutorError, ray_executor_for
 
         try:
-            return ray_executor_for(program, device, runner)
+            return ray_executor_for(program, device, reporter)
         except RayExecutorError as exc:
             raise SessionError(f"{program.path}: {exc}") from None
     if device == "sim" or (device == "none" and not program.device.hosts):
@@ -73,8 +77,8 @@ def make_executor(program: Program, device: str, runner: Runner | None = None) -
         raise SessionError(f"{program.path}: device: {exc}") from None
 
     def on_wait(notice: Any) -> None:
-        if runner is not None:
-            runner.reporter.event(
+        if reporter is not None:
+            reporter.event(
                 "waiting",
                 reason=notice.reason,
                 waited_s=notice.waited_s,
@@ -93,6 +97,7 @@ def make_executor(program: Program, device: str, runner: Runner | None = None) -
 
 
 def make_target(program: Program, root: Path, device: str, run_id: str | None = None) -> Target:
+    """How the program's target is measured on ``device``."""
     if program.target.kind == "command":
         return LocalCommand(command_target(program), device=device)
     if device == "neuron":
@@ -109,6 +114,7 @@ def make_target(program: Program, root: Path, device: str, run_id: str | None = 
 
 
 def make_proposer(program: Program, root: Path) -> Proposer | None:
+    """Where candidates come from: the knob space's proposer, or None without one."""
     target = program.target
     if target.kind == "command":
         if target.knobs is None or not target.knobs.space:
@@ -132,6 +138,14 @@ def make_proposer(program: Program, root: Path) -> Proposer | None:
     )
 
 
+@dataclass(frozen=True)
+class AgentCommand:
+    """An agent to drive: its command line and how long one round may take."""
+
+    command: str
+    timeout_s: float = 1800.0
+
+
 @dataclass
 class Session:
     program: Program
@@ -143,24 +157,62 @@ class Session:
     proposer: Proposer | None
 
     @classmethod
-    def create(cls, program: Program, *, tag: str, worktree: str | None = None) -> Session:
+    def create(
+        cls,
+        program: Program,
+        *,
+        tag: str,
+        worktree: str | None = None,
+        reporter: Reporter | None = None,
+        remeasure: bool = False,
+        agent: AgentCommand | None = None,
+    ) -> Session:
+        """A run of ``program`` tagged ``tag``; its candidates come from the knob space,
+        or from ``agent`` when given."""
         root = find_repo(program.path.resolve().parent)
         device, reason = choose_device(program)
-        target = make_target(program, root, device, f"{program.name}-{tag}")
         runner = Runner(
-            program, root, target, tag=tag, worktree=Path(worktree) if worktree else None
+            program,
+            root,
+            make_target(program, root, device, f"{program.name}-{tag}"),
+            tag=tag,
+            worktree=Path(worktree) if worktree else None,
+            reporter=reporter,
+            remeasure=remeasure,
+            executor=make_executor(program, device, reporter),
         )
-        runner.executor = make_executor(program, device, runner)
-        proposer = make_proposer(program, root)
+        if agent is not None:
+            from kernelopt.proposers.agent import AgentProposer
+
+            proposer: Proposer | None = AgentProposer(
+                agent.command, program, runner.repo, timeout_s=agent.timeout_s, reporter=reporter
+            )
+        else:
+            proposer = make_proposer(program, root)
         return cls(program, root, runner.run_id, device, reason, runner, proposer)
 
     @classmethod
-    def attach(cls, program: Program, root: Path, run_id: str) -> Session:
+    def attach(
+        cls,
+        program: Program,
+        root: Path,
+        run_id: str,
+        reporter: Reporter | None = None,
+        *,
+        remeasure: bool = False,
+    ) -> Session:
+        """The run ``run_id`` of ``program``, for one attempt at a time (``kernelopt try``)."""
         tag = run_id[len(program.name) + 1 :] if run_id.startswith(program.name + "-") else run_id
         device, reason = choose_device(program)
-        target = make_target(program, root, device, run_id)
-        runner = Runner(program, root, target, tag=tag)
-        runner.executor = make_executor(program, device, runner)
+        runner = Runner(
+            program,
+            root,
+            make_target(program, root, device, run_id),
+            tag=tag,
+            reporter=reporter,
+            remeasure=remeasure,
+            executor=make_executor(program, device, reporter),
+        )
         if runner.run_id != run_id:
             raise SessionError(f"program {program.name!r} does not belong to run {run_id!r}")
         return cls(program, root, run_id, device, reason, runner, None)

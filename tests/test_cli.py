@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git, make_repo
+from click.testing import CliRunner
 
 from kernelopt.cli import main
 from kernelopt.history import RunRepo
@@ -153,8 +155,7 @@ def test_remeasure_measures_the_same_tree_again(bench_repo: RepoFactory, cli: Cl
 
     from kernelopt.session import Session
 
-    session = Session.attach(load_program(repo.program), repo.root, repo.run_id())
-    session.runner.remeasure = True
+    session = Session.attach(load_program(repo.program), repo.root, repo.run_id(), remeasure=True)
     session.runner.open(agent_mode=True)
     (repo.worktree() / "knobs.json").write_text('{\n  "X": 130\n}\n')
     result = session.runner.try_worktree("measure it once more")
@@ -225,10 +226,27 @@ def test_init_scaffolds_a_program_that_validates(tmp_path: Path, cli: Cli) -> No
     assert "kept    programs/blur.md" in again.output
 
 
-@pytest.mark.parametrize("name", ["run", "try", "status", "log", "init", "runs"])
-def test_loop_commands_have_help_with_an_example(name: str) -> None:
-    command = main.commands[name]
-    assert command.help and "Example" in command.help
+def _commands(group: click.Group, prefix: str = "kernelopt") -> list[tuple[str, click.Command]]:
+    """Every command and subcommand under ``group``, the groups themselves included."""
+    found: list[tuple[str, click.Command]] = [(prefix, group)]
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            found += _commands(command, f"{prefix} {name}")
+        else:
+            found.append((f"{prefix} {name}", command))
+    return found
+
+
+def test_the_walk_reaches_nested_subcommands() -> None:
+    names = {name for name, _ in _commands(main)}
+    assert {"kernelopt run", "kernelopt ir render", "kernelopt fake-trn2 env"} <= names
+
+
+@pytest.mark.parametrize("name,command", _commands(main), ids=lambda v: str(v))
+def test_every_command_has_help_with_an_example(name: str, command: click.Command) -> None:
+    assert command.help and "Example" in command.help, f"{name} --help has no example"
+    result = CliRunner().invoke(main, [*name.split()[1:], "--help"])
+    assert result.exit_code == 0 and "Example" in result.output
 
 
 def test_try_after_a_killed_try_records_it_as_interrupted(

@@ -9,24 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelopt.decide import (
-    BASELINE,
-    DIVERGED,
-    FAILED,
-    INCORRECT,
-    INTERRUPTED,
-    KEEP,
-    REGRESSION,
-    TIE,
-    Assessment,
-    Counters,
-    Spread,
-    assess_deterministic,
-    assess_paired,
-    combine_classes,
-    gain,
-    update_counters,
-)
+from kernelopt.decide import Assessment, Counters, Spread, Verdict, assess_deterministic, assess_paired, combine_classes, gain, update_counters
 
 LIMIT = 3
 WINDOW = 2
@@ -43,14 +26,14 @@ def step(counters: Counters, verdict: str, attempt: int = 0):
 
 
 def two_regressions() -> Counters:
-    counters = step(Counters(), REGRESSION, 1).counters
-    return step(counters, REGRESSION, 2).counters
+    counters = step(Counters(), Verdict.REGRESSION, 1).counters
+    return step(counters, Verdict.REGRESSION, 2).counters
 
 
 # -- counters -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("verdict", [FAILED, TIE, KEEP, INCORRECT])
+@pytest.mark.parametrize("verdict", [Verdict.FAILED, Verdict.TIE, Verdict.KEEP, Verdict.INCORRECT])
 def test_non_regressions_reset_the_streak_and_clear_the_window(verdict: str) -> None:
     before = two_regressions()
     assert before.consecutive_regressions == 2 and len(before.recent_regressions) == 2
@@ -64,7 +47,7 @@ def test_non_regressions_reset_the_streak_and_clear_the_window(verdict: str) -> 
 
 
 def test_regression_increments_and_appends_its_summary() -> None:
-    outcome = step(Counters(), REGRESSION, 1)
+    outcome = step(Counters(), Verdict.REGRESSION, 1)
 
     assert outcome.counters.consecutive_regressions == 1
     assert outcome.counters.recent_regressions == ({"attempt": 1, "hypothesis": "h1"},)
@@ -74,9 +57,9 @@ def test_regression_increments_and_appends_its_summary() -> None:
 def test_window_keeps_only_the_most_recent_summaries() -> None:
     counters = Counters()
     for n in range(1, 3):
-        counters = step(counters, REGRESSION, n).counters
+        counters = step(counters, Verdict.REGRESSION, n).counters
     outcome = update_counters(
-        counters, REGRESSION, max_consecutive=10, window=WINDOW, summary={"attempt": 3}
+        counters, Verdict.REGRESSION, max_consecutive=10, window=WINDOW, summary={"attempt": 3}
     )
 
     assert outcome.counters.consecutive_regressions == 3
@@ -87,7 +70,7 @@ def test_stop_exactly_at_the_limit_with_a_reason() -> None:
     counters = Counters()
     stops = []
     for n in range(1, LIMIT + 1):
-        outcome = step(counters, REGRESSION, n)
+        outcome = step(counters, Verdict.REGRESSION, n)
         counters = outcome.counters
         stops.append(outcome.stop)
 
@@ -96,7 +79,7 @@ def test_stop_exactly_at_the_limit_with_a_reason() -> None:
     assert "regression" in outcome.stop_reason
 
 
-@pytest.mark.parametrize("verdict", [DIVERGED, INTERRUPTED])
+@pytest.mark.parametrize("verdict", [Verdict.DIVERGED, Verdict.INTERRUPTED])
 def test_diverged_and_interrupted_leave_the_streak(verdict: str) -> None:
     before = two_regressions()
 
@@ -109,7 +92,7 @@ def test_diverged_and_interrupted_leave_the_streak(verdict: str) -> None:
 
 
 def test_baseline_is_not_counted_as_an_attempt() -> None:
-    assert step(Counters(), BASELINE).counters.attempts == 0
+    assert step(Counters(), Verdict.BASELINE).counters.attempts == 0
 
 
 def test_counters_round_trip_through_json() -> None:
@@ -144,13 +127,13 @@ def test_gain_flips_sign_with_the_direction(candidate: float, best: float, bette
 
 
 def test_deterministic_small_win_is_kept_because_it_repeats_by_construction() -> None:
-    assert assess_deterministic(99.9, 100.0, "lower", 0.01).verdict == KEEP
+    assert assess_deterministic(99.9, 100.0, "lower", 0.01).verdict == Verdict.KEEP
 
 
 def test_deterministic_small_loss_is_a_tie_and_a_large_one_a_regression() -> None:
-    assert assess_deterministic(100.5, 100.0, "lower", 0.01).verdict == TIE
-    assert assess_deterministic(100.0, 100.0, "lower", 0.01).verdict == TIE
-    assert assess_deterministic(102.0, 100.0, "lower", 0.01).verdict == REGRESSION
+    assert assess_deterministic(100.5, 100.0, "lower", 0.01).verdict == Verdict.TIE
+    assert assess_deterministic(100.0, 100.0, "lower", 0.01).verdict == Verdict.TIE
+    assert assess_deterministic(102.0, 100.0, "lower", 0.01).verdict == Verdict.REGRESSION
 
 
 # -- paired samples ----------------------------------------------------------------
@@ -194,7 +177,7 @@ def test_clear_win_is_kept_after_confirm_pairs(better: str) -> None:
         result = assess_paired(pairs[:n], better, NOISE, confirm=3)
         if result.verdict is not None:
             break
-    assert result is not None and result.verdict == KEEP
+    assert result is not None and result.verdict == Verdict.KEEP
     assert result.samples >= 3
     expected = math.log(1 / 0.8) if better == "lower" else math.log(1.2)
     assert result.gain == pytest.approx(expected, rel=0.05)
@@ -202,13 +185,13 @@ def test_clear_win_is_kept_after_confirm_pairs(better: str) -> None:
 
 def test_clear_regression() -> None:
     result = first_verdict(noisy_pairs(-0.20, 24, 0.005, seed=2))
-    assert result.verdict == REGRESSION
+    assert result.verdict == Verdict.REGRESSION
     assert result.high < 0
 
 
 def test_equal_samples_are_a_tie() -> None:
     result = first_verdict([(100.0, 100.0)] * 24)
-    assert result.verdict == TIE
+    assert result.verdict == Verdict.TIE
     assert result.samples < 24
 
 
@@ -218,13 +201,13 @@ def test_small_win_is_kept_only_when_it_repeats() -> None:
     repeating = first_verdict([(98.5, 100.0)] * 24)
     lucky_once = first_verdict([(98.5, 100.0)] + [(100.0, 100.0)] * 23)
 
-    assert repeating.verdict == KEEP
-    assert lucky_once.verdict == TIE
+    assert repeating.verdict == Verdict.KEEP
+    assert lucky_once.verdict == Verdict.TIE
 
 
 def test_win_inside_the_noise_band_is_a_tie_even_when_it_repeats() -> None:
     result = first_verdict([(99.7, 100.0)] * 24)
-    assert result.verdict == TIE
+    assert result.verdict == Verdict.TIE
 
 
 def test_undecided_until_max_samples_then_a_tie() -> None:
@@ -235,7 +218,7 @@ def test_undecided_until_max_samples_then_a_tie() -> None:
         for n in range(1, 7)
     ]
     assert verdicts[:5] == [None] * 5
-    assert verdicts[5] == TIE
+    assert verdicts[5] == Verdict.TIE
 
 
 def test_a_prior_spread_decides_with_fewer_pairs() -> None:
@@ -244,13 +227,13 @@ def test_a_prior_spread_decides_with_fewer_pairs() -> None:
     with_prior = assess_paired(pairs, "lower", NOISE, confirm=2, prior=Spread(1e-5, 40))
 
     assert without.verdict is None
-    assert with_prior.verdict == KEEP
+    assert with_prior.verdict == Verdict.KEEP
 
 
 @given(st.integers(0, 10_000))
 def test_no_keep_when_the_true_gain_is_zero_and_noise_is_small(seed: int) -> None:
     result = first_verdict(noisy_pairs(0.0, 24, 0.003, seed=seed))
-    assert result.verdict == TIE
+    assert result.verdict == Verdict.TIE
 
 
 # -- config classes ----------------------------------------------------------------
@@ -262,46 +245,46 @@ def a(verdict: str | None, g: float = 0.0) -> Assessment:
 
 def test_improve_some_regress_others_is_diverged_naming_the_classes() -> None:
     judged = combine_classes(
-        a(KEEP, 0.02),
-        {"n=256": a(KEEP, 0.2), "n=512": a(TIE), "n=1024": a(REGRESSION, -0.1)},
+        a(Verdict.KEEP, 0.02),
+        {"n=256": a(Verdict.KEEP, 0.2), "n=512": a(Verdict.TIE), "n=1024": a(Verdict.REGRESSION, -0.1)},
     )
     assert judged is not None
-    assert judged.verdict == DIVERGED
+    assert judged.verdict == Verdict.DIVERGED
     assert judged.improved == ("n=256",)
     assert judged.regressed == ("n=1024",)
     assert judged.gains["n=1024"] == pytest.approx(-0.1)
 
 
 def test_every_class_better_is_a_keep() -> None:
-    judged = combine_classes(a(KEEP, 0.1), {"x": a(KEEP, 0.1), "y": a(KEEP, 0.1)})
-    assert judged is not None and judged.verdict == KEEP
+    judged = combine_classes(a(Verdict.KEEP, 0.1), {"x": a(Verdict.KEEP, 0.1), "y": a(Verdict.KEEP, 0.1)})
+    assert judged is not None and judged.verdict == Verdict.KEEP
     assert judged.improved == ("x", "y") and judged.regressed == ()
 
 
 def test_one_class_worse_without_any_better_is_a_regression() -> None:
-    judged = combine_classes(a(TIE), {"x": a(TIE), "y": a(REGRESSION, -0.05)})
-    assert judged is not None and judged.verdict == REGRESSION
+    judged = combine_classes(a(Verdict.TIE), {"x": a(Verdict.TIE), "y": a(Verdict.REGRESSION, -0.05)})
+    assert judged is not None and judged.verdict == Verdict.REGRESSION
 
 
 def test_overall_win_with_a_class_regressing_is_never_a_keep() -> None:
-    judged = combine_classes(a(KEEP, 0.05), {"x": a(TIE), "y": a(REGRESSION, -0.05)})
-    assert judged is not None and judged.verdict == REGRESSION
+    judged = combine_classes(a(Verdict.KEEP, 0.05), {"x": a(Verdict.TIE), "y": a(Verdict.REGRESSION, -0.05)})
+    assert judged is not None and judged.verdict == Verdict.REGRESSION
 
 
 def test_named_target_class_decides_the_keep() -> None:
-    per_class = {"x": a(KEEP, 0.1), "y": a(TIE)}
-    assert combine_classes(a(TIE), per_class, target_class="x").verdict == KEEP  # type: ignore[union-attr]
-    assert combine_classes(a(KEEP), per_class, target_class="y").verdict == TIE  # type: ignore[union-attr]
+    per_class = {"x": a(Verdict.KEEP, 0.1), "y": a(Verdict.TIE)}
+    assert combine_classes(a(Verdict.TIE), per_class, target_class="x").verdict == Verdict.KEEP  # type: ignore[union-attr]
+    assert combine_classes(a(Verdict.KEEP), per_class, target_class="y").verdict == Verdict.TIE  # type: ignore[union-attr]
 
 
 def test_undecided_class_means_no_verdict_yet() -> None:
-    assert combine_classes(a(KEEP), {"x": a(KEEP), "y": a(None)}) is None
-    assert combine_classes(a(None), {"x": a(KEEP)}) is None
+    assert combine_classes(a(Verdict.KEEP), {"x": a(Verdict.KEEP), "y": a(None)}) is None
+    assert combine_classes(a(None), {"x": a(Verdict.KEEP)}) is None
 
 
 @given(
     st.lists(
-        st.sampled_from([KEEP, TIE, REGRESSION, FAILED, INCORRECT, DIVERGED, INTERRUPTED]),
+        st.sampled_from([Verdict.KEEP, Verdict.TIE, Verdict.REGRESSION, Verdict.FAILED, Verdict.INCORRECT, Verdict.DIVERGED, Verdict.INTERRUPTED]),
         max_size=40,
     ),
     st.integers(1, 6),
@@ -316,12 +299,12 @@ def test_counters_follow_the_streak_model(verdicts: list[str], limit: int, windo
         outcome = update_counters(
             counters, verdict, max_consecutive=limit, window=window, summary={"attempt": n}
         )
-        if verdict == REGRESSION:
+        if verdict == Verdict.REGRESSION:
             streak.append(n)
-        elif verdict not in (DIVERGED, INTERRUPTED):
+        elif verdict not in (Verdict.DIVERGED, Verdict.INTERRUPTED):
             streak = []
         counters = outcome.counters
         assert counters.consecutive_regressions == len(streak)
         assert [r["attempt"] for r in counters.recent_regressions] == streak[-window:]
         assert counters.attempts == n
-        assert outcome.stop == (verdict == REGRESSION and len(streak) >= limit)
+        assert outcome.stop == (verdict == Verdict.REGRESSION and len(streak) >= limit)

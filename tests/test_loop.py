@@ -21,6 +21,7 @@ from kernelopt.measurement import Measurement
 from kernelopt.program import load_program
 from kernelopt.proposers.base import Candidate
 from kernelopt.session import Session
+from kernelopt.targets.base import Target
 
 
 def run(cli: Cli, repo: BenchRepo, *extra: str) -> str:
@@ -414,7 +415,7 @@ def test_any_hypothesis_renders_as_one_ledger_row_of_nine_cells(hypothesis: str)
 
 
 @dataclass
-class KnobIsTheTime:
+class KnobIsTheTime(Target):
     """A deterministic target (like the simulator): the time is knobs.json's X."""
 
     deterministic: bool = True

@@ -37,7 +37,14 @@ def _with_knobs(knobs: Path, workload: Path) -> KernelIR:
 
 @click.group("ir")
 def ir_group() -> None:
-    """Inspect and drive the KernelIR knob surface of a workload."""
+    """Inspect and drive the KernelIR knob surface of a workload.
+
+    \b
+    Example:
+      kernelopt ir show ir/matmul/workload.py
+      kernelopt ir validate ir/matmul/knobs.json --workload ir/matmul/workload.py
+      kernelopt ir render ir/matmul/knobs.json --workload ir/matmul/workload.py
+    """
 
 
 @ir_group.command("show")

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from kernelopt.devices.acquire import Lease, NoIdleDevice, acquire
 from kernelopt.devices.base import Gate
@@ -46,6 +46,7 @@ from kernelopt.neuron.record import to_measurement
 from kernelopt.neuron.remote import OUT, TREE
 from kernelopt.neuron.sdk import SdkPlan, plan
 from kernelopt.program import NeuronConfig, Program
+from kernelopt.targets.base import Target
 from kernelopt.workload import WorkloadError, load_workload
 
 # Host-side commands other than the compile (which has its own timeout) and
@@ -100,7 +101,8 @@ class _NoPlan(Exception):
 
 
 @dataclass(frozen=True)
-class NeuronTarget:
+class NeuronTarget(Target):
+    kind: ClassVar[str] = "nki-neuron"
     workload: str  # relative to the tree root
     kernel: str
     hosts: tuple[Host, ...]
@@ -194,7 +196,7 @@ class NeuronTarget:
         """A JSON description for measuring on a host through ``kernelopt.remote``."""
         s = self.settings
         return {
-            "kind": "nki-neuron",
+            "kind": self.kind,
             "workload": self.workload,
             "kernel": self.kernel,
             "func": self.func,

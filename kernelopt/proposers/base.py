@@ -10,7 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from kernelopt.decide import Verdict
+from kernelopt.measurement import Measurement
+
+if TYPE_CHECKING:
+    from kernelopt.history import AttemptRecord, RunState
 
 KNOB = "knob"
 EDIT = "edit"
@@ -31,6 +37,11 @@ class Candidate:
     ``files`` maps a path to its new text; the loop writes them, commits, and
     measures exactly that commit. ``knobs`` is the assignment a knob candidate
     represents (recorded in the note, used for dedup and by proposers).
+    ``in_worktree``: the change was made in the run's worktree itself (an
+    agent's edit), so the loop commits the worktree as it is, and a worktree
+    equal to BEST is a failed attempt. ``failure``: the proposer could not
+    produce the change (an agent that crashed); the loop records the attempt
+    as that failure without measuring it. ``extra`` goes into the note.
     """
 
     kind: str
@@ -38,6 +49,9 @@ class Candidate:
     files: dict[str, str] = field(default_factory=dict)
     knobs: dict[str, Any] | None = None
     signature: str | None = None
+    in_worktree: bool = False
+    failure: Measurement | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -46,7 +60,11 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Observation:
-    """What the loop learned about one attempt, as proposers see it."""
+    """What the loop learned about one attempt, as proposers see it.
+
+    ``asked`` holds what the attempt answered (``repair_of``, ``repair``,
+    ``split_of``: an agent's repair or split of an earlier attempt).
+    """
 
     attempt: int
     kind: str
@@ -55,11 +73,45 @@ class Observation:
     knobs: dict[str, Any] | None = None
     signature: str | None = None
     profile: dict[str, Any] = field(default_factory=dict)
+    commit: str = ""
+    hypothesis: str = ""
+    gain: float | None = None
+    error: str = ""
+    classes: dict[str, float] = field(default_factory=dict)
+    improved: tuple[str, ...] = ()
+    regressed: tuple[str, ...] = ()
+    asked: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, record: AttemptRecord) -> Observation:
+        """An attempt as its note tells it."""
+        note = record.note
+        measurement = record.measurement
+        return cls(
+            attempt=record.attempt,
+            kind=record.kind,
+            verdict=record.verdict,
+            metric=record.metric,
+            knobs=note.get("knobs"),
+            signature=note.get("signature"),
+            profile=dict(measurement.get("profile") or {}),
+            commit=record.commit,
+            hypothesis=record.hypothesis,
+            gain=note.get("gain"),
+            error=str(note.get("error") or ""),
+            classes=dict((measurement.get("extra") or {}).get("classes") or {}),
+            improved=tuple(note.get("improved") or ()),
+            regressed=tuple(note.get("regressed") or ()),
+            asked={k: note[k] for k in ASKED if k in note},
+        )
+
+
+ASKED = ("repair_of", "repair", "split_of")
 
 
 @dataclass(frozen=True)
 class ProposerState:
-    """The run as a proposer may see it: best so far and everything tried."""
+    """The run as a proposer may see it: best so far, everything tried, the counters."""
 
     best_metric: float | None
     best_knobs: dict[str, Any] | None
@@ -68,6 +120,40 @@ class ProposerState:
     tried: frozenset[str] = frozenset()  # knob signatures already attempted
     batch_size: int = 1
     seed: int = 0
+    best_commit: str | None = None
+    consecutive_regressions: int = 0
+    recent_regressions: tuple[dict[str, Any], ...] = ()
+
+    @classmethod
+    def of(
+        cls, state: RunState, history: tuple[Observation, ...], *, better: str, seed: int
+    ) -> ProposerState:
+        """The run's state as proposers see it; ``history`` its attempts as observations."""
+        best = state.best
+        counters = state.counters
+        return cls(
+            best_metric=best.metric if best else None,
+            best_knobs=best.note.get("knobs") if best else None,
+            better=better,
+            history=history,
+            tried=frozenset(o.signature for o in history if o.signature),
+            seed=seed,
+            best_commit=state.best_commit,
+            consecutive_regressions=counters.consecutive_regressions,
+            recent_regressions=tuple(counters.recent_regressions),
+        )
+
+    @property
+    def best(self) -> Observation | None:
+        """The attempt BEST holds (the last kept one, or the baseline)."""
+        for seen in reversed(self.history):
+            if seen.verdict in (Verdict.KEEP, Verdict.BASELINE):
+                return seen
+        return None
+
+    @property
+    def baseline(self) -> Observation | None:
+        return next((seen for seen in self.history if seen.verdict == Verdict.BASELINE), None)
 
 
 @runtime_checkable

@@ -25,8 +25,6 @@ everything else is exhausted).
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import random
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -44,22 +42,30 @@ from kernelopt.ir.knobs_io import (
     knobs_text,
     knobs_to_json,
 )
-from kernelopt.ir.model import SCOPES, KernelIR, Scope
+from kernelopt.ir.model import KernelIR
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
-from kernelopt.ir.sample import draw_loop_order, knob_signature, sample
-from kernelopt.ir.validate import apply_fix, validity_report
+from kernelopt.ir.sample import knob_signature
 from kernelopt.proposers.base import KNOB, Candidate, Observation, ProposerState
+from kernelopt.proposers.moves import (
+    SWEEP_WIDTH,
+    describe_change,
+    enumerate_states,
+    joint_draws,
+    knobs_of,
+    nudge,
+    repair,
+    source_key,
+    sweep,
+)
 from kernelopt.proposers.surrogate import features, fit, load_traffic
 from kernelopt.workload import Workload
 
-SWEEP_WIDTH = 8
 JOINT_BATCH = 8
 PERTURB_BATCH = 8
 FRESH_PER_PERTURB = 2  # fresh joint draws in a perturbation batch, against tunnel vision
 ELITES = 4  # best distinct states perturbed, besides each variant's best
 RESTARTS = 2  # best fresh joint draws perturbed too: a way out of the best state's basin
-NEAR_STEP = 0.75  # share of perturbation moves to a neighbouring block size or scope
 PERTURB_TRIES = 400  # perturbations attempted per batch before giving up on the elites
 PERTURB_POOL = 48  # perturbations drawn per batch, from which a DMA-bound kernel picks
 GUIDED_DRAWS = 8  # fresh joint draws per pick when the traffic estimate leads
@@ -67,47 +73,7 @@ MODEL_MIN = 24  # measured states before the surrogate model ranks perturbations
 MODEL_POOL = 128  # fresh joint draws the model ranks alongside the perturbations
 NEAR_SHARE = 1  # perturbations in a model-led batch; the rest are ranked fresh draws
 EXPLORE = 2  # unranked fresh draws per model-led batch, so the model keeps learning
-STALE_DRAWS = 200  # fruitless random draws before falling back to full enumeration
 UNUSABLE = frozenset({"failed", "incorrect", "diverged"})
-
-
-def _repair(ir: KernelIR, rounds: int = 4) -> KernelIR | None:
-    """Apply fix patches until the state is valid (None if it does not converge)."""
-    for _ in range(rounds):
-        report = validity_report(ir)
-        if not report:
-            return ir
-        if report[0].fix is None:
-            return None
-        ir = apply_fix(ir, report[0].fix)
-    return None if derive(ir)[1] else ir
-
-
-def describe_change(best: KernelIR, cand: KernelIR, against: str = "best") -> str:
-    """One line naming every knob that differs from ``best``."""
-    if best.variant != cand.variant:
-        return (
-            f"variant {cand.variant} (best is {best.variant}), joint sample {knob_signature(cand)}"
-        )
-    changes = []
-    if cand.loop_order != best.loop_order:
-        changes.append(f"loop_order {' '.join(cand.loop_order)}")
-    for d, n in cand.ltiles_per_block.items():
-        if best.ltiles_per_block.get(d) != n:
-            changes.append(f"ltiles_per_block[{d}] {best.ltiles_per_block.get(d)}->{n}")
-    for b, scopes in cand.buffer_scopes.items():
-        for d, s in scopes.items():
-            old = best.buffer_scopes.get(b, {}).get(d)
-            if old != s:
-                changes.append(f"{b}[{d}] {Scope(old).value if old else None}->{Scope(s).value}")
-    if not changes:
-        return f"variant {cand.variant} at the {against} knobs"
-    return f"vs {against}: " + "; ".join(changes)
-
-
-def _source_key(ir: KernelIR) -> str:
-    """Two knob states that render the same kernel measure the same: one key for both."""
-    return hashlib.sha1(render_ir(ir).encode()).hexdigest()
 
 
 def _dma_bound(profile: dict[str, Any]) -> bool | None:
@@ -131,6 +97,7 @@ class NkiKnobProposer:
     ) -> None:
         self.base = workload if isinstance(workload, KernelIR) else ir_for_workload(workload)
         self.variants = dict(enumerate_rewrite_combinations(self.base, list(REWRITES.values())))
+        self.variant_irs = list(self.variants.values())
         self.knobs_path, self.kernel_path = knobs_path, kernel_path
         self.rng = random.Random(seed)
         self.queue: deque[KernelIR] = deque()
@@ -163,7 +130,7 @@ class NkiKnobProposer:
             if first:
                 for ir in first:
                     self.proposed.add(knob_signature(ir))
-                    self.sources.add(_source_key(ir))
+                    self.sources.add(source_key(ir))
                 return [self._candidate(None, ir, knob_signature(ir)) for ir in first]
         if self.last_improved:
             self.queue.clear()  # settings queued around the old best are stale now
@@ -181,7 +148,7 @@ class NkiKnobProposer:
                 continue
             tried.add(sig)
             self.proposed.add(sig)
-            self.sources.add(_source_key(ir))
+            self.sources.add(source_key(ir))
             batch.append(self._candidate(best, ir, sig))
         return batch or None
 
@@ -195,7 +162,7 @@ class NkiKnobProposer:
             self.known.add(obs.signature or "")
             ir = self._ir(obs.knobs)
             if ir is not None:
-                self.sources.add(_source_key(ir))
+                self.sources.add(source_key(ir))
 
     def _ir(self, knobs: dict[str, Any]) -> KernelIR | None:
         try:
@@ -273,23 +240,13 @@ class NkiKnobProposer:
 
     # --- where candidates come from ------------------------------------------------------
 
-    def _knobs_of(self, ir: KernelIR, dma_bound: bool = False) -> list[str]:
-        """The knobs to sweep, the ones the profile implicates first."""
-        loads = [f"buffer_scopes.{b.name}" for b in ir.buffers if b.role == "load"]
-        others = [f"buffer_scopes.{b.name}" for b in ir.buffers if b.role != "load"]
-        blocks = [f"ltiles_per_block.{d.name}" for d in ir.dims if len(d.divisors()) > 1]
-        if dma_bound:
-            # Reload traffic dominates: bigger blocks and wider load buffers cut it.
-            return blocks + loads + ["loop_order"] + others
-        return ["loop_order"] + blocks + loads + others
-
     def _refill(self, best: KernelIR | None, tried: set[str], state: ProposerState) -> bool:
         """Queue the next sweep or joint batch; False when nothing new could be found."""
         if self.exhaustive is not None:
             return self._from_exhaustive(tried)
         if best is not None:
             dma_bound = bool(_dma_bound(self._profile_of(best, state)))
-            knobs = self._knobs_of(best, dma_bound)
+            knobs = knobs_of(best, dma_bound)
             if self.last_improved:
                 self.fruitless_sweeps = 0  # the knob just won: sweep it again around the new best
             else:
@@ -298,7 +255,7 @@ class NkiKnobProposer:
             self.last_improved = False
             while self.fruitless_sweeps <= len(knobs):
                 knob = knobs[self.knob_index % len(knobs)]
-                fresh = [ir for ir in self._sweep(best, knob) if self._worth(ir, tried)]
+                fresh = [ir for ir in sweep(best, knob, self.rng) if self._worth(ir, tried)]
                 if fresh:
                     self.queue.extend(fresh[:SWEEP_WIDTH])
                     return True
@@ -319,70 +276,12 @@ class NkiKnobProposer:
         if drawn:
             self.queue.extend(drawn)
             return True
-        self.exhaustive = self._enumerate()
+        self.exhaustive = enumerate_states(self.variant_irs)
         return self._from_exhaustive(tried)
 
     def _worth(self, ir: KernelIR, tried: set[str]) -> bool:
         """New, likely to fit, and not a kernel already proposed under other knobs."""
-        return knob_signature(ir) not in tried and fits(ir) and _source_key(ir) not in self.sources
-
-    def _sweep(self, best: KernelIR, knob: str) -> Iterator[KernelIR]:
-        """Settings of one knob nearest the best first, others held (repaired if needed)."""
-        if knob == "loop_order":
-            order = list(best.loop_order)
-            for i in range(len(order) - 1):
-                swapped = order[:i] + [order[i + 1], order[i]] + order[i + 2 :]
-                fixed = _repair(best.with_knobs(loop_order=swapped))
-                if fixed is not None:
-                    yield fixed
-            for _ in range(SWEEP_WIDTH):
-                fixed = _repair(best.with_knobs(loop_order=draw_loop_order(best, self.rng)))
-                if fixed is not None:
-                    yield fixed
-        elif knob.startswith("ltiles_per_block."):
-            dim = best.dim[knob.split(".", 1)[1]]
-            current = best.ltiles_per_block[dim.name]
-            for n in sorted(dim.divisors(), key=lambda n: (abs(n - current), n)):
-                if n != current:
-                    yield best.with_knobs(ltiles_per_block={**best.ltiles_per_block, dim.name: n})
-        else:
-            name = knob.split(".", 1)[1]
-            buf = best.buffer[name]
-            current = best.buffer_scopes[name]
-            combos = itertools.product(SCOPES, repeat=len(buf.knob_dims))
-            options = [dict(zip(buf.knob_dims, c, strict=True)) for c in combos]
-            options.sort(key=lambda o: sum(o[d] != current[d] for d in o))
-            for option in options:
-                if option == current:
-                    continue
-                cand = best.with_knobs(buffer_scopes={**best.buffer_scopes, name: option})
-                if not derive(cand)[1]:
-                    yield cand
-
-    def _nudge(self, ir: KernelIR, knob: str) -> KernelIR:
-        """One random change of one knob (possibly invalid: the caller repairs)."""
-        if knob == "loop_order":
-            order = list(ir.loop_order)
-            i = self.rng.randrange(len(order) - 1)
-            order[i], order[i + 1] = order[i + 1], order[i]
-            return ir.with_knobs(loop_order=order)
-        kind, name = knob.split(".", 1)
-        if kind == "ltiles_per_block":
-            n = self._step(ir.dim[name].divisors(), ir.ltiles_per_block[name])
-            return ir.with_knobs(ltiles_per_block={**ir.ltiles_per_block, name: n})
-        if not ir.buffer[name].knob_dims:
-            return ir
-        scopes = dict(ir.buffer_scopes[name])
-        dim = self.rng.choice(ir.buffer[name].knob_dims)
-        scopes[dim] = self._step(SCOPES, scopes[dim])
-        return ir.with_knobs(buffer_scopes={**ir.buffer_scopes, name: scopes})
-
-    def _step(self, options: tuple[Any, ...], current: Any) -> Any:
-        """Usually a neighbouring setting (the landscape is smoother there), sometimes any."""
-        i = options.index(current)
-        near = [options[j] for j in (i - 1, i + 1) if 0 <= j < len(options)]
-        far = [o for o in options if o != current]
-        return self.rng.choice(near if near and self.rng.random() < NEAR_STEP else far)
+        return knob_signature(ir) not in tried and fits(ir) and source_key(ir) not in self.sources
 
     def _perturbed(self, elites: list[KernelIR], tried: set[str]) -> list[KernelIR]:
         """Elites with two or three knobs moved at once; the best state most often."""
@@ -393,14 +292,14 @@ class NkiKnobProposer:
                 break
             # Half the draws move the best state, the rest spread over the other elites.
             center = elites[0] if self.rng.random() < 0.5 else self.rng.choice(elites)
-            moves = self._knobs_of(center)
+            moves = knobs_of(center)
             ir = center
             for knob in self.rng.sample(moves, min(len(moves), self.rng.choice((2, 2, 3)))):
-                ir = self._nudge(ir, knob)
-            fixed = _repair(ir)
+                ir = nudge(ir, knob, self.rng)
+            fixed = repair(ir)
             if fixed is None or knob_signature(fixed) in pool or not self._worth(fixed, tried):
                 continue
-            source = _source_key(fixed)
+            source = source_key(fixed)
             if source not in sources:
                 sources.add(source)
                 pool[knob_signature(fixed)] = fixed
@@ -440,7 +339,12 @@ class NkiKnobProposer:
         fresh draws it likes best (restarts in other basins) get their own share.
         """
         near = self._perturbed(elites, tried)
-        far = self._joint(tried | {knob_signature(ir) for ir in near}, MODEL_POOL)
+        far = joint_draws(
+            self.variant_irs,
+            tried | {knob_signature(ir) for ir in near},
+            MODEL_POOL,
+            self.rng,
+        )
         picked: list[KernelIR] = []
         for pool, share in ((near, NEAR_SHARE), (far, PERTURB_BATCH - NEAR_SHARE - EXPLORE)):
             if pool:
@@ -455,57 +359,19 @@ class NkiKnobProposer:
         """Fresh joint draws; for a DMA-bound kernel, the leanest of several per pick."""
         picks: list[KernelIR] = []
         if not dma_bound:
-            picks = self._joint(tried, want)
+            picks = joint_draws(self.variant_irs, tried, want, self.rng)
         while dma_bound and len(picks) < want:
-            draws = self._joint(tried | {knob_signature(p) for p in picks}, GUIDED_DRAWS)
+            draws = joint_draws(
+                self.variant_irs,
+                tried | {knob_signature(p) for p in picks},
+                GUIDED_DRAWS,
+                self.rng,
+            )
             if not draws:
                 break
             picks.append(min(draws, key=load_traffic))
         self.fresh.update(knob_signature(p) for p in picks)
         return picks
-
-    def _joint(self, tried: set[str], want: int) -> list[KernelIR]:
-        drawn: list[KernelIR] = []
-        variants = list(self.variants.values())
-        misses = 0
-        for _ in range(STALE_DRAWS * 20):
-            if len(drawn) >= want or misses == STALE_DRAWS:
-                break
-            ir = sample(self.rng.choice(variants), self.rng)
-            if not fits(ir):
-                continue  # likely out of memory on the device: try states that fit first
-            sig = knob_signature(ir)
-            if sig in tried or any(knob_signature(d) == sig for d in drawn):
-                misses += 1
-                continue
-            drawn.append(ir)
-        return drawn
-
-    def _enumerate(self) -> Iterator[KernelIR]:
-        """Every valid state of every variant (only reached when draws stop finding new ones)."""
-        for variant in self.variants.values():
-            entries = [f"{d.name}.{k}" for d in variant.dims for k in ("block", "tile")]
-            blocks = [d.divisors() for d in variant.dims]
-            for order in itertools.permutations(entries):
-                pos = {e: i for i, e in enumerate(order)}
-                if any(pos[f"{d.name}.tile"] < pos[f"{d.name}.block"] for d in variant.dims):
-                    continue
-                for sizes in itertools.product(*blocks):
-                    per_buffer = [
-                        [
-                            dict(zip(b.knob_dims, c, strict=True))
-                            for c in itertools.product(SCOPES, repeat=len(b.knob_dims))
-                        ]
-                        for b in variant.buffers
-                    ]
-                    for scopes in itertools.product(*per_buffer):
-                        ir = variant.with_knobs(
-                            order,
-                            {d.name: n for d, n in zip(variant.dims, sizes, strict=True)},
-                            {b.name: s for b, s in zip(variant.buffers, scopes, strict=True)},
-                        )
-                        if not derive(ir)[1]:
-                            yield ir
 
     def _from_exhaustive(self, tried: set[str]) -> bool:
         assert self.exhaustive is not None

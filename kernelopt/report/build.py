@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import kernelopt.report.plots as plots
 from kernelopt.history import HistoryError, RunRepo, RunState
-from kernelopt.report import plots
 from kernelopt.report.frames import run_frames
 from kernelopt.report.page import Figures, render_page
 

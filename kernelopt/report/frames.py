@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from kernelopt.decide import KEEP, gain
+from kernelopt.decide import Verdict, gain
 from kernelopt.history import AttemptRecord, RunState
 from kernelopt.report.verdicts import BROKEN, group_of
 
@@ -151,7 +151,7 @@ def attempts_frame(records: Sequence[AttemptRecord]) -> pd.DataFrame:
 
 def kept_frame(attempts: pd.DataFrame, baseline: float | None, better: str) -> pd.DataFrame:
     """Kept attempts with their gain over the BEST they replaced and over the baseline."""
-    kept = attempts[attempts["verdict"] == KEEP].copy()
+    kept = attempts[attempts["verdict"] == Verdict.KEEP].copy()
     kept["gain_vs_baseline"] = [
         gain(m, baseline, better) if baseline is not None and not math.isnan(m) else math.nan
         for m in kept["metric"]

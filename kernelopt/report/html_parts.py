@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from kernelopt.decide import KEEP, REGRESSION
+from kernelopt.decide import Verdict
 from kernelopt.report.verdicts import colour_of
 
 ERROR_PREVIEW = 160
@@ -37,7 +37,7 @@ def gain_class(value: float | None, verdict: str | None = None) -> str:
     """Green or red where the gain decided something; a tie's small gain stays plain."""
     if value is None or math.isnan(value) or value == 0:
         return ""
-    if verdict is not None and verdict not in (KEEP, REGRESSION):
+    if verdict is not None and verdict not in (Verdict.KEEP, Verdict.REGRESSION):
         return ""
     return "good" if value > 0 else "bad"
 

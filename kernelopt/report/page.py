@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from kernelopt.report import html_parts as h
+import kernelopt.report.html_parts as h
 from kernelopt.report.frames import RunFrames
 
 METRIC_CAPTION = (

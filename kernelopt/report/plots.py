@@ -19,7 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from kernelopt.decide import BASELINE, KEEP
+from kernelopt.decide import Verdict
 from kernelopt.report.frames import RunFrames
 from kernelopt.report.verdicts import BROKEN, DISCARDED, colour_of
 
@@ -66,16 +66,22 @@ def metric_over_attempts(frames: RunFrames, path: Path) -> Path:
     fig, ax = _figure()
     measured = df[df["metric"].notna()]
     if frames.baseline_metric is not None:
-        ax.axhline(frames.baseline_metric, color=colour_of(BASELINE), linestyle="--", linewidth=1)
+        ax.axhline(
+            frames.baseline_metric, color=colour_of(Verdict.BASELINE), linestyle="--", linewidth=1
+        )
     best = df[df["best_metric"].notna()]
     if not best.empty:
         ax.step(
-            best["attempt"], best["best_metric"], where="post", color=colour_of(KEEP), linewidth=2
+            best["attempt"],
+            best["best_metric"],
+            where="post",
+            color=colour_of(Verdict.KEEP),
+            linewidth=2,
         )
     for verdict, part in measured.groupby("verdict", sort=False):
         colour = colour_of(str(verdict))
         group = part["group"].iloc[0]
-        if verdict == BASELINE:
+        if verdict == Verdict.BASELINE:
             style = {"marker": "*", "s": 180, "color": colour}
         elif group == DISCARDED:
             style = {"marker": "o", "s": 46, "facecolors": "white", "edgecolors": colour}
@@ -138,13 +144,15 @@ def _spans_decades(values: pd.Series) -> bool:
 
 def _verdict_legend(df: pd.DataFrame) -> list[Line2D]:
     handles = [
-        Line2D([], [], color=colour_of(KEEP), linewidth=2, label="running best"),
-        Line2D([], [], color=colour_of(BASELINE), linestyle="--", linewidth=1, label="baseline"),
+        Line2D([], [], color=colour_of(Verdict.KEEP), linewidth=2, label="running best"),
+        Line2D(
+            [], [], color=colour_of(Verdict.BASELINE), linestyle="--", linewidth=1, label="baseline"
+        ),
     ]
     for verdict in dict.fromkeys(df["verdict"]):
         group = df.loc[df["verdict"] == verdict, "group"].iloc[0]
         colour = colour_of(verdict)
-        marker = "*" if verdict == BASELINE else ("X" if group == BROKEN else "o")
+        marker = "*" if verdict == Verdict.BASELINE else ("X" if group == BROKEN else "o")
         face = "white" if group == DISCARDED else colour
         handles.append(
             Line2D(
@@ -180,7 +188,7 @@ def gain_per_keep(frames: RunFrames, path: Path) -> Path | None:
     ]
     gains = [0.0 if math.isnan(g) else 100.0 * g for g in kept["gain"]]
     ys = list(range(len(kept)))[::-1]
-    ax.barh(ys, gains, color=colour_of(KEEP), height=0.6)
+    ax.barh(ys, gains, color=colour_of(Verdict.KEEP), height=0.6)
     ax.set_yticks(ys, labels=labels)
     for y, g in zip(ys, gains, strict=True):
         ax.annotate(
@@ -205,7 +213,7 @@ def classes_over_attempts(frames: RunFrames, path: Path) -> Path | None:
     if df.empty:
         return None
     fig, ax = _figure()
-    ax.axhline(0, color=colour_of(BASELINE), linestyle="--", linewidth=1)
+    ax.axhline(0, color=colour_of(Verdict.BASELINE), linestyle="--", linewidth=1)
     names = list(frames.class_summary["class"]) or sorted(df["class"].unique())
     handles = []
     last = int(frames.attempts["attempt"].max())
@@ -214,13 +222,13 @@ def classes_over_attempts(frames: RunFrames, path: Path) -> Path | None:
         if part.empty:
             continue
         colour = CLASS_COLOURS[i % len(CLASS_COLOURS)]
-        kept = part[part["verdict"].isin((BASELINE, KEEP))]
+        kept = part[part["verdict"].isin((Verdict.BASELINE, Verdict.KEEP))]
         if not kept.empty:
             # The class's value at BEST holds until the last attempt of the run.
             changes = list(100 * kept["change_vs_baseline"])
             xs = [*kept["attempt"], last]
             ax.step(xs, [*changes, changes[-1]], where="post", color=colour, linewidth=1.8)
-        other = part[~part["verdict"].isin((BASELINE, KEEP))]
+        other = part[~part["verdict"].isin((Verdict.BASELINE, Verdict.KEEP))]
         ax.scatter(
             other["attempt"],
             100 * other["change_vs_baseline"],
@@ -292,7 +300,10 @@ def profile_best_vs_baseline(frames: RunFrames, path: Path) -> Path | None:
         f.replace("_estimated_percent", "").replace("_active_time_percent", "").replace("_", " ")
         for f in df["field"]
     ]
-    pairs = (("baseline", colour_of(BASELINE), -width / 2), ("best", colour_of(KEEP), width / 2))
+    pairs = (
+        ("baseline", colour_of(Verdict.BASELINE), -width / 2),
+        ("best", colour_of(Verdict.KEEP), width / 2),
+    )
     for column, colour, offset in pairs:
         values = df[column].fillna(0.0)
         bars = ax.bar([x + offset for x in xs], values, width=width, color=colour, label=column)

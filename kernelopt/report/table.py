@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kernelopt.decide import KEEP, REGRESSION
+from kernelopt.decide import Verdict
 from kernelopt.report.verdicts import RICH_STYLE
 
 HYPOTHESIS_WIDTH = 60
@@ -27,7 +27,7 @@ def _gain(value: Any, verdict: str) -> Text:
     """Coloured only where the gain decided something: a tie's +0.2% is noise."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return Text("")
-    style = {KEEP: "green", REGRESSION: "red"}.get(verdict, "")
+    style = {Verdict.KEEP: "green", Verdict.REGRESSION: "red"}.get(verdict, "")
     return Text(f"{float(value) * 100:+.2f}%", style=style)
 
 

@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-from kernelopt.decide import (
-    BASELINE,
-    DIVERGED,
-    FAILED,
-    INCORRECT,
-    INTERRUPTED,
-    KEEP,
-    REGRESSION,
-    TIE,
-)
+from kernelopt.decide import Verdict
 
 KEPT = "kept"
 DISCARDED = "discarded"
@@ -20,38 +11,38 @@ BROKEN = "failed"
 # Kept work moves BEST; discarded work was measured and lost; broken work
 # produced no trustworthy number. The plots draw the three differently.
 GROUP_OF: dict[str, str] = {
-    BASELINE: KEPT,
-    KEEP: KEPT,
-    TIE: DISCARDED,
-    REGRESSION: DISCARDED,
-    DIVERGED: DISCARDED,
-    FAILED: BROKEN,
-    INCORRECT: BROKEN,
-    INTERRUPTED: BROKEN,
+    Verdict.BASELINE: KEPT,
+    Verdict.KEEP: KEPT,
+    Verdict.TIE: DISCARDED,
+    Verdict.REGRESSION: DISCARDED,
+    Verdict.DIVERGED: DISCARDED,
+    Verdict.FAILED: BROKEN,
+    Verdict.INCORRECT: BROKEN,
+    Verdict.INTERRUPTED: BROKEN,
 }
 
 COLOUR: dict[str, str] = {
-    BASELINE: "#0e7490",
-    KEEP: "#16a34a",
-    TIE: "#9ca3af",
-    REGRESSION: "#dc2626",
-    DIVERGED: "#ea580c",
-    FAILED: "#ca8a04",
-    INCORRECT: "#c026d3",
-    INTERRUPTED: "#6b7280",
+    Verdict.BASELINE: "#0e7490",
+    Verdict.KEEP: "#16a34a",
+    Verdict.TIE: "#9ca3af",
+    Verdict.REGRESSION: "#dc2626",
+    Verdict.DIVERGED: "#ea580c",
+    Verdict.FAILED: "#ca8a04",
+    Verdict.INCORRECT: "#c026d3",
+    Verdict.INTERRUPTED: "#6b7280",
 }
 UNKNOWN_COLOUR = "#374151"
 
 # rich style names for the `kernelopt log` table.
 RICH_STYLE: dict[str, str] = {
-    BASELINE: "cyan",
-    KEEP: "bold green",
-    TIE: "dim",
-    REGRESSION: "red",
-    DIVERGED: "dark_orange",
-    FAILED: "yellow",
-    INCORRECT: "magenta",
-    INTERRUPTED: "dim yellow",
+    Verdict.BASELINE: "cyan",
+    Verdict.KEEP: "bold green",
+    Verdict.TIE: "dim",
+    Verdict.REGRESSION: "red",
+    Verdict.DIVERGED: "dark_orange",
+    Verdict.FAILED: "yellow",
+    Verdict.INCORRECT: "magenta",
+    Verdict.INTERRUPTED: "dim yellow",
 }
 
 

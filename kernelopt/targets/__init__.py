@@ -5,17 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kernelopt.measurement import Measurement
 from kernelopt.program import Program
+from kernelopt.targets.base import Target
 from kernelopt.targets.command import CommandTarget, ResultsSpec
 
 
 @dataclass(frozen=True)
-class LocalCommand:
+class LocalCommand(Target):
     """A command target measured on this machine (device kind ``none``)."""
 
+    kind: ClassVar[str] = "command"
     target: CommandTarget
     device: str = "none"
     deterministic: bool = False
@@ -36,6 +38,20 @@ class LocalCommand:
             "config_columns": list(t.config_columns),
             "timeout_s": t.timeout_s,
         }
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> LocalCommand:
+        return cls(
+            CommandTarget(
+                command=spec["command"],
+                metric=spec["metric"],
+                better=spec["better"],
+                results=ResultsSpec(spec["results"]["format"], spec["results"].get("path")),
+                correct=spec.get("correct"),
+                config_columns=tuple(spec.get("config_columns") or ()),
+                timeout_s=float(spec["timeout_s"]),
+            )
+        )
 
 
 def command_target(program: Program) -> CommandTarget:

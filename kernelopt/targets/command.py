@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Measurement
 from kernelopt.targets.expr import Expression, ExpressionError, parse_expression
@@ -35,6 +35,9 @@ from kernelopt.targets.results import (
     read_json,
     snapshot,
 )
+
+if TYPE_CHECKING:
+    from kernelopt.hosts.base import Host
 
 FORMATS = ("csv", "json", "stdout")
 BETTER = ("higher", "lower")
@@ -100,21 +103,7 @@ def run_local(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float)
     )
 
 
-class CommandHost(Protocol):
-    """The part of ``kernelopt.hosts.Host`` a runner needs."""
-
-    def run(
-        self,
-        argv: Sequence[str] | str,
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        timeout: float | None = None,
-        stdin: bytes | None = None,
-    ) -> Any: ...
-
-
-def host_runner(host: CommandHost) -> Runner:
+def host_runner(host: Host) -> Runner:
     """A runner that runs the command through a Host, with ``cwd`` a path on that host.
 
     CSV/JSON results are still read from the local ``tree``: with a remote host,

@@ -15,17 +15,19 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Measurement
 from kernelopt.program import Program
+from kernelopt.targets.base import Target
 from kernelopt.workload import WorkloadError, load_workload
 
 _ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
 @dataclass(frozen=True)
-class NkiSimTarget:
+class NkiSimTarget(Target):
+    kind: ClassVar[str] = "nki-sim"
     workload: str  # relative to the tree root
     kernel: str
     func: str | None = None
@@ -56,13 +58,28 @@ class NkiSimTarget:
             timeout_s=program.timeout_s,
         )
 
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> NkiSimTarget:
+        """Rebuilt in the child process (or on a host), where it measures in-process."""
+        return cls(
+            workload=spec["workload"],
+            kernel=spec["kernel"],
+            func=spec.get("func"),
+            seeds=tuple(spec.get("seeds") or (0,)),
+            atol=float(spec.get("atol", 5e-3)),
+            rtol=float(spec.get("rtol", 5e-3)),
+            rel_l2=float(spec["rel_l2"]) if spec.get("rel_l2") is not None else None,
+            timeout_s=float(spec.get("timeout_s", 600.0)),
+            isolate=False,  # the process that reads a spec is the isolated one
+        )
+
     def reference(self, tree: Path) -> Measurement:
         """The compiler baseline cannot run on sim; the ledger row says so."""
         return _sim_reference(tree)
 
     def spec(self) -> dict[str, Any]:
         return {
-            "kind": "nki-sim",
+            "kind": self.kind,
             "workload": self.workload,
             "kernel": self.kernel,
             "func": self.func,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kernelopt.ir import ir_from_knobs, render_ir, validity_report
 from kernelopt.proposers.base import Candidate, Observation, Proposer, ProposerState
+from kernelopt.proposers.moves import knobs_of
 from kernelopt.proposers.nki import NkiKnobProposer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -267,7 +268,7 @@ def test_after_a_fruitless_sweep_round_it_moves_several_knobs_at_once() -> None:
     assert joint, "no joint or perturbed state after the sweeps ran out"
     # Every knob family was swept (alone) before the first multi-knob state.
     swept = set().union(*(f for f in changes[: joint[0]]))
-    knobs = set(proposer._knobs_of(ir_from_knobs(LHS_RHS, first_best)))
+    knobs = set(knobs_of(ir_from_knobs(LHS_RHS, first_best)))
     assert knobs <= swept | {"loop_order"}
     assert len(single) >= len(knobs)
 

@@ -1,0 +1,54 @@
+"""Exit codes of the kernelopt commands, and the CLI errors that carry them.
+
+``kernelopt try`` answers with its verdict's code so that an agent's shell
+can branch on it; every other failure a user can cause is an error with a
+message and a code, never a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+import click
+
+from kernelopt.decide import Verdict
+
+EXIT_FOR_VERDICT = {
+    Verdict.KEEP: 0,
+    Verdict.TIE: 10,
+    Verdict.REGRESSION: 11,
+    Verdict.INCORRECT: 12,
+    Verdict.FAILED: 13,
+    Verdict.DIVERGED: 14,
+    Verdict.INTERRUPTED: 15,
+}
+EXIT_STOP = 20  # the run has stopped: an agent stops working on it
+EXIT_USAGE = 2  # a bad program, option or repository state
+EXIT_BUSY = 3  # another kernelopt process holds the run
+EXIT_CTRL_C = 130  # a run interrupted by Ctrl-C (the shell's convention)
+
+
+class CliError(click.ClickException):
+    """An error a user can act on: printed as ``kernelopt: <message>``, exit ``exit_code``."""
+
+    exit_code = 1
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"kernelopt: {self.format_message()}", err=True, file=file)
+
+
+class UsageProblem(CliError):
+    """The program, an option or the repository is not what the command needs."""
+
+    exit_code = EXIT_USAGE
+
+
+class RunInUse(CliError):
+    """Another kernelopt process holds the run."""
+
+    exit_code = EXIT_BUSY
+
+
+def exit_code_of(verdict: str) -> int:
+    """``kernelopt try``'s exit code for a verdict (failed for anything unknown)."""
+    return EXIT_FOR_VERDICT.get(verdict, EXIT_FOR_VERDICT[Verdict.FAILED])  # type: ignore[call-overload]

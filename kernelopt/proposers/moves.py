@@ -1,0 +1,183 @@
+"""Moves in a KernelIR's knob space: sweeps of one knob, nudges, joint draws, enumeration.
+
+Pure functions of the IR and the caller's random generator (so a seeded
+proposer draws the same sequence); every state they yield is valid, or
+repaired with the validity report's fix hints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from kernelopt.ir.derive import derive
+from kernelopt.ir.footprint import fits
+from kernelopt.ir.model import SCOPES, KernelIR, Scope
+from kernelopt.ir.render import render_ir
+from kernelopt.ir.sample import draw_loop_order, knob_signature, sample
+from kernelopt.ir.validate import apply_fix, validity_report
+
+SWEEP_WIDTH = 8  # random loop orders tried per loop-order sweep, besides adjacent swaps
+NEAR_STEP = 0.75  # share of nudges to a neighbouring block size or scope
+STALE_DRAWS = 200  # fruitless random draws before joint sampling gives up
+
+
+def repair(ir: KernelIR, rounds: int = 4) -> KernelIR | None:
+    """Apply fix patches until the state is valid (None if it does not converge)."""
+    for _ in range(rounds):
+        report = validity_report(ir)
+        if not report:
+            return ir
+        if report[0].fix is None:
+            return None
+        ir = apply_fix(ir, report[0].fix)
+    return None if derive(ir)[1] else ir
+
+
+def describe_change(best: KernelIR, cand: KernelIR, against: str = "best") -> str:
+    """One line naming every knob that differs from ``best``."""
+    if best.variant != cand.variant:
+        return (
+            f"variant {cand.variant} (best is {best.variant}), joint sample {knob_signature(cand)}"
+        )
+    changes = []
+    if cand.loop_order != best.loop_order:
+        changes.append(f"loop_order {' '.join(cand.loop_order)}")
+    for d, n in cand.ltiles_per_block.items():
+        if best.ltiles_per_block.get(d) != n:
+            changes.append(f"ltiles_per_block[{d}] {best.ltiles_per_block.get(d)}->{n}")
+    for b, scopes in cand.buffer_scopes.items():
+        for d, s in scopes.items():
+            old = best.buffer_scopes.get(b, {}).get(d)
+            if old != s:
+                changes.append(f"{b}[{d}] {Scope(old).value if old else None}->{Scope(s).value}")
+    if not changes:
+        return f"variant {cand.variant} at the {against} knobs"
+    return f"vs {against}: " + "; ".join(changes)
+
+
+def source_key(ir: KernelIR) -> str:
+    """Two knob states that render the same kernel measure the same: one key for both."""
+    return hashlib.sha1(render_ir(ir).encode()).hexdigest()
+
+
+def knobs_of(ir: KernelIR, dma_bound: bool = False) -> list[str]:
+    """The knobs to sweep, the ones the profile implicates first."""
+    loads = [f"buffer_scopes.{b.name}" for b in ir.buffers if b.role == "load"]
+    others = [f"buffer_scopes.{b.name}" for b in ir.buffers if b.role != "load"]
+    blocks = [f"ltiles_per_block.{d.name}" for d in ir.dims if len(d.divisors()) > 1]
+    if dma_bound:
+        # Reload traffic dominates: bigger blocks and wider load buffers cut it.
+        return blocks + loads + ["loop_order"] + others
+    return ["loop_order"] + blocks + loads + others
+
+
+def sweep(best: KernelIR, knob: str, rng: random.Random) -> Iterator[KernelIR]:
+    """Settings of one knob nearest the best first, others held (repaired if needed)."""
+    if knob == "loop_order":
+        order = list(best.loop_order)
+        for i in range(len(order) - 1):
+            swapped = order[:i] + [order[i + 1], order[i]] + order[i + 2 :]
+            fixed = repair(best.with_knobs(loop_order=swapped))
+            if fixed is not None:
+                yield fixed
+        for _ in range(SWEEP_WIDTH):
+            fixed = repair(best.with_knobs(loop_order=draw_loop_order(best, rng)))
+            if fixed is not None:
+                yield fixed
+    elif knob.startswith("ltiles_per_block."):
+        dim = best.dim[knob.split(".", 1)[1]]
+        current = best.ltiles_per_block[dim.name]
+        for n in sorted(dim.divisors(), key=lambda n: (abs(n - current), n)):
+            if n != current:
+                yield best.with_knobs(ltiles_per_block={**best.ltiles_per_block, dim.name: n})
+    else:
+        name = knob.split(".", 1)[1]
+        buf = best.buffer[name]
+        current = best.buffer_scopes[name]
+        combos = itertools.product(SCOPES, repeat=len(buf.knob_dims))
+        options = [dict(zip(buf.knob_dims, c, strict=True)) for c in combos]
+        options.sort(key=lambda o: sum(o[d] != current[d] for d in o))
+        for option in options:
+            if option == current:
+                continue
+            cand = best.with_knobs(buffer_scopes={**best.buffer_scopes, name: option})
+            if not derive(cand)[1]:
+                yield cand
+
+
+def nudge(ir: KernelIR, knob: str, rng: random.Random) -> KernelIR:
+    """One random change of one knob (possibly invalid: the caller repairs)."""
+    if knob == "loop_order":
+        order = list(ir.loop_order)
+        i = rng.randrange(len(order) - 1)
+        order[i], order[i + 1] = order[i + 1], order[i]
+        return ir.with_knobs(loop_order=order)
+    kind, name = knob.split(".", 1)
+    if kind == "ltiles_per_block":
+        n = step(ir.dim[name].divisors(), ir.ltiles_per_block[name], rng)
+        return ir.with_knobs(ltiles_per_block={**ir.ltiles_per_block, name: n})
+    if not ir.buffer[name].knob_dims:
+        return ir
+    scopes = dict(ir.buffer_scopes[name])
+    dim = rng.choice(ir.buffer[name].knob_dims)
+    scopes[dim] = step(SCOPES, scopes[dim], rng)
+    return ir.with_knobs(buffer_scopes={**ir.buffer_scopes, name: scopes})
+
+
+def step(options: tuple[Any, ...], current: Any, rng: random.Random) -> Any:
+    """Usually a neighbouring setting (the landscape is smoother there), sometimes any."""
+    i = options.index(current)
+    near = [options[j] for j in (i - 1, i + 1) if 0 <= j < len(options)]
+    far = [o for o in options if o != current]
+    return rng.choice(near if near and rng.random() < NEAR_STEP else far)
+
+
+def joint_draws(
+    variants: list[KernelIR], tried: set[str], want: int, rng: random.Random
+) -> list[KernelIR]:
+    """Up to ``want`` new valid states drawn jointly over the variants, the likely-to-fit only."""
+    drawn: list[KernelIR] = []
+    misses = 0
+    for _ in range(STALE_DRAWS * 20):
+        if len(drawn) >= want or misses == STALE_DRAWS:
+            break
+        ir = sample(rng.choice(variants), rng)
+        if not fits(ir):
+            continue  # likely out of memory on the device: try states that fit first
+        sig = knob_signature(ir)
+        if sig in tried or any(knob_signature(d) == sig for d in drawn):
+            misses += 1
+            continue
+        drawn.append(ir)
+    return drawn
+
+
+def enumerate_states(variants: list[KernelIR]) -> Iterator[KernelIR]:
+    """Every valid state of every variant (only reached when draws stop finding new ones)."""
+    for variant in variants:
+        entries = [f"{d.name}.{k}" for d in variant.dims for k in ("block", "tile")]
+        blocks = [d.divisors() for d in variant.dims]
+        for order in itertools.permutations(entries):
+            pos = {e: i for i, e in enumerate(order)}
+            if any(pos[f"{d.name}.tile"] < pos[f"{d.name}.block"] for d in variant.dims):
+                continue
+            for sizes in itertools.product(*blocks):
+                per_buffer = [
+                    [
+                        dict(zip(b.knob_dims, c, strict=True))
+                        for c in itertools.product(SCOPES, repeat=len(b.knob_dims))
+                    ]
+                    for b in variant.buffers
+                ]
+                for scopes in itertools.product(*per_buffer):
+                    ir = variant.with_knobs(
+                        order,
+                        {d.name: n for d, n in zip(variant.dims, sizes, strict=True)},
+                        {b.name: s for b, s in zip(variant.buffers, scopes, strict=True)},
+                    )
+                    if not derive(ir)[1]:
+                        yield ir

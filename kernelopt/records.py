@@ -1,0 +1,162 @@
+"""The records one run produces: attempts awaiting a verdict, decided attempts, the run's summary.
+
+Plain frozen data. Git holds the truth (history.py); these are what the loop
+hands between its steps and what the CLI prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelopt.decide import Verdict, gain
+from kernelopt.history import RunState
+from kernelopt.measurement import Measurement
+
+Pair = tuple[Measurement, Measurement | None]
+"""One sample: the candidate's measurement and, on a noisy target, BEST's taken beside it."""
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An attempt that is committed and waits for its measurement and verdict."""
+
+    n: int
+    sha: str
+    kind: str
+    hypothesis: str
+    knobs: dict[str, Any] | None = None
+    signature: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """One decided attempt, as the CLI prints it and `try --json` answers."""
+
+    attempt: int
+    commit: str
+    kind: str
+    hypothesis: str
+    verdict: str
+    metric: float | None
+    best_metric: float | None
+    previous_best: float | None
+    gain: float | None
+    consecutive_regressions: int
+    recent_regressions: int
+    stop: bool
+    stop_reason: str | None = None
+    error: str = ""
+    classes: dict[str, float] = field(default_factory=dict)
+    improved: tuple[str, ...] = ()
+    regressed: tuple[str, ...] = ()
+    samples: int = 1
+    reused_from: int | None = None
+    files: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "commit": self.commit,
+            "kind": self.kind,
+            "hypothesis": self.hypothesis,
+            "verdict": str(self.verdict),
+            "metric": self.metric,
+            "best_metric": self.best_metric,
+            "previous_best": self.previous_best,
+            "gain": self.gain,
+            "consecutive_regressions": self.consecutive_regressions,
+            "recent_regressions": self.recent_regressions,
+            "stop": self.stop,
+            "stop_reason": self.stop_reason,
+            "error": self.error,
+            "classes": self.classes,
+            "improved": list(self.improved),
+            "regressed": list(self.regressed),
+            "samples": self.samples,
+            "reused_from": self.reused_from,
+            "files": list(self.files),
+        }
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Where a run ended up when an invocation of the loop returned."""
+
+    run_id: str
+    branch: str
+    worktree: str
+    reason: str
+    stopped: bool
+    failed: bool
+    attempts: int
+    kept: int
+    regressions: int
+    best_commit: str | None
+    best_metric: float | None
+    baseline_metric: float | None
+    metric: str
+    better: str
+    diverged: int = 0
+
+    @classmethod
+    def of(
+        cls,
+        state: RunState,
+        *,
+        branch: str,
+        worktree: str,
+        metric: str,
+        better: str,
+        reason: str,
+        stopped: bool = False,
+        failed: bool = False,
+    ) -> RunSummary:
+        best, base = state.best, state.baseline
+
+        def count(verdict: Verdict) -> int:
+            return len([r for r in state.attempts if r.verdict == verdict])
+
+        return cls(
+            run_id=state.run_id,
+            branch=branch,
+            worktree=worktree,
+            reason=reason,
+            stopped=stopped or state.stop is not None,
+            failed=failed,
+            attempts=len([r for r in state.attempts if r.attempt > 0]),
+            kept=count(Verdict.KEEP),
+            regressions=count(Verdict.REGRESSION),
+            best_commit=state.best_commit,
+            best_metric=best.metric if best else None,
+            baseline_metric=base.metric if base else None,
+            metric=metric,
+            better=better,
+            diverged=count(Verdict.DIVERGED),
+        )
+
+    @property
+    def improvement(self) -> float | None:
+        if self.best_metric is None or self.baseline_metric in (None, 0):
+            return None
+        return gain(self.best_metric, self.baseline_metric, self.better)  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id,
+            "branch": self.branch,
+            "worktree": self.worktree,
+            "reason": self.reason,
+            "stopped": self.stopped,
+            "failed": self.failed,
+            "attempts": self.attempts,
+            "kept": self.kept,
+            "regressions": self.regressions,
+            "diverged": self.diverged,
+            "best_commit": self.best_commit,
+            "best_metric": self.best_metric,
+            "baseline_metric": self.baseline_metric,
+            "improvement": self.improvement,
+            "metric": self.metric,
+        }

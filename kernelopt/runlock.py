@@ -1,0 +1,40 @@
+"""One kernelopt process per run: an flock on a file under the repository's git directory.
+
+The kernel releases an flock when its holder dies, so a SIGKILLed runner never
+leaves a run locked; the file holds the holder's pid for the error message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class RunBusy(RuntimeError):
+    """Another kernelopt process holds this run."""
+
+
+@contextlib.contextmanager
+def run_lock(common_dir: Path, run_id: str) -> Iterator[None]:
+    """Hold run ``run_id`` for the duration of the block, or raise RunBusy at once."""
+    lock_dir = Path(common_dir) / "kernelopt" / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_dir / f"{run_id}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 64).decode(errors="replace").strip()
+        os.close(fd)
+        raise RunBusy(
+            f"run {run_id} is in use by another kernelopt process (pid {holder or '?'})"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

@@ -1,0 +1,61 @@
+"""What ``kernelopt status`` and ``kernelopt log`` show, built from the run's records.
+
+One dict per view, the same for the text output and for ``--json``, so the
+two can never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelopt.history import RunRepo, RunState
+
+
+def status_view(repo: RunRepo, state: RunState) -> dict[str, Any]:
+    """Where a run stands: BEST, its metric and profile, the baseline, counters, stop."""
+    best = state.best
+    base = state.baseline
+    counters = state.counters
+    return {
+        "run": repo.run_id,
+        "worktree": str(repo.worktree),
+        "branch": repo.branch,
+        "best_commit": state.best_commit,
+        "best_attempt": best.attempt if best else None,
+        "best_metric": best.metric if best else None,
+        "metric": (best.note.get("metric_name") if best else None),
+        "baseline_metric": base.metric if base else None,
+        "reference": _reference_of(base.note if base else {}),
+        "attempts": len([r for r in state.attempts if r.attempt > 0]),
+        "consecutive_regressions": counters.consecutive_regressions,
+        "recent_regressions": list(counters.recent_regressions),
+        "stopped": state.stop is not None,
+        "stop_reason": state.stop.get("reason") if state.stop else None,
+        "best_profile": (best.measurement.get("profile") if best else None) or {},
+    }
+
+
+def log_rows(state: RunState) -> list[dict[str, Any]]:
+    """Every attempt, kept or not, oldest first."""
+    return [
+        {
+            "attempt": r.attempt,
+            "commit": r.commit,
+            "kind": r.kind,
+            "verdict": r.verdict,
+            "metric": r.metric,
+            "best_metric": r.note.get("best_metric"),
+            "gain": r.note.get("gain"),
+            "hypothesis": r.hypothesis,
+            "error": r.note.get("error", ""),
+            "time": r.note.get("time"),
+        }
+        for r in state.attempts
+    ]
+
+
+def _reference_of(note: dict[str, Any]) -> dict[str, Any] | None:
+    ref = note.get("reference")
+    if not ref:
+        return None
+    return {"what": ref.get("what"), "metric": ref.get("metric"), "why": ref.get("why")}
