@@ -224,7 +224,7 @@ SCHEMA = Section(
                             "number",
                             "atol = rtol of the check of the device's output against f_numpy",
                             default=1e-2,
-                            check=_positive,
+                            check=positive,
                         ),
                         "compile_timeout": Key(
                             "duration",
