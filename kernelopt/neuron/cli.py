@@ -45,7 +45,7 @@ def fake_trn2_group() -> None:
     default=None,
     help="current: nki.compiler API, neuron-explorer, nrtpy in an environment of its own "
     "(HOME/activate-runtime); older: nki_standalone, neuron-profile, one environment "
-    "(default: as installed before, else current)",
+    "(default: as installed before, else older)",
 )
 def env_command(home: Path | None, sdk: str | None) -> None:
     """Install the fake and print the `export` lines that enable it.

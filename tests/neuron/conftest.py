@@ -39,7 +39,8 @@ def _sshd_module() -> Any:
 
 @pytest.fixture
 def fake(tmp_path: Path) -> FakeTrn2:
-    toolchain = FakeTrn2(tmp_path / "fake-trn2").install()
+    # The current SDK's layout (two environments) unless a test installs another.
+    toolchain = FakeTrn2(tmp_path / "fake-trn2").install(sdk="current")
     toolchain.configure(monitor_period_s=0.1)
     return toolchain
 

@@ -45,7 +45,7 @@ def test_nothing_fake_is_importable_or_on_path_without_enabling_it() -> None:
 
 def test_env_prints_export_lines_that_enable_the_tools_in_a_shell(tmp_path: Path) -> None:
     home = tmp_path / "trn2"
-    result = CliRunner().invoke(fake_trn2_group, ["env", "--home", str(home)])
+    result = CliRunner().invoke(fake_trn2_group, ["env", "--home", str(home), "--sdk", "current"])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("export PATH=")
     script = (
@@ -101,7 +101,7 @@ def test_set_and_show_change_the_fakes_settings(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     shown = json.loads(runner.invoke(fake_trn2_group, ["show", "--home", home]).output)
     assert shown["compile_delay_s"] == 2 and shown["busy"] == {"0": 77}
-    assert shown["sdk"] == "current"
+    assert shown["sdk"] == "older"
     bad = runner.invoke(fake_trn2_group, ["set", "--home", home, "colour=blue"])
     assert bad.exit_code != 0 and "unknown fake Trn2 settings ['colour']" in bad.output
     assert runner.invoke(fake_trn2_group, ["set", "--home", home, "oops"]).exit_code != 0

@@ -94,7 +94,7 @@ class FakeTrn2:
         return str(self.settings()["sdk"])
 
     def install(self, sdk: str | None = None) -> FakeTrn2:
-        """Wrappers and activate scripts for ``sdk`` (default: as configured, else current)."""
+        """Wrappers and activate scripts for ``sdk`` (default: as configured, else older)."""
         if sdk is not None:
             self.configure(sdk=sdk)
         style = self.sdk

@@ -26,7 +26,9 @@ MONITOR_PIDS_NAME = "monitor.pids"
 SDK_STYLES = ("current", "older")
 
 DEFAULTS: dict[str, Any] = {
-    "sdk": "current",
+    # "older" by default: one environment, so a program (or test) that sets only
+    # device.neuron.activate describes it fully; "current" also needs runtime_activate.
+    "sdk": "older",
     # neuron-ls: "new" knows --output-format json (and -j), "old" only -j/--json-output.
     "neuron_ls_format": "new",
     # "ok", or "malformed" (not JSON) / "missing-key" (no neuroncore_ids) to test parsers.
