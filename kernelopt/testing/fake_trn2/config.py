@@ -58,7 +58,8 @@ DEFAULTS: dict[str, Any] = {
     "compile_error": "",
     "run_error": "",
     # Wrong numbers from the device, for testing the device-side check:
-    # {"index": [row, col, ...], "value": 3.0, "output": 0} overwrites one output element.
+    # {"index": [row, col, ...], "value": 3.0, "output": 0} overwrites one output element
+    # ({"offset": 0.1} instead of "value" moves it from what the kernel computed).
     "device_fault": None,
     # Summary fields reported as -1 ("not available").
     "unavailable": ["spill_save_bytes", "spill_reload_bytes", "hfu_estimated_percent"],
@@ -89,6 +90,12 @@ def load() -> dict[str, Any]:
         except json.JSONDecodeError as error:
             sys.exit(f"fake Trn2 tool: {path}: not JSON ({error.msg} at line {error.lineno})")
     return settings
+
+
+def current() -> dict[str, Any]:
+    """The settings where a fake package is imported: the home's, else the defaults
+    (an activate script sets the home; a bare import for inspection may not)."""
+    return load() if os.environ.get(HOME_ENV) else dict(DEFAULTS)
 
 
 # Environment variables a call records, so tests can see how a tool was bound.

@@ -120,13 +120,18 @@ def _dtype(name: str) -> np.dtype:
 
 
 def apply_fault(outputs: list[np.ndarray], fault: Mapping[str, Any] | None) -> list[np.ndarray]:
-    """The ``device_fault`` setting: one output element overwritten."""
+    """The ``device_fault`` setting: one output element overwritten with ``value``, or
+    moved by ``offset`` from what the kernel computed."""
     if not fault:
         return outputs
     changed = [o.copy() for o in outputs]
     which = int(fault.get("output", 0))
     index = tuple(int(i) for i in fault["index"])
-    changed[which][index] = np.asarray(float(fault["value"])).astype(changed[which].dtype)
+    if "value" in fault:
+        wrong = float(fault["value"])
+    else:
+        wrong = float(changed[which][index]) + float(fault["offset"])
+    changed[which][index] = np.asarray(wrong).astype(changed[which].dtype)
     return changed
 
 

@@ -1,3 +1,5 @@
 """Fake neuronxcc package of an older SDK: only the NKI standalone compile entry point."""
 
-__version__ = "2.21.0.0+fake"
+from kernelopt.testing.fake_trn2 import config
+
+__version__ = str(config.current()["compiler_version"])

@@ -31,11 +31,11 @@ import numpy as np
 
 from kernelopt.testing.fake_trn2 import config, hardware, neff
 
-__version__ = "2.28.0.0+fake"
-
-
 def _settings() -> dict[str, Any]:
-    return config.load() if os.environ.get(config.HOME_ENV) else dict(config.DEFAULTS)
+    return config.current()
+
+
+__version__ = str(_settings()["runtime_version"])
 
 
 def _nki_wheel_here() -> bool:
