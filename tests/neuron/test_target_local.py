@@ -336,3 +336,51 @@ def test_the_baseline_and_a_candidate_are_timed_through_one_path(
     assert "--internal-tensorizer-opt-level=2" in nkipy["args"][1]
     captures = [c for c in fake.calls("neuron-explorer") if c["args"][0] == "capture"]
     assert len(captures) == 2
+
+
+def test_a_leftover_compiler_process_on_a_device_sends_the_measurement_elsewhere(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    # An orphaned neuronx-cc still attached to device 0 makes the runtime fail there
+    # (NRT_FAILURE), whatever runtime version neuron-ls shows for it.
+    leftover = {"pid": 31337, "command": "/opt/venv/bin/neuronx-cc compile k", "version": "NA"}
+    device0 = {"id": 0, "cores": list(range(8)), "processes": [leftover]}
+    fake.configure(devices=[device0, {"id": 1, "cores": list(range(8, 16))}])
+    m = make_target().measure(make_tree())
+    assert m.status == "ok", m.error
+    assert m.device.startswith("neuron:1@")
+    (run,) = [c for c in fake.calls("nrtpy") if c["args"][0] == "benchmark"]
+    assert run["env"]["NEURON_RT_VISIBLE_CORES"] == m.extra["visible_cores"] != "0"
+
+    fake.configure(devices=[device0])
+    busy = make_target().measure(make_tree())
+    assert busy.status == "failed" and "leftover compiler" in busy.error
+
+
+@pytest.mark.parametrize(("tolerance", "status"), [(1e-2, "incorrect"), (0.5, "ok")])
+def test_the_device_checks_tolerance_is_the_programs(
+    tolerance: float,
+    status: str,
+    fake: FakeTrn2,
+    make_tree: Callable[..., Path],
+    make_target: Callable[..., NeuronTarget],
+) -> None:
+    # One element off by about 0.1: outside 1e-2, inside 0.5 (atol = rtol).
+    fake.configure(device_fault={"index": [7, 9], "offset": 0.1})
+    m = make_target(tolerance=tolerance).measure(make_tree())
+    assert m.status == status, m.error
+    assert m.extra["device_check"]["atol"] == m.extra["device_check"]["rtol"] == tolerance
+    assert m.extra["device_check"]["max_abs_error"] == pytest.approx(0.1, abs=0.02)
+
+
+def test_the_record_names_the_sdk_pieces_and_their_versions(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    fake.configure(compiler_version="2.99.1.0+x", nki_version="0.9.0+x", tools_version="3.1.0+x")
+    m = make_target().measure(make_tree())
+    assert m.status == "ok", m.error
+    sdk = m.extra["sdk"]
+    assert (sdk["compile_api"], sdk["compile_api_version"]) == ("nki.compiler", "0.9.0+x")
+    assert (sdk["profiler"], sdk["profiler_version"]) == ("neuron-explorer", "3.1.0+x")
+    assert sdk["compiler_version"] == "2.99.1.0+x" and sdk["runtime"] == "nrtpy"
+    assert sdk["runtime_version"] == m.extra["runtime_version"] and sdk["runtime_version"]

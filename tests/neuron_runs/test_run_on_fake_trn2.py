@@ -108,6 +108,11 @@ def test_a_run_measures_device_time_with_the_sdk_it_finds_and_records_which(
     assert 1 < m["profile"]["tensor_engine_active_time_percent"] <= 100
     assert Path(m["artifacts"]["neff"]).exists() and Path(m["artifacts"]["ntff"]).exists()
     assert {"neuron-ls", "neuronx-cc", profiler, "nrtpy"} <= {c["tool"] for c in fake.calls()}
+    # The host is probed once for the whole run, though several NEFFs were measured.
+    assert len([c for c in fake.calls("nrtpy") if c["args"][0] == "benchmark"]) >= 2
+    for tool in ("neuronx-cc", profiler):
+        assert len([c for c in fake.calls(tool) if c["args"] == ["--version"]]) == 1, tool
+    assert extra["sdk"]["compiler_version"] == fake.settings()["compiler_version"]
     # The compiler baseline is measured once, through the same timing path as candidates.
     reference = note["reference"]["measurement"]
     assert reference["status"] == "ok", reference["error"]
