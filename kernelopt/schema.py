@@ -343,8 +343,6 @@ SCHEMA = Section(
 )
 
 
-
-
 def validate(data: Any) -> tuple[dict[str, Any], list[Problem]]:
     """Check a program's front matter; return it with defaults filled, and every problem."""
     return validate_section(data, SCHEMA)

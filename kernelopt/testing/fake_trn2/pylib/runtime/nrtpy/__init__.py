@@ -31,6 +31,7 @@ import numpy as np
 
 from kernelopt.testing.fake_trn2 import config, hardware, neff
 
+
 def _settings() -> dict[str, Any]:
     return config.current()
 
