@@ -145,6 +145,27 @@ def run_cpu_check(
     return {"status": "skipped", "error": f"the CPU check crashed (exit {done.returncode}): {tail}"}
 
 
+def in_record(checked: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """What a check adds to the candidate's record (``cpu_check``, and ``sim``, the
+    screening model's estimate), and, when its numbers are wrong, the ``incorrect``
+    record that stops the candidate before it is compiled."""
+    found: dict[str, Any] = {"cpu_check": {k: v for k, v in checked.items() if k != "sim"}}
+    if checked.get("sim"):
+        found["sim"] = checked["sim"]
+    if checked.get("status") != "incorrect":
+        return found, None
+    return found, {
+        **found,
+        "stage": "cpu-check",
+        "status": "incorrect",
+        "check": "cpu",
+        "error": checked["error"],
+        "seed": checked.get("seed"),
+        "worst": checked.get("worst"),
+        "max_abs_error": checked.get("max_abs_error"),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     data = json.loads(sys.stdin.read())
     data["seeds"] = tuple(data["seeds"])

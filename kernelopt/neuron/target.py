@@ -31,27 +31,15 @@ from kernelopt.hosts.base import Host, HostError
 from kernelopt.hosts.local import LocalHost
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.neuron import remote
-from kernelopt.neuron.cpu_check import CheckSpec, run_cpu_check
-from kernelopt.neuron.facts import (
-    COMPILE_LOG_NAME,
-    DEVICE_CHECK_SEED,
-    NEFF_NAME,
-    NTFF_NAME,
-    PROFILERS,
-    SUMMARY_NAME,
-    VISIBLE_CORES_ENV,
-)
+from kernelopt.neuron.calls import SLACK_S, DriverCalls, ProbeError, artifact_paths
+from kernelopt.neuron.cpu_check import CheckSpec, in_record, run_cpu_check
+from kernelopt.neuron.facts import VISIBLE_CORES_ENV
 from kernelopt.neuron.pipeline import compile_while_measuring
 from kernelopt.neuron.record import to_measurement
-from kernelopt.neuron.remote import OUT, TREE
-from kernelopt.neuron.sdk import SdkPlan, plan
+from kernelopt.neuron.sdk import SdkPlan
 from kernelopt.program import NeuronConfig, Program
 from kernelopt.targets.base import Target
 from kernelopt.workload import WorkloadError, load_workload
-
-# Host-side commands other than the compile (which has its own timeout) and
-# the measurement get this long before the driver call is abandoned.
-_SLACK_S = 300.0
 
 
 class HeldDevice(Protocol):
@@ -94,10 +82,6 @@ class _Prepared:
 class _Compiled:
     directory: str | None
     record: dict[str, Any]
-
-
-class _NoPlan(Exception):
-    """The host's SDK could not be probed; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -213,7 +197,7 @@ class NeuronTarget(Target):
             },
             "python": self.python,
             # compile, then run and profile, each bounded by compile_timeout.
-            "timeout_s": 2 * s.compile_timeout_s + _SLACK_S,
+            "timeout_s": 2 * s.compile_timeout_s + SLACK_S,
         }
 
     def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
@@ -237,14 +221,14 @@ class NeuronTarget(Target):
             try:
                 with lease:
                     sdk = self._plan(lease.host)
-                    workers = self._workers(lease.host, len(ready))
+                    workers = self.calls.workers(lease.host, len(ready))
                     results = compile_while_measuring(
                         ready,
                         lambda p: self._compile(lease.host, sdk, p),
                         lambda p, c: self._measure(lease, sdk, p, c),
                         workers,
                     )
-            except (HostError, _NoPlan) as exc:  # the host went away: every result says so
+            except (HostError, ProbeError) as exc:  # the host went away: every result says so
                 lost = Measurement.failure(
                     FAILED, str(exc), device=self.device, host=lease.host.name
                 )
@@ -270,29 +254,18 @@ class NeuronTarget(Target):
             try:
                 sdk = self._plan(host)
                 directory = remote.ship_tree(host, prepared.data)
-            except (HostError, _NoPlan) as exc:
+            except (HostError, ProbeError) as exc:
                 return Measurement.failure(
                     FAILED, str(exc), device=self.device, host=host.name, extra=what
                 )
-            s = self.settings
-            record = self._driver(
-                host,
-                directory,
-                [
-                    "compile-reference",
-                    "--workload",
-                    f"{directory}/{TREE}/{self.workload}",
-                    "--out",
-                    f"{directory}/{OUT}",
-                    "--lnc",
-                    str(s.lnc),
-                    "--timeout",
-                    str(s.compile_timeout_s),
-                ],
-                s.compile_timeout_s + _SLACK_S,
-            )
+            record = self.calls.compile_reference(host, directory)
             measured = self._measure(lease, sdk, prepared, _Compiled(directory, record))
         return replace(measured, extra={**measured.extra, **what})
+
+    @property
+    def calls(self) -> DriverCalls:
+        """The driver commands for this target's kernel and settings."""
+        return DriverCalls(self.settings, self.python, self.workload, self.kernel, self.func)
 
     def _lease(self, env: Mapping[str, str] | None = None) -> Lease | _CallersDevice | Measurement:
         if env and env.get(VISIBLE_CORES_ENV):
@@ -329,36 +302,10 @@ class NeuronTarget(Target):
         return _Prepared(tree, remote.pack_tree(tree), key, _mac_count(workload))
 
     def _plan(self, host: Host) -> SdkPlan:
-        """The host's SDK path, probed in the compile and the run environments once."""
-        if host.name in self._plans:
-            return self._plans[host.name]
-        s = self.settings
-        split = bool(s.runtime_activate and s.runtime_activate != s.activate) or bool(
-            s.runtime_python and s.runtime_python != self.python
-        )
-        directory = host.mkdtemp(prefix="kernelopt-neuron-probe-")
-        try:
-            host.run(["mkdir", "-p", f"{directory}/{OUT}"], timeout=30)
-            probes = []
-            # The compiler is looked for where compiles run, the profiler where runs are.
-            tools = {False: "neuronx-cc", True: ",".join(PROFILERS)}
-            if not split:
-                tools = {False: ",".join((*PROFILERS, "neuronx-cc"))}
-            for runtime, names in tools.items():
-                args = ["probe", "--tools", names]
-                record = self._driver(host, directory, args, _SLACK_S, runtime=runtime)
-                if record.get("status") != "ok":
-                    where = "run" if runtime else "compile"
-                    raise _NoPlan(
-                        f"probing the Neuron SDK in the {where} environment on host "
-                        f"{host.name} failed: {record.get('error', 'no record')}"
-                    )
-                probes.append(record)
-        finally:
-            host.remove_tree(directory)
-        found = plan(probes[0], probes[-1], split=split)
-        self._plans[host.name] = found
-        return found
+        """The host's SDK path, probed once per host for this target (a run, a try)."""
+        if host.name not in self._plans:
+            self._plans[host.name] = self.calls.probe(host)
+        return self._plans[host.name]
 
     def _check(self, p: _Prepared) -> dict[str, Any]:
         """The CPU simulator's numerics check of the candidate, on this machine."""
@@ -375,24 +322,10 @@ class NeuronTarget(Target):
         return run_cpu_check(spec, cwd=p.tree, timeout=self.settings.compile_timeout_s)
 
     def _compile(self, host: Host, sdk: SdkPlan, p: _Prepared) -> _Compiled:
-        checked = self._check(p)
-        found = {"cpu_check": {k: v for k, v in checked.items() if k != "sim"}}
-        if checked.get("sim"):
-            found["sim"] = checked["sim"]
-        if checked.get("status") == "incorrect":
-            return _Compiled(
-                None,
-                {
-                    **found,
-                    "stage": "cpu-check",
-                    "status": "incorrect",
-                    "check": "cpu",
-                    "error": checked["error"],
-                    "seed": checked.get("seed"),
-                    "worst": checked.get("worst"),
-                    "max_abs_error": checked.get("max_abs_error"),
-                },
-            )
+        """The CPU check, then (when it does not stop the candidate) the compile."""
+        found, incorrect = in_record(self._check(p))
+        if incorrect is not None:
+            return _Compiled(None, incorrect)
         problem = sdk.compile_problem()
         if problem:
             return _Compiled(
@@ -404,29 +337,7 @@ class NeuronTarget(Target):
             return _Compiled(
                 None, {**found, "stage": "ship", "status": "failed", "error": str(exc)}
             )
-        s = self.settings
-        args = [
-            "compile",
-            "--api",
-            str(sdk.compile_api),
-            "--kernel",
-            f"{directory}/{TREE}/{self.kernel}",
-            "--workload",
-            f"{directory}/{TREE}/{self.workload}",
-            "--out",
-            f"{directory}/{OUT}",
-            "--lnc",
-            str(s.lnc),
-            "--opt",
-            str(s.opt),
-            "--timeout",
-            str(s.compile_timeout_s),
-            *(["--func", self.func] if self.func else []),
-            *[f"--compiler-arg={a}" for a in s.compiler_args],
-            *[f"--pipeline-option={o}" for o in s.pipeline_options],
-        ]
-        record = self._driver(host, directory, args, s.compile_timeout_s + _SLACK_S)
-        return _Compiled(directory, {**found, **record})
+        return _Compiled(directory, {**found, **self.calls.compile(host, sdk, directory)})
 
     def _measure(self, lease: HeldDevice, sdk: SdkPlan, p: _Prepared, c: _Compiled) -> Measurement:
         """Run, check, time and profile one compiled NEFF: the one path for candidates
@@ -435,55 +346,16 @@ class NeuronTarget(Target):
         host = lease.host
         measured: dict[str, Any] | None = None
         artifacts: dict[str, str] = {}
+        compiled = c.directory is not None and c.record.get("status") == "ok"
         try:
             problem = sdk.runtime_problem()
-            if c.directory is not None and c.record.get("status") == "ok" and problem:
+            if compiled and problem:
                 measured = {"stage": "measure", "status": "failed", "error": problem}
-            elif c.directory is not None and c.record.get("status") == "ok":
-                s = self.settings
-                args = [
-                    "measure",
-                    "--workload",
-                    f"{c.directory}/{TREE}/{self.workload}",
-                    "--out",
-                    f"{c.directory}/{OUT}",
-                    "--warmup",
-                    str(s.warmup),
-                    "--iterations",
-                    str(s.iterations),
-                    "--macs",
-                    str(p.macs),
-                    "--lnc",
-                    str(s.lnc),
-                    "--seed",
-                    str(DEVICE_CHECK_SEED),
-                    "--tolerance",
-                    str(s.tolerance),
-                    "--profiler",
-                    sdk.profiler or "",
-                    "--timeout",
-                    str(s.compile_timeout_s),
-                ]
-                measured = self._driver(
-                    host,
-                    c.directory,
-                    args,
-                    s.compile_timeout_s + _SLACK_S,
-                    env=lease.binding,
-                    runtime=True,
-                )
+            elif compiled and c.directory is not None:
+                measured = self.calls.measure(host, sdk, c.directory, p.macs, lease.binding)
             if c.directory is not None:
-                out = f"{c.directory}/{OUT}"
-                artifacts = remote.fetch(
-                    host,
-                    {
-                        "neff": f"{out}/{NEFF_NAME}",
-                        "ntff": f"{out}/{NTFF_NAME}",
-                        "summary": f"{out}/{SUMMARY_NAME}",
-                        "compile_log": f"{out}/{COMPILE_LOG_NAME}",
-                    },
-                    self.results_dir / p.key,
-                )
+                wanted = artifact_paths(c.directory)
+                artifacts = remote.fetch(host, wanted, self.results_dir / p.key)
         finally:
             if c.directory is not None:
                 host.remove_tree(c.directory)
@@ -492,7 +364,7 @@ class NeuronTarget(Target):
             c.record,
             measured,
             host=host.name,
-            device=f"{lease.device}@{lease.binding.get('NEURON_RT_VISIBLE_CORES', '')}",
+            device=f"{lease.device}@{lease.binding.get(VISIBLE_CORES_ENV, '')}",
             duration_s=float(c.record.get("compile_s", 0.0)) + time.monotonic() - started,
             artifacts=artifacts,
             extra={
@@ -505,38 +377,6 @@ class NeuronTarget(Target):
                 "compiler_version": sdk.compiler_version,
             },
         )
-
-    def _driver(
-        self,
-        host: Host,
-        directory: str,
-        args: list[str],
-        timeout: float,
-        env: dict[str, str] | None = None,
-        *,
-        runtime: bool = False,
-    ) -> dict[str, Any]:
-        """A driver command in the compile environment, or with ``runtime`` in the run
-        (nrtpy) environment: device.neuron.runtime_activate / runtime_python."""
-        s = self.settings
-        # Run from the attempt's own out dir: `python -m` puts the working
-        # directory on sys.path, and tools drop their logs there.
-        return remote.run_driver(
-            host,
-            args,
-            python=(s.runtime_python or self.python) if runtime else self.python,
-            activate=(s.runtime_activate or s.activate) if runtime else s.activate,
-            timeout=timeout,
-            env=env,
-            cwd=f"{directory}/{OUT}",
-        )
-
-    def _workers(self, host: Host, count: int) -> int:
-        if self.settings.compile_workers > 0:
-            return min(self.settings.compile_workers, count)
-        result = host.run(["nproc"], timeout=30)
-        cpus = int(result.stdout.strip()) if result.ok and result.stdout.strip().isdigit() else 1
-        return max(1, min(cpus, count))
 
 
 def _mac_count(workload: Any) -> int:
