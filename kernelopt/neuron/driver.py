@@ -264,6 +264,81 @@ def _profile(
         return None, str(exc)
 
 
+def _run_neff(
+    args: argparse.Namespace, env: Mapping[str, str], neff: Path
+) -> tuple[dict[str, Any] | None, tuple[str, str]]:
+    """The `run` step on the bound core: (its record, or None and (error, status))."""
+    argv = _python_step(
+        "run",
+        "--neff",
+        str(neff),
+        "--workload",
+        args.workload,
+        "--warmup",
+        str(args.warmup),
+        "--iterations",
+        str(args.iterations),
+        "--seed",
+        str(args.seed),
+        "--tolerance",
+        str(args.tolerance),
+    )
+    done = run(argv, env, args.timeout)
+    if done.timed_out:
+        return None, (f"the run did not finish within {args.timeout:g}s", "timeout")
+    ran = _step_record(done)
+    if done.returncode != 0 or ran is None:
+        error = _tail(done.stderr or done.stdout) or f"run exit code {done.returncode}"
+        return None, (error, "failed")
+    return ran, ("", "ok")
+
+
+def _device_time(
+    args: argparse.Namespace, ran: Mapping[str, Any], profile: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Device time of the measured executions: the runtime's device-side benchmark
+    (min, median, mean over the iterations), else the profiler's total_time of its
+    one traced execution; None when neither has one."""
+    durations = ran.get("durations_ms")
+    if durations:
+        seconds = [d / 1e3 for d in durations]
+        return {
+            "timing_source": ran["timing_source"],
+            "iterations": ran.get("iterations", len(seconds)),
+            "warmup": ran.get("warmup", args.warmup),
+            "min_s": min(seconds),
+            "median_s": statistics.median(seconds),
+            "mean_s": ran.get("mean_ms", 1e3 * statistics.fmean(seconds)) / 1e3,
+        }
+    total = profile.get("total_time")
+    if isinstance(total, int | float) and total > 0:
+        return {
+            "timing_source": f"{args.profiler} total_time",
+            "iterations": 1,
+            "warmup": PROFILE_NTH_EXEC - 1,
+            "min_s": float(total),
+            "median_s": float(total),
+            "mean_s": float(total),
+        }
+    return None
+
+
+def _mfu(macs: int, seconds: float, peak: float, profile: Mapping[str, Any]) -> dict[str, Any]:
+    """MFU: the profiler's estimate where it has one, else 2·MACs / (time · peak);
+    the latter always beside it when MACs are known."""
+    from_time = mfu_percent(macs, seconds, peak) if macs else None
+    estimate = profile.get("mfu_estimated_percent")
+    if isinstance(estimate, int | float):
+        mfu, source = float(estimate), "profiler"
+    else:
+        mfu, source = from_time, "device time"
+    return {
+        "mfu_percent": mfu,
+        "mfu_source": source if mfu is not None else None,
+        "mfu_from_device_time": from_time,
+    }
+
+
 def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
     out = Path(args.out)
     neff, ntff = out / NEFF_NAME, out / NTFF_NAME
@@ -288,30 +363,9 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
     if not neff.is_file():
         return failed(f"no NEFF at {neff}: compile first")
     env = {**env, LNC_ENV: str(args.lnc)}
-    done = run(
-        _python_step(
-            "run",
-            "--neff",
-            str(neff),
-            "--workload",
-            args.workload,
-            "--warmup",
-            str(args.warmup),
-            "--iterations",
-            str(args.iterations),
-            "--seed",
-            str(args.seed),
-            "--tolerance",
-            str(args.tolerance),
-        ),
-        env,
-        args.timeout,
-    )
-    if done.timed_out:
-        return failed(f"the run did not finish within {args.timeout:g}s", "timeout")
-    ran = _step_record(done)
-    if done.returncode != 0 or ran is None:
-        return failed(_tail(done.stderr or done.stdout) or f"run exit code {done.returncode}")
+    ran, (error, status) = _run_neff(args, env, neff)
+    if ran is None:
+        return failed(error, status)
     check = ran["check"]
     record.update(
         runtime=ran.get("runtime"),
@@ -329,50 +383,22 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
         )
     profile: dict[str, Any] = {}
     if args.profiler:
-        found, error = _profile(args, env, neff, ntff)
+        found, problem = _profile(args, env, neff, ntff)
         if found is None:
-            return failed(error or "the profiler gave no summary")
+            return failed(problem or "the profiler gave no summary")
         profile = found
         record.update(ntff=str(ntff), summary=str(out / SUMMARY_NAME))
-    durations = ran.get("durations_ms")
-    if durations:
-        seconds = [d / 1e3 for d in durations]
-        record.update(
-            timing_source=ran["timing_source"],
-            iterations=ran.get("iterations", len(seconds)),
-            warmup=ran.get("warmup", args.warmup),
-            min_s=min(seconds),
-            median_s=statistics.median(seconds),
-            mean_s=ran.get("mean_ms", 1e3 * statistics.fmean(seconds)) / 1e3,
-        )
-    elif isinstance(profile.get("total_time"), int | float) and profile["total_time"] > 0:
-        # No device-side benchmark in this runtime: one traced execution's own time.
-        total = float(profile["total_time"])
-        record.update(
-            timing_source=f"{args.profiler} total_time",
-            iterations=1,
-            warmup=PROFILE_NTH_EXEC - 1,
-            min_s=total,
-            median_s=total,
-            mean_s=total,
-        )
-    else:
+    timing = _device_time(args, ran, profile)
+    if timing is None:
         return failed(
             "no device time: the runtime has no device-side benchmark and the profiler "
             "reported no total_time"
         )
-    from_time = mfu_percent(args.macs, record["min_s"], record["peak_flops"]) if args.macs else None
-    estimate = profile.get("mfu_estimated_percent")
-    if isinstance(estimate, int | float):
-        mfu, source = float(estimate), "profiler"
-    else:
-        mfu, source = from_time, "device time"
+    record.update(timing)
     return {
         **record,
         "status": "ok",
-        "mfu_percent": mfu,
-        "mfu_source": source if mfu is not None else None,
-        "mfu_from_device_time": from_time,
+        **_mfu(args.macs, record["min_s"], record["peak_flops"], profile),
         "profile": profile,
         "compiler_version": profile.get("compiler_version"),
         "runtime_version": profile.get("runtime_version") or record.get("runtime_version"),
