@@ -26,6 +26,7 @@ from kernelopt.recorder import Recorder
 from kernelopt.records import AttemptResult, Pair, Pending
 from kernelopt.sampling import Decided, NoDevice, Reporter, Sampled, Sampler
 from kernelopt.targets.base import Target
+from kernelopt.validity import checked
 
 Evaluated = tuple[AttemptResult, RunState]
 
@@ -142,7 +143,14 @@ class Evaluator:
         return lambda samples: paired(samples, rule).verdict is not None
 
     def _sampler(self, state: RunState) -> Sampler:
-        return Sampler(self.target, self.executor, self.reporter, lambda: self._best_tree(state))
+        valid = self.program.metric_range
+        return Sampler(
+            self.target,
+            self.executor,
+            self.reporter,
+            lambda: self._best_tree(state),
+            check=lambda m: checked(m, self.program.metric_key, valid),
+        )
 
     def _reusable(self, state: RunState, att: Pending) -> AttemptRecord | None:
         """An earlier attempt with the same tree on the same device kind, if its result holds."""

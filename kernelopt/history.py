@@ -18,7 +18,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import tarfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,13 +27,15 @@ from typing import Any
 import git as gitpython
 
 from kernelopt.decide import Counters, Spread, Verdict
+from kernelopt.gitcmd import (
+    NOTES_REF,
+    Git,
+    HistoryError,
+    clear_stale_locks,
+    write_note,
+)
 
-NOTES_REF = "refs/notes/kernelopt"
 LEDGER = "performance.md"
-
-
-class HistoryError(RuntimeError):
-    """A git operation kernelopt needs failed; the message says which and why."""
 
 
 def default_tag(today: dt.date | None = None) -> str:
@@ -51,42 +52,6 @@ def find_repo(start: str | Path = ".") -> Path:
     if repo.working_tree_dir is None:
         raise HistoryError(f"{start}: a bare repository has no work tree to tune")
     return Path(repo.working_tree_dir)
-
-
-class Git:
-    """Runs git in one directory. Plain subprocess: it is the hot path."""
-
-    def __init__(self, cwd: Path):
-        self.cwd = Path(cwd)
-        self.env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-
-    def __call__(self, *args: str, input: str | bytes | None = None, check: bool = True) -> str:
-        data = input.encode() if isinstance(input, str) else input
-        proc = subprocess.run(
-            ["git", *args], cwd=self.cwd, input=data, capture_output=True, env=self.env
-        )
-        if check and proc.returncode != 0:
-            err = proc.stderr.decode(errors="replace").strip()
-            raise HistoryError(f"git {' '.join(args[:3])} failed in {self.cwd}: {err}")
-        return proc.stdout.decode(errors="replace")
-
-    def ok(self, *args: str) -> bool:
-        return (
-            subprocess.run(
-                ["git", *args], cwd=self.cwd, capture_output=True, env=self.env
-            ).returncode
-            == 0
-        )
-
-    def raw(self, *args: str, input: str | None = None) -> bytes:
-        data = input.encode() if input is not None else None
-        proc = subprocess.run(
-            ["git", *args], cwd=self.cwd, input=data, capture_output=True, env=self.env
-        )
-        if proc.returncode != 0:
-            err = proc.stderr.decode(errors="replace").strip()
-            raise HistoryError(f"git {' '.join(args[:3])} failed in {self.cwd}: {err}")
-        return proc.stdout
 
 
 @dataclass(frozen=True)
@@ -275,6 +240,14 @@ class RunRepo:
                 )
             self.git("worktree", "add", "-q", "-b", self.branch, str(self.worktree), start)
 
+    def clear_stale_locks(self) -> list[Path]:
+        """Remove git lock files a dead process left in this run's refs and worktree.
+
+        Only the holder of the run lock calls this: no live kernelopt process
+        can then own a lock in the run's own refs, branch or worktree.
+        """
+        return clear_stale_locks(self.git, self.common_dir, self.run_id, self.worktree)
+
     # -- refs and notes -------------------------------------------------------
 
     def ref(self, name: str) -> str:
@@ -288,8 +261,9 @@ class RunRepo:
         self.git("update-ref", self.ref(name), sha)
 
     def write_note(self, sha: str, data: Mapping[str, Any]) -> None:
+        """Attach ``data`` to ``sha`` as its note, never losing another process's note."""
         text = json.dumps(data, sort_keys=True, indent=1, default=str)
-        self.git("notes", "--ref", NOTES_REF, "add", "-f", "-F", "-", sha, input=text)
+        write_note(self.git, self.common_dir, f"{self.run_id}/{os.getpid()}", sha, text)
 
     def read_note(self, sha: str) -> dict[str, Any] | None:
         out = self.git("notes", "--ref", NOTES_REF, "show", sha, check=False)

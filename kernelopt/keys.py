@@ -56,6 +56,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "number": (int, float),
     "bool": (bool,),
     "list[str]": (list,),
+    "range": (list,),
     "duration": (str, int, float),
     "percent": (str, int, float),
     "mapping": (dict,),
@@ -85,6 +86,20 @@ def parse_percent(value: Any) -> float:
 
 def positive(value: Any) -> str | None:
     return None if value is None or value > 0 else f"must be positive, got {value!r}"
+
+
+def range_ok(value: Any) -> str | None:
+    """``[lo, hi]``: two numbers or nulls, lo below hi."""
+    numeric = all(
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v))
+        for v in value
+    )
+    if len(value) != 2 or not numeric:
+        return f"expected [lo, hi] with numbers or null, got {value!r}"
+    lo, hi = value
+    if lo is not None and hi is not None and lo >= hi:
+        return f"lo must be below hi, got {value!r}"
+    return None
 
 
 def non_negative(value: Any) -> str | None:
@@ -151,9 +166,7 @@ def _type_ok(kind: str, value: Any) -> bool:
     return True
 
 
-def validate(
-    data: Any, section: Section, path: str = ""
-) -> tuple[dict[str, Any], list[Problem]]:
+def validate(data: Any, section: Section, path: str = "") -> tuple[dict[str, Any], list[Problem]]:
     """Check ``data`` against ``section``; return it with defaults filled, and every problem."""
     problems: list[Problem] = []
     if not isinstance(data, dict):
@@ -226,5 +239,3 @@ def reference(section: Section, path: str = "") -> list[tuple[str, str, str, str
             default = "required" if spec.required else repr(spec.default)
             rows.append((where, spec.kind, default, spec.help))
     return rows
-
-

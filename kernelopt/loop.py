@@ -9,8 +9,9 @@ State lives only in git, so running the same command again resumes a run.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -71,12 +72,18 @@ class Runner:
         )
         self._observations: dict[tuple[int, str], Observation] = {}
 
-    def locked(self) -> AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
         """Hold this run against other kernelopt processes (RunBusy if one has it)."""
-        return run_lock(self.repo.common_dir, self.run_id)
+        with run_lock(self.repo.common_dir, self.run_id) as held:
+            for pgid in held.reaped:
+                self.reporter.event("reaped", pgid=pgid)
+            yield
 
     def open(self, *, agent_mode: bool = False) -> RunState:
         """Attach the worktree and finish whatever a killed runner left half done."""
+        for path in self.repo.clear_stale_locks():
+            self.reporter.event("stale_lock", path=str(path))
         self.state = recover(self.repo, self.recorder, agent_mode=agent_mode)
         return self.state
 

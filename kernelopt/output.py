@@ -31,7 +31,7 @@ class Printer:
         if self.as_json:
             if name == "attempt":
                 click.echo(json.dumps({"event": "attempt", **data["result"].to_json()}))
-            elif name in ("waiting", "host_fault"):
+            elif name in ("waiting", "host_fault", "stale_lock", "reaped"):
                 click.echo(json.dumps({"event": name, **data}))
             return
         if name == "measuring":
@@ -68,6 +68,10 @@ def _notice(name: str, data: dict[str, Any]) -> str:
             f"  no idle device ({data['reason']}); waited {data['waited_s']:.0f}s, "
             f"next look in {data['next_poll_s']:.0f}s"
         )
+    if name == "reaped":
+        return f"  killed process group {data['pgid']}: a benchmark a killed kernelopt process left running"
+    if name == "stale_lock":
+        return f"  removed {data['path']} (a git lock left by a killed kernelopt process)"
     if name == "host_fault":
         return f"  host fault on #{data['attempt']}, retrying on another device: {data['error']}"
     return f"  {name}: {data}"

@@ -11,6 +11,7 @@ import yaml
 from kernelopt.durations import parse_duration
 from kernelopt.keys import Problem
 from kernelopt.schema import knob_space_problem, parse_percent, validate
+from kernelopt.validity import MetricRange
 
 # Metrics an nki target produces: the sim/profiler record fields plus short aliases.
 NKI_METRIC_ALIASES = {"mfu": "mfu_estimated_percent", "time": "total_time"}
@@ -137,6 +138,11 @@ class Program:
     timeout_s: float
     body: str
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def metric_range(self) -> MetricRange:
+        """The values of the metric that are measurements (``metric.valid``)."""
+        return MetricRange.of(self.raw.get("metric", {}).get("valid"), self.better)
 
     @property
     def metric_key(self) -> str:

@@ -10,16 +10,30 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+import kernelopt.hosts.children as children
 
 
 class RunBusy(RuntimeError):
     """Another kernelopt process holds this run."""
 
 
+@dataclass(frozen=True)
+class Held:
+    """A run held by this process; ``reaped``: process groups the previous holder left running."""
+
+    reaped: list[int]
+
+
 @contextlib.contextmanager
-def run_lock(common_dir: Path, run_id: str) -> Iterator[None]:
-    """Hold run ``run_id`` for the duration of the block, or raise RunBusy at once."""
+def run_lock(common_dir: Path, run_id: str) -> Iterator[Held]:
+    """Hold run ``run_id`` for the duration of the block, or raise RunBusy at once.
+
+    Benchmarks a killed previous holder left running are killed first (see
+    ``kernelopt.hosts.children``), so two never measure in one worktree at once.
+    """
     lock_dir = Path(common_dir) / "kernelopt" / "locks"
     lock_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_dir / f"{run_id}.lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -33,8 +47,12 @@ def run_lock(common_dir: Path, run_id: str) -> Iterator[None]:
         ) from None
     os.ftruncate(fd, 0)
     os.write(fd, str(os.getpid()).encode())
+    record = lock_dir / f"{run_id}.children"
     try:
-        yield
+        held = Held(reaped=children.reap(record))
+        children.track(record)
+        yield held
     finally:
+        children.track(None)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

@@ -61,11 +61,13 @@ class Sampler:
         executor: Executor,
         reporter: Reporter,
         best_tree: Callable[[], Path],
+        check: Callable[[Measurement], Measurement] = lambda m: m,
     ):
         self.target = target
         self.executor = executor
         self.reporter = reporter
         self.best_tree = best_tree
+        self.check = check  # turns a nonsense metric into a failed measurement
 
     def sample(self, att: Pending, tree: Path, decided: Decided) -> Sampled:
         """Judge on one device; a host fault is retried once on another device."""
@@ -106,18 +108,18 @@ class Sampler:
 
     def _on(self, device: Device, att: Pending, tree: Path, decided: Decided) -> list[Pair]:
         """The candidate's samples, paired with BEST's on the same device when noisy."""
-        first = device.measure(self.target, tree)
+        first = self.check(device.measure(self.target, tree))
         if att.kind == Verdict.BASELINE or not first.ok or self.target.deterministic:
             return [(first, None)]
         best_tree = self.best_tree()
         samples: list[Pair] = []
         candidate = first
         while True:
-            best = device.measure(self.target, best_tree)
+            best = self.check(device.measure(self.target, best_tree))
             samples.append((candidate, best))
             if not (candidate.ok and best.ok) or decided(samples):
                 return samples
-            candidate = device.measure(self.target, tree)
+            candidate = self.check(device.measure(self.target, tree))
             if not candidate.ok:
                 samples.append((candidate, None))
                 return samples

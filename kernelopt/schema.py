@@ -21,6 +21,7 @@ from kernelopt.keys import (
     percent_ok,
     positive,
     positive_duration_ok,
+    range_ok,
     ray_address_ok,
     reference,
     resources_ok,
@@ -103,6 +104,13 @@ SCHEMA = Section(
             {
                 "name": Key("str", "the metric's name (nki: mfu, total_time or any profile field)"),
                 "better": Key("str", "higher or lower", choices=("higher", "lower")),
+                "valid": Key(
+                    "range",
+                    "[lo, hi] a measurement must fall in (null: no bound); "
+                    "default: finite, and above 0 where lower is better",
+                    default=None,
+                    check=range_ok,
+                ),
             },
             required=True,
         ),

@@ -9,7 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelopt.decide import Assessment, Counters, Spread, Verdict, assess_deterministic, assess_paired, combine_classes, gain, update_counters
+from kernelopt.decide import (
+    Assessment,
+    Counters,
+    Spread,
+    Verdict,
+    assess_deterministic,
+    assess_paired,
+    combine_classes,
+    gain,
+    update_counters,
+)
 
 LIMIT = 3
 WINDOW = 2
@@ -246,7 +256,11 @@ def a(verdict: str | None, g: float = 0.0) -> Assessment:
 def test_improve_some_regress_others_is_diverged_naming_the_classes() -> None:
     judged = combine_classes(
         a(Verdict.KEEP, 0.02),
-        {"n=256": a(Verdict.KEEP, 0.2), "n=512": a(Verdict.TIE), "n=1024": a(Verdict.REGRESSION, -0.1)},
+        {
+            "n=256": a(Verdict.KEEP, 0.2),
+            "n=512": a(Verdict.TIE),
+            "n=1024": a(Verdict.REGRESSION, -0.1),
+        },
     )
     assert judged is not None
     assert judged.verdict == Verdict.DIVERGED
@@ -256,18 +270,24 @@ def test_improve_some_regress_others_is_diverged_naming_the_classes() -> None:
 
 
 def test_every_class_better_is_a_keep() -> None:
-    judged = combine_classes(a(Verdict.KEEP, 0.1), {"x": a(Verdict.KEEP, 0.1), "y": a(Verdict.KEEP, 0.1)})
+    judged = combine_classes(
+        a(Verdict.KEEP, 0.1), {"x": a(Verdict.KEEP, 0.1), "y": a(Verdict.KEEP, 0.1)}
+    )
     assert judged is not None and judged.verdict == Verdict.KEEP
     assert judged.improved == ("x", "y") and judged.regressed == ()
 
 
 def test_one_class_worse_without_any_better_is_a_regression() -> None:
-    judged = combine_classes(a(Verdict.TIE), {"x": a(Verdict.TIE), "y": a(Verdict.REGRESSION, -0.05)})
+    judged = combine_classes(
+        a(Verdict.TIE), {"x": a(Verdict.TIE), "y": a(Verdict.REGRESSION, -0.05)}
+    )
     assert judged is not None and judged.verdict == Verdict.REGRESSION
 
 
 def test_overall_win_with_a_class_regressing_is_never_a_keep() -> None:
-    judged = combine_classes(a(Verdict.KEEP, 0.05), {"x": a(Verdict.TIE), "y": a(Verdict.REGRESSION, -0.05)})
+    judged = combine_classes(
+        a(Verdict.KEEP, 0.05), {"x": a(Verdict.TIE), "y": a(Verdict.REGRESSION, -0.05)}
+    )
     assert judged is not None and judged.verdict == Verdict.REGRESSION
 
 
@@ -284,7 +304,17 @@ def test_undecided_class_means_no_verdict_yet() -> None:
 
 @given(
     st.lists(
-        st.sampled_from([Verdict.KEEP, Verdict.TIE, Verdict.REGRESSION, Verdict.FAILED, Verdict.INCORRECT, Verdict.DIVERGED, Verdict.INTERRUPTED]),
+        st.sampled_from(
+            [
+                Verdict.KEEP,
+                Verdict.TIE,
+                Verdict.REGRESSION,
+                Verdict.FAILED,
+                Verdict.INCORRECT,
+                Verdict.DIVERGED,
+                Verdict.INTERRUPTED,
+            ]
+        ),
         max_size=40,
     ),
     st.integers(1, 6),

@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import kernelopt.hosts.children as children
 from kernelopt.hosts.base import CommandResult, HostError
 from kernelopt.hosts.shell import check_env_names
 
@@ -54,6 +55,7 @@ class LocalHost:
         except (FileNotFoundError, PermissionError) as error:
             code = 127 if isinstance(error, FileNotFoundError) else 126
             return CommandResult(code, "", f"{args[0]}: {error.strerror}\n", False, 0.0)
+        children.started(process.pid)
         timed_out = False
         try:
             out, err = process.communicate(stdin, timeout=timeout)
@@ -65,6 +67,11 @@ class LocalHost:
             except subprocess.TimeoutExpired:
                 process.kill()
                 out, err = b"", b""
+        except BaseException:  # Ctrl-C or an error here: the group must not run on alone
+            _kill_group(process.pid)
+            raise
+        finally:
+            children.ended(process.pid)
         return CommandResult(
             returncode=process.returncode if process.returncode is not None else -9,
             stdout=out.decode("utf-8", "replace"),

@@ -31,6 +31,8 @@ class SimReport:
     error_kind: str | None = None
     func: str = ""
     max_rel_l2_error: float | None = None  # ||got - want|| / ||want||, worst over seeds
+    # With explain=True: what bounds the time and the top stalls (Explanation.to_json()).
+    explanation: dict[str, Any] | None = None
 
 
 def _fp32(array: np.ndarray) -> np.ndarray:
@@ -103,6 +105,8 @@ def check_kernel(
     mac_count: int | None = None,
     params: Trn2Params = DEFAULT_PARAMS,
     rel_l2: float | None = None,
+    compiler_args: tuple[str, ...] | list[str] = (),
+    explain: bool = False,
 ) -> SimReport:
     """Run the kernel on each seed's inputs and compare with ``workload.f_numpy``.
 
@@ -117,9 +121,12 @@ def check_kernel(
     max_err: float | None = None
     worst_seed: int | None = None
     first_problem: str | None = None
+    explanation: dict[str, Any] | None = None
 
     def failed(error: str, kind: str) -> SimReport:
-        return SimReport(False, max_err, worst_seed, profile, error, kind, name, max_l2)
+        return SimReport(
+            False, max_err, worst_seed, profile, error, kind, name, max_l2, explanation
+        )
 
     for seed in seeds:
         inputs = make_inputs(workload.input_specs, seed)
@@ -131,11 +138,14 @@ def check_kernel(
                 precision=precision,
                 mac_count=mac_count,
                 params=params,
+                compiler_args=compiler_args,
             )
         except SimError as exc:
             return failed(str(exc), exc.kind)
         if not profile:
             profile, name = run.profile, run.func
+            if explain:
+                explanation = run.explain().to_json()
         try:
             expected = workload.f_numpy(**{k: _fp32(v) for k, v in inputs.items()})
         except Exception as exc:  # the workload is user code too
@@ -150,4 +160,4 @@ def check_kernel(
             first_problem = f"seed {seed}: {problem}"
     if first_problem is not None:
         return failed(first_problem, "numerics")
-    return SimReport(True, max_err, worst_seed, profile, None, None, name, max_l2)
+    return SimReport(True, max_err, worst_seed, profile, None, None, name, max_l2, explanation)

@@ -26,7 +26,16 @@ def duration_ns(ins: Instruction, p: Trn2Params) -> float:
         row = max(ins.row_bytes, 1)
         efficiency = row / (row + p.dma_row_overhead_bytes) * ins.transpose_efficiency
         return ins.nbytes / (p.dma_bytes_per_ns * p.dma_queues * efficiency)
+    if ins.op == "memset":
+        # Documented cost: max(MIN_II, N) engine cycles, N/2 for a zero fill
+        # of a 2-byte dtype, on whichever engine runs it.
+        clock = p.gpsimd_clock_hz if engine == "gpsimd" else p.vector_clock_hz
+        fill = ins.free / ins.elements_per_cycle
+        return (p.engine_static_cycles + max(p.engine_min_cycles, fill)) / clock * 1e9
     stream = ins.free * ins.inputs
+    if ins.psum_read:
+        # VectorE and ScalarE stream a PSUM operand at half their SBUF rate.
+        stream = stream * p.psum_read_cycles_per_element
     if engine == "vector":
         clock = p.vector_clock_hz
     elif engine == "scalar":

@@ -137,32 +137,57 @@ def resolve_dtype(dtype: Any) -> np.dtype | None:
         return None
 
 
+def _address(machine: Machine, address: Any) -> tuple[int, ...] | None:
+    """``address=``: (partition offset, byte offset) on chip, (byte offset,) in HBM; an
+    int is taken as the byte offset."""
+    if address is None:
+        return None
+    values = (address,) if isinstance(address, int) else tuple(address)
+    if not values or not all(isinstance(v, int) and v >= 0 for v in values):
+        machine.fail("isa", f"address must be non-negative ints, got {address!r}")
+    return values
+
+
 def build_language(machine: Machine, isa: Isa) -> types.ModuleType:
     module = types.ModuleType("nki.language", "nki.language as simulated by kernelopt")
 
     def ndarray(
-        shape: tuple[int, ...], dtype: Any, buffer: Buffer | None = None, name: str | None = None
+        shape: tuple[int, ...],
+        dtype: Any,
+        buffer: Buffer | None = None,
+        name: str | None = "",
+        address: Any = None,
     ) -> Tile:
         resolved = resolve_dtype(dtype)
         if resolved is None:
             machine.fail("isa", f"unknown dtype {dtype!r}")
-        if buffer is None:
+        if buffer is None or buffer is Ellipsis:
             buffer = BUFFERS["sbuf"]
         if not isinstance(buffer, Buffer):
             machine.fail(
                 "isa", f"buffer must be one of nl.sbuf/psum/hbm/shared_hbm, got {buffer!r}"
             )
-        return machine.allocate(tuple(shape), resolved, buffer, name)
+        return machine.allocate(
+            tuple(shape), resolved, buffer, name or None, address=_address(machine, address)
+        )
 
     def zeros(
-        shape: tuple[int, ...], dtype: Any, buffer: Buffer | None = None, name: str | None = None
+        shape: tuple[int, ...],
+        dtype: Any,
+        buffer: Buffer | None = None,
+        name: str | None = "",
+        address: Any = None,
     ) -> Tile:
-        tile = ndarray(shape, dtype, buffer, name)
+        tile = ndarray(shape, dtype, buffer, name, address)
         isa.zero_fill(tile)
         return tile
 
     module.ndarray = ndarray
     module.zeros = zeros
+    # nl.par_dim marks the partition axis in older kernels; the first axis
+    # is the partition axis either way.
+    module.par_dim = lambda size: size
+    module.ds = lambda start, size: slice(start, start + size)
     p = machine.params
     module.tile_size = TileSize(
         pmax=p.partitions,

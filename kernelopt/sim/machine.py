@@ -1,4 +1,4 @@
-"""The state of one simulated run: allocations, live on-chip bytes, the trace.
+"""The state of one simulated run: allocations and the trace.
 
 One ``Machine`` per ``run_kernel`` call; the ``nki`` modules handed to the
 kernel are bound to it, so nothing is shared between runs.
@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import math
 import sys
-from collections import deque
-from dataclasses import replace
 from typing import NoReturn
 
 import numpy as np
@@ -32,15 +30,9 @@ class Machine:
         self.compute = compute
         self.trace: list[Instruction] = []
         self.allocations: list[AllocationInfo] = []
-        # Live on-chip allocations: id -> (kind, bytes per partition).
-        self._live: dict[int, tuple[str, int]] = {}
-        self._live_bytes = {"sbuf": 0, "psum": 0}
-        self._capacity_dirty = False
-        self._limits = {"sbuf": params.sbuf_partition_bytes, "psum": params.psum_partition_bytes}
-        # Last ``rotation_depth`` allocation ids per allocation site (kernel line).
-        self._sites: dict[int, deque[int]] = {}
-        # (new id, earlier ids at its site, memory kind, bytes per partition)
-        self._pending_reuse: list[tuple[int, tuple[int, ...], str, int]] = []
+        # Per allocation site: trace length at its last allocation and its
+        # current generation (allocations with no instruction in between).
+        self._generations: dict[tuple[int, ...], tuple[int, int]] = {}
 
     # --- locating the kernel line -------------------------------------------------
 
@@ -50,6 +42,17 @@ class Machine:
         while frame is not None and frame.f_code.co_filename != self.file:
             frame = frame.f_back
         return frame.f_lineno if frame is not None else 0
+
+    def site(self) -> tuple[int, ...]:
+        """The kernel lines on the call stack, outermost first: where an allocation
+        is made, told apart by the helper calls that lead there."""
+        lines = []
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == self.file:
+                lines.append(frame.f_lineno)
+            frame = frame.f_back
+        return tuple(reversed(lines))
 
     def fail(self, kind: str, message: str) -> NoReturn:
         raise SimError(message, file=self.file, line=self.line(), kind=kind)
@@ -65,8 +68,10 @@ class Machine:
         *,
         data: np.ndarray | None = None,
         filled: bool = False,
+        address: tuple[int, ...] | None = None,
     ) -> Tile:
-        """A new tensor; ``filled`` (inputs) marks it initialised with ``data``."""
+        """A new tensor; ``filled`` (inputs) marks it initialised with ``data``;
+        ``address`` is a hand-placed location (``nl.ndarray(address=...)``)."""
         line = self.line()
         if not shape or any(not isinstance(d, int | np.integer) or d <= 0 for d in shape):
             self.fail(
@@ -90,16 +95,28 @@ class Machine:
                 # PSUM is handed out in whole banks.
                 banks = -(-per_partition // p.psum_bank_bytes)
                 per_partition = banks * p.psum_bank_bytes
-            self._live[alloc_id] = (buffer.kind, per_partition)
-            self._live_bytes[buffer.kind] += per_partition
-            self._capacity_dirty = True
-            site = self._sites.setdefault(line, deque(maxlen=p.rotation_depth))
-            if site:
-                # Decided at the next instruction: by then the loop body has
-                # rebound (and so dropped) the tiles of earlier iterations.
-                self._pending_reuse.append((alloc_id, tuple(site), buffer.kind, per_partition))
-            site.append(alloc_id)
-        self.allocations.append(AllocationInfo(alloc_id, label, buffer.kind, line, -1))
+        site = self.site() if buffer.on_chip else ()
+        generation = 0
+        if site:
+            # A list of tiles built with no instruction in between is one
+            # generation: it rotates as a unit.
+            issued, generation = self._generations.get(site, (-1, -1))
+            if issued != len(self.trace):
+                generation += 1
+            self._generations[site] = (len(self.trace), generation)
+        self.allocations.append(
+            AllocationInfo(
+                alloc_id,
+                label,
+                buffer.kind,
+                line,
+                nbytes=per_partition,
+                address=address,
+                site=site,
+                generation=generation,
+                partitions=shape[0] if buffer.on_chip else 0,
+            )
+        )
         if filled:
             written = np.ones(shape, dtype=bool)
         else:
@@ -110,55 +127,6 @@ class Machine:
                 data = np.full(shape, np.nan if store is np.float32 else 0, dtype=store)
         alloc = Allocation(self, alloc_id, label, buffer, dtype, shape, data, written, line)
         return Tile.whole(alloc)
-
-    def release(self, alloc: Allocation) -> None:
-        entry = self._live.pop(alloc.id, None)
-        if entry is not None:
-            self._live_bytes[entry[0]] -= entry[1]
-
-    def check_capacity(self) -> None:
-        """Fail like the compiler when live on-chip bytes exceed a memory.
-
-        Checked when an instruction issues rather than at allocation, so that
-        the tile a loop body rebinds has been dropped by then.
-        """
-        if not self._capacity_dirty:
-            return
-        self._capacity_dirty = False
-        self.resolve_reuse()
-        for kind, limit in self._limits.items():
-            used = self._live_bytes[kind]
-            if used > limit:
-                live = sorted(
-                    ((b, i) for i, (k, b) in self._live.items() if k == kind), reverse=True
-                )[:3]
-                biggest = ", ".join(
-                    f"{self.allocations[i].name!r} line {self.allocations[i].line} {b / 1024:g} KiB"
-                    for b, i in live
-                )
-                self.fail(
-                    "capacity",
-                    f"Out of memory in {kind}: {used / 1024:g} KiB per partition live, "
-                    f"limit {limit / 1024:g} KiB (largest live: {biggest})",
-                )
-
-    def resolve_reuse(self) -> None:
-        """Give each new allocation the physical copy of an earlier one from
-        its site, if that one is dead.
-
-        The compiler keeps up to ``rotation_depth`` copies of a loop-body tile,
-        as many as fit in the free memory: a PSUM tile next to a nearly full
-        set of banks gets one copy, and its loop serialises.
-        """
-        depth = self.params.rotation_depth
-        for alloc_id, history, kind, per_partition in self._pending_reuse:
-            free = self._limits[kind] - self._live_bytes[kind]
-            copies = max(1, min(depth, 1 + free // per_partition))
-            if len(history) >= copies and history[-copies] not in self._live:
-                self.allocations[alloc_id] = replace(
-                    self.allocations[alloc_id], reuses=history[-copies]
-                )
-        self._pending_reuse.clear()
 
     # --- data access --------------------------------------------------------------------
 

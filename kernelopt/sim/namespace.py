@@ -13,6 +13,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kernelopt.sim.enums import add_enums
 from kernelopt.sim.isa import ISA_CALLS, Isa
 from kernelopt.sim.language import build_language
 from kernelopt.sim.machine import Machine
@@ -44,6 +45,7 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     nisa = types.ModuleType("nki.isa", "nki.isa as simulated by kernelopt")
     for name in ISA_CALLS:
         setattr(nisa, name, getattr(isa, name))
+    add_enums(nisa)
     nki = types.ModuleType("nki", "nki as simulated by kernelopt")
     nki.jit = _jit
     nki.language = nl

@@ -59,6 +59,11 @@ def build_profile(
         "hfu_estimated_percent": _percent(2.0 * executed_macs, total_s * peak)
         if total_s > 0
         else 0.0,
+        "tensor_engine_active_time": busy["tensor"] * 1e-9,
+        "vector_engine_active_time": busy["vector"] * 1e-9,
+        "scalar_engine_active_time": busy["scalar"] * 1e-9,
+        "gpsimd_engine_active_time": busy["gpsimd"] * 1e-9,
+        "dma_active_time": busy["dma"] * 1e-9,
         "tensor_engine_active_time_percent": _percent(busy["tensor"], total_ns),
         "vector_engine_active_time_percent": _percent(busy["vector"], total_ns),
         "scalar_engine_active_time_percent": _percent(busy["scalar"], total_ns),

@@ -10,9 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from kernelopt.sim.compiler import compiler_options
 from kernelopt.sim.errors import SimError
+from kernelopt.sim.explain import Explanation, explain
 from kernelopt.sim.language import BUFFERS
 from kernelopt.sim.machine import Machine
+from kernelopt.sim.memory import plan_memory
 from kernelopt.sim.namespace import JitKernel, build_modules, kernel_builtins
 from kernelopt.sim.profile import build_profile
 from kernelopt.sim.schedule import Timeline, schedule
@@ -37,6 +40,10 @@ class SimRun:
     trace: tuple[Instruction, ...]
     allocations: tuple[AllocationInfo, ...]
     timeline: Timeline
+
+    def explain(self, top: int = 3) -> Explanation:
+        """What bounds the time, and TensorE's ``top`` stalls with their source lines."""
+        return explain(self.trace, self.allocations, self.timeline, top)
 
 
 def _exception_line(exc: BaseException, file: str) -> int:
@@ -144,14 +151,21 @@ def run_kernel(
     compute: bool = True,
     mac_count: int | None = None,
     params: Trn2Params = DEFAULT_PARAMS,
+    compiler_args: tuple[str, ...] | list[str] = (),
 ) -> SimRun:
     """Execute ``func`` (or the file's only ``@nki.jit`` function) on ``inputs``.
 
     ``precision="fp32"`` computes and stores every float in fp32;
     ``"native"`` rounds each store to the declared dtype. ``compute=False``
     skips the array math but checks the same rules and yields the same
-    trace and profile. Raises ``SimError`` for any kernel problem.
+    trace and profile. ``compiler_args`` are the neuronx-cc options the
+    kernel is compiled with (see ``kernelopt.sim.compiler``). Raises
+    ``SimError`` for any kernel problem.
     """
+    try:
+        options = compiler_options(compiler_args)
+    except ValueError as exc:
+        raise SimError(str(exc), file=str(kernel_path), line=0, kind="exception") from None
     path = Path(kernel_path).resolve()
     file = str(path)
     try:
@@ -175,10 +189,9 @@ def run_kernel(
         raise _as_sim_error(exc, file) from None
     finally:
         namespace.clear()
-    machine.resolve_reuse()
     trace = tuple(machine.trace)
-    allocations = tuple(machine.allocations)
-    timeline = schedule(trace, allocations, params)
+    allocations = plan_memory(trace, machine.allocations, params, file)
+    timeline = schedule(trace, allocations, params, in_order=not options.instruction_scheduling)
     # ml_dtypes floats (bfloat16, fp8) report kind "V".
     float_inputs = [a.dtype for a in map(np.asarray, inputs.values()) if a.dtype.kind in "fV"]
     fp32_inputs = bool(float_inputs) and all(d.itemsize >= 4 for d in float_inputs)

@@ -1,21 +1,24 @@
 """Dependency-aware schedule of a trace over the engines and DMA queues.
 
-Each engine runs its instructions in program order; DMAs go to whichever of
-the queues frees first. An instruction also waits for the last writes of
-what it reads (RAW) and, before writing, for earlier readers and writers of
-the region (WAR/WAW). Access lists are kept per allocation and pruned when a
+An instruction waits for the last writes of what it reads (RAW) and, before
+writing, for earlier readers and writers of the region (WAR/WAW). With the
+compiler's instruction scheduler on, it then takes the earliest idle gap of
+its engine long enough to hold it (list scheduling); with the scheduler off
+each engine runs in program order. DMAs go to whichever of the queues frees
+first. Access lists are kept per allocation and pruned when a
 write covers older entries, so each lookup scans a handful of boxes and the
 whole pass stays linear in the trace length.
 
-An allocation that takes over the physical copy of a dead allocation from
-the same site (see ``AllocationInfo.reuses``) waits, on first touch, until
-every access to that copy has finished: this is what makes a loop with one
-buffer serialise and a loop-body allocation pipeline.
+An allocation that takes over the physical memory of dead allocations (see
+``AllocationInfo.reuses``) waits, on first touch, until every access to
+them has finished: this is what makes a loop with one buffer serialise and
+a loop-body allocation pipeline.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kernelopt.sim.cost import duration_ns
@@ -27,11 +30,23 @@ Box = tuple[tuple[int, int], ...]
 
 @dataclass(frozen=True)
 class Timeline:
+    """When each instruction ran, and what it waited for.
+
+    ``ready_ns`` is when its dependencies allowed it to start; ``wait_kind``
+    (an index into ``WAIT_KINDS``), ``waited_on`` (an instruction index, -1
+    for none) and ``waited_alloc`` (the allocation it was on) name the
+    dependency that set that time.
+    """
+
     makespan_ns: float
     active_ns: float  # time at least one engine or queue is busy
     engine_busy_ns: dict[str, float]  # "dma": time at least one queue is busy
     start_ns: tuple[float, ...]
     end_ns: tuple[float, ...]
+    ready_ns: tuple[float, ...] = ()
+    wait_kind: tuple[int, ...] = ()
+    waited_on: tuple[int, ...] = ()
+    waited_alloc: tuple[int, ...] = ()
 
 
 def _overlaps(a: Box, b: Box) -> bool:
@@ -64,7 +79,7 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
 
 
 class _Channel:
-    """Busy intervals of a shared resource (DMA bandwidth, DMA issue), sorted,
+    """Busy intervals of a resource (an engine, DMA bandwidth, DMA issue), sorted,
     disjoint, merged when they touch (so a saturated resource is one interval)."""
 
     def __init__(self) -> None:
@@ -93,9 +108,24 @@ class _Channel:
             ends.insert(i, stop)
         return t
 
+    def release(self, start: float, duration: float) -> None:
+        """Undo the reservation of [start, start + duration) made last."""
+        starts, ends = self.starts, self.ends
+        stop = start + duration
+        i = bisect_right(starts, start) - 1
+        s0, e0 = starts[i], ends[i]
+        pieces = [(a, b) for a, b in ((s0, start), (stop, e0)) if b > a]
+        starts[i : i + 1] = [a for a, _ in pieces]
+        ends[i : i + 1] = [b for _, b in pieces]
+
+
+# Why an instruction could not start earlier than its dependencies allowed.
+NO_WAIT, RAW, WAR, WAW, REUSE = range(5)
+WAIT_KINDS = ("", "raw", "war", "waw", "reuse")
+
 
 class _Accesses:
-    """Outstanding writes and reads of one allocation, with their end times.
+    """Outstanding writes and reads of one allocation: box -> (end, engine, instruction).
 
     While every box is the same shape at offsets that are multiples of it (a
     tile grid, the usual case), two boxes overlap only when equal, so lookups
@@ -106,8 +136,8 @@ class _Accesses:
     __slots__ = ("writes", "reads", "grid", "regular", "wmax", "rmax")
 
     def __init__(self) -> None:
-        self.writes: dict[Box, tuple[float, str]] = {}
-        self.reads: dict[Box, tuple[float, str]] = {}
+        self.writes: dict[Box, tuple[float, str, int]] = {}
+        self.reads: dict[Box, tuple[float, str, int]] = {}
         self.grid: tuple[int, ...] | None = None
         self.regular = True
         # Latest end among the entries (an upper bound after pruning): nothing
@@ -123,31 +153,34 @@ class _Accesses:
                 self.regular = False
                 return
 
-    def latest(self, box: Box, ready: float, engine: str, sync: float, *, write: bool) -> float:
+    def latest(
+        self, box: Box, wait: _Wait, engine: str, sync: float, alloc: int, *, write: bool
+    ) -> None:
+        """Raise ``wait`` to the end of every earlier access this one must follow."""
         if self.regular:
             self._check_grid(box)
-        tables = (self.writes, self.reads) if write else (self.writes,)
-        limits = (self.wmax, self.rmax)
-        for table, limit in zip(tables, limits, strict=False):
-            if limit <= ready:
+        tables = ((self.writes, WAW if write else RAW, self.wmax),)
+        if write:
+            tables += ((self.reads, WAR, self.rmax),)
+        for table, kind, limit in tables:
+            if limit <= wait.ready:
                 continue
             if self.regular:
                 hit = table.get(box)
                 found = () if hit is None else ((box, hit),)
             else:
                 found = table.items()
-            for other, (end, eng) in found:
-                if end > ready and _overlaps(box, other):
-                    ready = max(ready, end if eng == engine else end + sync)
-        return ready
+            for other, (end, eng, index) in found:
+                if end > wait.ready and _overlaps(box, other):
+                    wait.raise_to(end if eng == engine else end + sync, kind, index, alloc)
 
-    def record_read(self, box: Box, end: float, engine: str) -> None:
+    def record_read(self, box: Box, end: float, engine: str, index: int) -> None:
         previous = self.reads.get(box)
         if previous is None or end >= previous[0]:
-            self.reads[box] = (end, engine)
+            self.reads[box] = (end, engine, index)
             self.rmax = max(self.rmax, end)
 
-    def record_write(self, box: Box, end: float, engine: str) -> None:
+    def record_write(self, box: Box, end: float, engine: str, index: int) -> None:
         # Everything this write covers is ordered before it: drop it.
         if self.regular:
             self.reads.pop(box, None)
@@ -155,89 +188,192 @@ class _Accesses:
             for table in (self.writes, self.reads):
                 for other in [b for b in table if _covers(box, b)]:
                     del table[other]
-        self.writes[box] = (end, engine)
+        self.writes[box] = (end, engine, index)
         self.wmax = max(self.wmax, end)
 
 
-def schedule(
-    trace: list[Instruction] | tuple[Instruction, ...],
-    allocations: list[AllocationInfo] | tuple[AllocationInfo, ...],
-    params: Trn2Params,
-) -> Timeline:
-    n_alloc = len(allocations)
-    accesses = [_Accesses() for _ in range(n_alloc)]
-    release = [0.0] * n_alloc  # when every access so far has finished
-    release_engine = [""] * n_alloc
-    touched = bytearray(n_alloc)
-    reuses = [a.reuses for a in allocations]
-    engine_free = dict.fromkeys(ENGINES, 0.0)
-    busy = dict.fromkeys(ENGINES, 0.0)
-    queues = [0.0] * params.dma_queues
-    channel = _Channel()
-    issuer = _Channel()
-    sync = params.sync_latency_ns
-    tensor_last_end = float("-inf")
-    tensor_period_start = 0.0
-    starts: list[float] = []
-    ends: list[float] = []
-    dma_intervals: list[tuple[float, float]] = []
+class _Wait:
+    """The earliest start an instruction's dependencies allow, and what set it."""
 
-    for ins in trace:
-        engine = ins.engine
-        ready = 0.0
+    __slots__ = ("ready", "kind", "on", "alloc")
+
+    def __init__(self) -> None:
+        self.ready = 0.0
+        self.kind = NO_WAIT
+        self.on = -1
+        self.alloc = -1
+
+    def raise_to(self, time: float, kind: int, index: int, alloc: int) -> None:
+        if time > self.ready:
+            self.ready, self.kind, self.on, self.alloc = time, kind, index, alloc
+
+
+class _Throttle:
+    """TensorE starts each busy period throttled: instructions starting within
+    the warm-up window of a period cost ``tensor_throttle_factor`` times more;
+    a period begins after ``tensor_rethrottle_idle_ns`` without work."""
+
+    def __init__(self, busy: _Channel, params: Trn2Params) -> None:
+        self.params = params
+        self.last_end = float("-inf")
+        self.period_start = 0.0
+
+    def factor_at(self, start: float) -> float:
+        p = self.params
+        period = (
+            start if start - self.last_end >= p.tensor_rethrottle_idle_ns else self.period_start
+        )
+        return p.tensor_throttle_factor if start < period + p.tensor_warmup_ns else 1.0
+
+    def ran(self, start: float, end: float) -> None:
+        if start - self.last_end >= self.params.tensor_rethrottle_idle_ns:
+            self.period_start = start
+        self.last_end = max(self.last_end, end)
+
+
+class _Dependencies:
+    """Every allocation's access history: what an instruction must wait for."""
+
+    def __init__(self, allocations: Sequence[AllocationInfo], sync: float) -> None:
+        n = len(allocations)
+        self.sync = sync
+        self.accesses = [_Accesses() for _ in range(n)]
+        self.release = [0.0] * n  # when every access so far has finished
+        self.release_engine = [""] * n
+        self.release_index = [-1] * n
+        self.touched = bytearray(n)
+        self.reuses = [a.reuses for a in allocations]
+
+    def wait_for(self, ins: Instruction) -> _Wait:
+        """The earliest start ``ins``'s reads and writes allow, and what set it."""
+        wait = _Wait()
+        engine, sync = ins.engine, self.sync
+        release, release_engine = self.release, self.release_engine
         for regions, write in ((ins.reads, False), (ins.writes, True)):
             for aid, box in regions:
-                if not touched[aid] and reuses[aid] >= 0:
-                    r = reuses[aid]
-                    end = release[r] if release_engine[r] == engine else release[r] + sync
-                    ready = max(ready, end)
-                ready = accesses[aid].latest(box, ready, engine, sync, write=write)
+                if not self.touched[aid]:
+                    # First touch of memory taken over from dead allocations.
+                    for r in self.reuses[aid]:
+                        end = release[r] if release_engine[r] == engine else release[r] + sync
+                        wait.raise_to(end, REUSE, self.release_index[r], r)
+                self.accesses[aid].latest(box, wait, engine, sync, aid, write=write)
+        return wait
 
+    def ran(self, ins: Instruction, end: float, index: int) -> None:
+        engine = ins.engine
+        for regions, write in ((ins.reads, False), (ins.writes, True)):
+            for aid, box in regions:
+                self.touched[aid] = 1
+                if write:
+                    self.accesses[aid].record_write(box, end, engine, index)
+                else:
+                    self.accesses[aid].record_read(box, end, engine, index)
+                if end > self.release[aid]:
+                    self.release[aid] = end
+                    self.release_engine[aid] = engine
+                    self.release_index[aid] = index
+
+
+class _Dma:
+    """The DMA queues. A queue holds a transfer from issue to completion.
+    Issuing (descriptor generation) is serial across transfers; the data
+    phase, after the fixed latency, takes a slot of the shared bandwidth.
+    Both take the earliest gap long enough."""
+
+    def __init__(self, params: Trn2Params) -> None:
+        self.params = params
+        self.queues = [0.0] * params.dma_queues
+        self.issuer = _Channel()
+        self.channel = _Channel()
+        self.intervals: list[tuple[float, float]] = []
+
+    def place(self, ins: Instruction, ready: float, duration: float) -> tuple[float, float]:
+        p, queues = self.params, self.queues
+        q = min(range(len(queues)), key=queues.__getitem__)
+        start = self.issuer.reserve(max(ready, queues[q]), p.dma_issue_ns)
+        fixed = p.dma_fixed_ns if ins.software_dge else p.dma_hwdge_fixed_ns
+        end = self.channel.reserve(start + fixed, duration) + duration
+        queues[q] = end
+        self.intervals.append((start, end))
+        return start, end
+
+
+class _Engines:
+    """TensorE, VectorE, ScalarE and GpSimd: an idle-gap search per engine
+    (list scheduling), or program order with ``in_order``."""
+
+    def __init__(self, params: Trn2Params, in_order: bool) -> None:
+        self.in_order = in_order
+        self.lanes = {engine: _Channel() for engine in ENGINES if engine != "dma"}
+        self.free = dict.fromkeys(ENGINES, 0.0)
+        self.throttle = _Throttle(self.lanes["tensor"], params)
+
+    def place(self, engine: str, ready: float, duration: float) -> tuple[float, float]:
+        """Start and (throttled) duration of an instruction ready at ``ready``."""
+        lane = self.lanes[engine]
+        earliest = max(ready, self.free[engine]) if self.in_order else ready
+        start = lane.reserve(earliest, duration)
+        if engine == "tensor":
+            factor = self.throttle.factor_at(start)
+            if factor != 1.0:
+                lane.release(start, duration)
+                duration *= factor
+                start = lane.reserve(earliest, duration)
+            self.throttle.ran(start, start + duration)
+        self.free[engine] = max(self.free[engine], start + duration)
+        return start, duration
+
+
+def schedule(
+    trace: Sequence[Instruction],
+    allocations: Sequence[AllocationInfo],
+    params: Trn2Params,
+    *,
+    in_order: bool = False,
+) -> Timeline:
+    """Start and end times of every instruction.
+
+    ``in_order`` keeps each engine in program order (the compiler's
+    instruction scheduler off); otherwise an instruction may fill an earlier
+    idle gap of its engine once its operands are ready (list scheduling).
+    """
+    deps = _Dependencies(allocations, params.sync_latency_ns)
+    dma = _Dma(params)
+    engines = _Engines(params, in_order)
+    busy = dict.fromkeys(ENGINES, 0.0)
+    starts: list[float] = []
+    ends: list[float] = []
+    ready_at: list[float] = []
+    wait_kind: list[int] = []
+    waited_on: list[int] = []
+    waited_alloc: list[int] = []
+
+    for index, ins in enumerate(trace):
+        wait = deps.wait_for(ins)
         duration = duration_ns(ins, params)
-        if engine == "dma":
-            # A queue holds the transfer from issue to completion. Issuing
-            # (descriptor generation) is serial across transfers; the data
-            # phase, after the fixed latency, takes a slot of the shared
-            # bandwidth. Both take the earliest gap long enough.
-            q = min(range(len(queues)), key=queues.__getitem__)
-            start = issuer.reserve(max(ready, queues[q]), params.dma_issue_ns)
-            data_start = channel.reserve(start + params.dma_fixed_ns, duration)
-            end = data_start + duration
-            queues[q] = end
-            dma_intervals.append((start, end))
+        if ins.engine == "dma":
+            start, end = dma.place(ins, wait.ready, duration)
         else:
-            start = max(ready, engine_free[engine])
-            if engine == "tensor":
-                if start - tensor_last_end >= params.tensor_rethrottle_idle_ns:
-                    tensor_period_start = start
-                if start < tensor_period_start + params.tensor_warmup_ns:
-                    duration *= params.tensor_throttle_factor
+            start, duration = engines.place(ins.engine, wait.ready, duration)
             end = start + duration
-            engine_free[engine] = end
-            if engine == "tensor":
-                tensor_last_end = end
-        busy[engine] += duration
+        busy[ins.engine] += duration
         starts.append(start)
         ends.append(end)
+        ready_at.append(wait.ready)
+        wait_kind.append(wait.kind)
+        waited_on.append(wait.on)
+        waited_alloc.append(wait.alloc)
+        deps.ran(ins, end, index)
 
-        for aid, box in ins.reads:
-            touched[aid] = 1
-            accesses[aid].record_read(box, end, engine)
-            if end > release[aid]:
-                release[aid], release_engine[aid] = end, engine
-        for aid, box in ins.writes:
-            touched[aid] = 1
-            accesses[aid].record_write(box, end, engine)
-            if end > release[aid]:
-                release[aid], release_engine[aid] = end, engine
-
-    busy["dma"] = _union_length(dma_intervals)
-    makespan = max(ends, default=0.0)
-    active = _union_length(list(zip(starts, ends, strict=True)))
+    busy["dma"] = _union_length(dma.intervals)
     return Timeline(
-        makespan_ns=makespan,
-        active_ns=active,
+        makespan_ns=max(ends, default=0.0),
+        active_ns=_union_length(list(zip(starts, ends, strict=True))),
         engine_busy_ns=busy,
         start_ns=tuple(starts),
         end_ns=tuple(ends),
+        ready_ns=tuple(ready_at),
+        wait_kind=tuple(wait_kind),
+        waited_on=tuple(waited_on),
+        waited_alloc=tuple(waited_alloc),
     )

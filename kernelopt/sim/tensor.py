@@ -42,8 +42,6 @@ class Allocation:
     ``data`` always holds float32 (int32 for integer dtypes) so that reads
     need no conversion; the declared dtype decides rounding in native
     precision and the byte counts. ``written`` marks initialised elements.
-    Dropping the last reference releases the on-chip bytes (CPython frees
-    deterministically), which is how allocation lifetimes are tracked.
     """
 
     __slots__ = ("id", "name", "buffer", "dtype", "shape", "data", "written", "line", "machine")
@@ -69,11 +67,6 @@ class Allocation:
         self.data = data
         self.written = written
         self.line = line
-
-    def __del__(self) -> None:
-        machine = self.machine
-        if machine is not None:
-            machine.release(self)
 
     def describe(self) -> str:
         return f"{self.buffer.kind} tensor {self.name!r} {self.shape} allocated at line {self.line}"

@@ -36,19 +36,32 @@ class Instruction:
     hbm_write: int = 0
     macs: int = 0
     transpose_efficiency: float = 1.0
+    elements_per_cycle: int = 1  # memset: 2 for a zero fill of a 2-byte dtype
+    psum_read: bool = False  # an operand is read from PSUM
+    software_dge: bool = False  # DMA descriptors generated in software (dge_mode=swdge/none)
 
 
 @dataclass(frozen=True, slots=True)
 class AllocationInfo:
-    """What the scheduler needs about an allocation, without keeping it alive.
+    """What the memory planner and scheduler need about an allocation, without
+    keeping it alive.
 
-    ``reuses`` is the allocation whose physical copy this one takes over
-    (the same allocation site ``rotation_depth`` generations earlier, dead by
-    then), or -1 when it gets fresh memory.
+    ``nbytes`` is its size per partition on chip (whole banks in PSUM, 0 in
+    HBM). ``reuses`` lists the allocations whose physical memory this one
+    takes over (dead by its first touch; see ``kernelopt.sim.memory``);
+    empty when it gets fresh memory. ``site`` is the kernel lines on the
+    call stack where it was allocated (outermost first) and ``generation``
+    counts the times that site allocated, tiles allocated with no
+    instruction in between sharing one generation.
     """
 
     alloc_id: int
     name: str
     kind: str
     line: int
-    reuses: int
+    nbytes: int = 0
+    reuses: tuple[int, ...] = ()
+    address: tuple[int, ...] | None = None  # hand-placed with nl.ndarray(address=...)
+    site: tuple[int, ...] = ()
+    generation: int = 0
+    partitions: int = 0  # on chip: the partitions it spans

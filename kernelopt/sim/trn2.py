@@ -40,6 +40,7 @@ class Trn2Params:
     tensor_rethrottle_idle_ns: float = 3000.0
 
     # --- VectorE / ScalarE / GpSimd ---
+    vector_transpose_max: int = 32  # VectorE nc_transpose handles up to 32 x 32
     vector_clock_hz: float = 0.96e9
     scalar_clock_hz: float = 1.2e9
     gpsimd_clock_hz: float = 1.2e9
@@ -47,7 +48,13 @@ class Trn2Params:
     engine_min_cycles: int = 64
     # ~100 cycles static overhead per instruction (v2).
     engine_static_cycles: int = 100
-    # GpSimd processes fewer elements per cycle than VectorE (estimate).
+    # Reading a PSUM operand takes VectorE/ScalarE two cycles per element, half
+    # their SBUF rate (NEURON.md: half rate "with a PSUM operand"). The public
+    # rung-2 profile agrees: VectorE 18.2 % of ~366 us over 64 drains is
+    # ~1.04 us per 512-element fp32 PSUM -> SBUF copy, 2 x 512 cycles at 0.96 GHz.
+    psum_read_cycles_per_element: float = 2.0
+    # GpSimd processes fewer elements per cycle than VectorE (estimate); not
+    # applied to memset, whose cost is documented per engine cycle.
     gpsimd_slowdown: float = 2.0
 
     # --- DMA ---
@@ -56,31 +63,45 @@ class Trn2Params:
     # bandwidth is 16 x 23 ~ 368 GB/s, shared by all transfers in flight.
     dma_bytes_per_ns: float = 23.0
     # Fixed cost per transfer (descriptor set-up, semaphore latency). It is a
-    # latency: other transfers move data meanwhile.
+    # latency: other transfers move data meanwhile. ~1.3 us with software
+    # descriptor generation; Trn2 (NeuronCore-v3) generates descriptors in
+    # hardware (HWDGE), ~0.6 us, and the compiler picks it unless the kernel
+    # asks for dge_mode=swdge or none.
     dma_fixed_ns: float = 1300.0
+    dma_hwdge_fixed_ns: float = 600.0
     # The part of that cost that is serial across transfers (descriptor
     # generation); small enough that the tutorial's 65,536-transfer tiled
     # kernel stays bandwidth-bound (estimate).
     dma_issue_ns: float = 200.0
     # Efficiency by bytes per partition row: row / (row + overhead). 400 gives
     # 2 KiB -> 84 %, 4 KiB -> 91 %, 512 B -> 56 %, 256 B -> 39 % (guide: < 256 B
-    # severely overhead-bound, 2 KiB ~ 80 %, >= 4 KiB ~ saturating); 400 rather
-    # than 512 fits the tutorial's hoisted-load time (docs/sim.md).
+    # severely overhead-bound, 2 KiB ~ 80 %, >= 4 KiB ~ saturating). 400 rather
+    # than the 512 that gives exactly 80 % (estimate): with 512 the tutorial's
+    # DMA-bound hoisted kernel reads 7 pp slow (docs/sim.md, Calibration).
     dma_row_overhead_bytes: float = 400.0
     dma_transpose_hbm_efficiency: float = 0.9  # HBM -> SBUF, up to 90 % of copy
     dma_transpose_sbuf_efficiency: float = 0.5  # SBUF -> SBUF, up to 50 %
+    # dma_transpose moves fixed blocks of 16 source rows x 128 columns (4 KiB
+    # at 2 bytes): the hardware-DGE transpose takes src.shape[0] == 16 and
+    # src.shape[-1] % 128 == 0 (nki.isa.dma_transpose docs). Its efficiency
+    # follows the block, not the strided source row (hypothesis, tested by
+    # the calibration suite's lhs @ rhs kernels).
+    dma_transpose_block_rows: int = 16
+    dma_transpose_block_columns: int = 128
     hbm_bytes_per_ns: float = 368.0  # HBM per core: 2.9 TB/s / 8 cores
 
     # --- synchronisation and buffering ---
     # Semaphore hand-off between two engines (estimate).
     sync_latency_ns: float = 60.0
-    # Physical copies the compiler keeps for a tile allocated in a loop body:
-    # iteration i reuses the copy of iteration i - depth (estimate; 3 fits the
-    # tutorial's tiled-kernel time, 2 leaves it 46 % slow: docs/sim.md).
+    # Physical copies the compiler keeps of an allocation site's live set,
+    # capacity permitting: "up to about three" in the public autotune notes;
+    # with 2 the tutorial's tiled kernel reads 62 % MFU against 70 % measured.
     rotation_depth: int = 3
 
     # --- peak rates for utilisation figures ---
-    peak_bf16_flops: float = 79e12  # 2 * 128 * 128 * 2.4e9 per core
+    # 2 * 128 * 128 * 2.4e9 per core, exactly: a measured 89.47 % at 0.2442 ms for
+    # a 2048^3 matmul only fits this figure, not a rounded 79e12.
+    peak_bf16_flops: float = 2 * 128 * 128 * 2.4e9
     fp32_peak_divisor: float = 4.0  # fp32 runs at a quarter of the 16-bit rate
     core_clock_hz: float = 2.4e9  # clock used for neuroncore_cycle_count
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+import kernelopt.hosts.children as children
 from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Measurement
 from kernelopt.targets.expr import Expression, ExpressionError, parse_expression
 from kernelopt.targets.results import (
@@ -77,6 +78,7 @@ def run_local(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float)
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        children.started(proc.pid)
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
@@ -92,6 +94,7 @@ def run_local(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float)
             # next candidate's timing.
             _kill_group(proc.pid, signal.SIGKILL)
             proc.wait()
+            children.ended(proc.pid)
         duration = time.monotonic() - start
         out.seek(0)
         output = out.read().decode("utf-8", errors="replace")

@@ -36,6 +36,9 @@ class NkiSimTarget(Target):
     rtol: float = 5e-3
     rel_l2: float | None = None
     timeout_s: float = 600.0
+    # neuronx-cc options the kernel is compiled with (device.neuron.compiler_args):
+    # the cost model follows those it models (kernelopt.sim.compiler).
+    compiler_args: tuple[str, ...] = ()
     # Simulate in a child process: a kernel that loops forever or exhausts
     # memory must cost an attempt, not the runner.
     isolate: bool = True
@@ -56,6 +59,7 @@ class NkiSimTarget(Target):
             rtol=d.rtol,
             rel_l2=d.rel_l2,
             timeout_s=program.timeout_s,
+            compiler_args=tuple(program.device.neuron.compiler_args),
         )
 
     @classmethod
@@ -71,6 +75,7 @@ class NkiSimTarget(Target):
             rel_l2=float(spec["rel_l2"]) if spec.get("rel_l2") is not None else None,
             timeout_s=float(spec.get("timeout_s", 600.0)),
             isolate=False,  # the process that reads a spec is the isolated one
+            compiler_args=tuple(spec.get("compiler_args") or ()),
         )
 
     def reference(self, tree: Path) -> Measurement:
@@ -88,6 +93,7 @@ class NkiSimTarget(Target):
             "rtol": self.rtol,
             "rel_l2": self.rel_l2,
             "timeout_s": self.timeout_s,
+            "compiler_args": list(self.compiler_args),
         }
 
     def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
@@ -138,6 +144,8 @@ class NkiSimTarget(Target):
             rtol=self.rtol,
             rel_l2=self.rel_l2,
             mac_count=mac_count,
+            compiler_args=self.compiler_args,
+            explain=True,
         )
         elapsed = time.monotonic() - started
         extra = {
@@ -147,6 +155,8 @@ class NkiSimTarget(Target):
             "seeds": list(self.seeds),
             "func": report.func,
             "mac_count": mac_count,
+            # What bounds the time and the top TensorE stalls, with source lines.
+            "explain": report.explanation,
         }
         if report.error is not None or not report.correct:
             status = INCORRECT if report.error_kind in (None, "numerics") else FAILED

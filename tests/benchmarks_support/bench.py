@@ -6,6 +6,8 @@
   "wrong"       -> a correct-looking time but ``err`` 1 on every row;
   "fail"        -> exit status 1;
   "hang"        -> sleep far past any test timeout;
+  "sleep:S"     -> append this process's pid to $BENCH_SLEEPER_FILE (if set),
+                   sleep S seconds, then take 100;
   "signal:NAME" -> send signal NAME once to the pid in $BENCH_PID_FILE (the file
                    is removed so a resumed run measures normally), then sleep.
 $BENCH_NOISE (a fraction, default 0) scales every time by a random factor in
@@ -34,6 +36,13 @@ if isinstance(x, str) and x.startswith("signal:"):
         if sig == signal.SIGKILL:
             sys.exit(1)  # nobody is left to read the result
         time.sleep(30)  # the runner stops the measurement and kills this process
+    x = 100.0
+if isinstance(x, str) and x.startswith("sleep:"):
+    sleeper = os.environ.get("BENCH_SLEEPER_FILE", "")
+    if sleeper:
+        with open(sleeper, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+    time.sleep(float(x.split(":", 1)[1]))
     x = 100.0
 if x == "fail":
     print("bench: the kernel crashed", file=sys.stderr)

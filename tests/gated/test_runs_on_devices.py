@@ -28,14 +28,25 @@ fake_tools = _load("kernelopt_gated_fake_tools", HERE.parent / "devices" / "fake
 sys.path.insert(0, str(HERE.parent / "hosts"))
 sshd_server = _load("kernelopt_gated_sshd", HERE.parent / "hosts" / "sshd_server.py")
 
-# The benchmark reports which device it was bound to and where it ran.
+# The benchmark reports which device it was bound to and where it ran. With
+# BENCH_PEERS (a folder) and BENCH_MEET (a count), the first candidate run to
+# arrive (BEST, whose X is BENCH_SOLO, runs alone) waits, up to 20 s, until
+# that many runs have arrived, and writes whether they met to
+# BENCH_PEERS.met: a barrier only runs measured at once can pass.
 BENCH = """
 import json, os, socket, time
 k = json.load(open("knobs.json"))
-t0 = time.time()
+peers, meet = os.environ.get("BENCH_PEERS"), int(os.environ.get("BENCH_MEET", "0"))
+if peers and str(k["X"]) != os.environ.get("BENCH_SOLO"):
+    os.makedirs(peers, exist_ok=True)
+    first = not os.listdir(peers)
+    open(os.path.join(peers, str(os.getpid())), "w").close()
+    deadline = time.monotonic() + 20
+    while first and len(os.listdir(peers)) < meet and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if first:
+        open(peers + ".met", "w").write(str(int(len(os.listdir(peers)) >= meet)))
 time.sleep(float(os.environ.get("BENCH_SLEEP", "0")))
-print(f"t0: {t0}")
-print(f"t1: {time.time()}")
 print(f"time: {k['X']}")
 print(f"gpu: {os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}")
 print(f"pid: {os.getpid()}")
@@ -200,7 +211,12 @@ def test_a_batch_is_measured_at_once_one_candidate_per_idle_gpu(tmp_path: Path, 
         "t",
         "--max-candidates",
         "2",
-        env={"BENCH_SLEEP": "0.5", "KERNELOPT_LOCK_DIR": str(tmp_path / "locks")},
+        env={
+            "BENCH_PEERS": str(tmp_path / "peers"),
+            "BENCH_MEET": "2",
+            "BENCH_SOLO": "100",
+            "KERNELOPT_LOCK_DIR": str(tmp_path / "locks"),
+        },
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = notes(root, "g-t")
@@ -208,10 +224,8 @@ def test_a_batch_is_measured_at_once_one_candidate_per_idle_gpu(tmp_path: Path, 
     batch = records[1:]
     gpus = {r["measurement"]["rows"][0]["gpu"] for r in batch}
     assert gpus == {"GPU-a", "GPU-b"}  # one candidate per device
-    # The two candidates' first measurements overlapped in time.
-    first = [(r["measurement"]["rows"][0]["t0"], r["measurement"]["rows"][0]["t1"]) for r in batch]
-    (a0, a1), (b0, b1) = first
-    assert a0 < b1 and b0 < a1
+    # The first benchmark run waited at a barrier until the other candidate's arrived.
+    assert (tmp_path / "peers.met").read_text() == "1"
 
 
 def test_gate_surveys_the_devices_a_program_measures_on(tmp_path: Path, fakes: Any) -> None:

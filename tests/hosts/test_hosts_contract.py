@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -41,17 +42,22 @@ def test_missing_program_and_missing_cwd_are_results(host: Host) -> None:
 
 
 def test_timeout_kills_the_whole_process_group(host: Host, scratch: str) -> None:
-    marker = f"{scratch}/survivor"
+    # A background child with a command line no other process has; the shell
+    # says it started it before waiting on it.
+    unique = f"{30 + random.random():.9f}"
     started = time.monotonic()
-    result = host.run(
-        ["sh", "-c", f"(sleep 0.8; touch {marker}) & sleep 30"],
-        timeout=0.3,
-    )
+    result = host.run(["sh", "-c", f"sleep {unique} & echo started; wait"], timeout=2.0)
     assert result.timed_out and not result.ok
-    assert time.monotonic() - started < 5
-    time.sleep(1.0)
-    # the background child was in the group: it never got to create the marker
-    assert host.run(["test", "-e", marker]).returncode == 1
+    assert result.stdout == "started\n"
+    assert time.monotonic() - started < 10
+    # The child was in the group: it is gone (the kill is asynchronous, so look a
+    # few times). "[.]" keeps the pattern from matching the shell that runs pgrep.
+    pattern = f"sleep {unique.replace('.', '[.]')}"
+    for _ in range(100):
+        if host.run(["pgrep", "-f", pattern]).returncode == 1:
+            break
+        time.sleep(0.05)
+    assert host.run(["pgrep", "-f", pattern]).returncode == 1, "the child survived"
 
 
 def test_output_before_a_timeout_is_kept(host: Host) -> None:

@@ -54,5 +54,10 @@ def test_unknown_nki_submodule_is_an_import_error_at_its_line(kernel_file):
 
 
 def test_other_imports_still_work(kernel_file):
-    path, _ = kernel_file(KERNEL.replace("import nki\n", "import nki\nimport math\n", 1))
-    run_kernel(path, {"a": np.ones((2, 2), np.float32)})
+    # The kernel imports math and uses it to size its output: 2 x isqrt(16) = 2 x 4.
+    source = KERNEL.replace("import nki\n", "import nki\nimport math\n", 1).replace(
+        "out = nl.ndarray(a.shape,", "out = nl.ndarray((a.shape[0], math.isqrt(16)),"
+    )
+    path, _ = kernel_file(source)
+    run = run_kernel(path, {"a": np.full((2, 4), 3.0, np.float32)})
+    np.testing.assert_array_equal(run.outputs, np.full((2, 4), 3.0))

@@ -1,0 +1,97 @@
+"""Process groups this process started, so no benchmark outlives its runner.
+
+Each local command runs in its own process group, so a timeout can kill it with
+everything it started. The same isolation means a killed runner leaves its
+benchmark running. So while a run is held, every group started is also listed
+in a file beside the run lock, with the kernel's start time of its leader; the
+next holder of the run lock kills what the list names before it measures
+anything (the start time tells a leftover from an unrelated process that has
+since been given the same pid). A runner that exits normally, or is
+interrupted, kills its live groups itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import threading
+from pathlib import Path
+
+_lock = threading.Lock()
+_live: dict[int, str] = {}  # pgid -> start time of its leader
+_record: Path | None = None
+
+
+def start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot), or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def track(record: Path | None) -> None:
+    """List the groups started from now on in ``record`` (None: stop listing)."""
+    global _record
+    with _lock:
+        _record = record
+        _write()
+
+
+def started(pgid: int) -> None:
+    with _lock:
+        _live[pgid] = start_time(pgid) or ""
+        _write()
+
+
+def ended(pgid: int) -> None:
+    with _lock:
+        _live.pop(pgid, None)
+        _write()
+
+
+def kill_live() -> None:
+    """Kill every group this process started that is still running."""
+    with _lock:
+        for pgid in list(_live):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+        _live.clear()
+        _write()
+
+
+def reap(record: Path) -> list[int]:
+    """Kill the groups a previous holder listed in ``record`` and left running."""
+    try:
+        lines = record.read_text().split()
+    except OSError:
+        return []
+    killed = []
+    for line in lines:
+        pgid_text, _, started_at = line.partition(":")
+        if not pgid_text.isdigit():
+            continue
+        pgid = int(pgid_text)
+        if pgid == os.getpgrp() or not started_at or start_time(pgid) != started_at:
+            continue  # gone, or the pid now belongs to another process
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+            killed.append(pgid)
+    with contextlib.suppress(OSError):
+        record.write_text("")
+    return killed
+
+
+def _write() -> None:
+    if _record is None:
+        return
+    text = "".join(f"{pgid}:{at}\n" for pgid, at in _live.items())
+    scratch = _record.with_name(_record.name + ".new")
+    scratch.write_text(text)
+    os.replace(scratch, _record)
+
+
+atexit.register(kill_live)

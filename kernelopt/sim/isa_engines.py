@@ -1,0 +1,294 @@
+"""VectorE, ScalarE and GpSimd calls of the simulator's ``nki.isa``."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from kernelopt.sim.isa_base import IsaCore
+from kernelopt.sim.tensor import Tile
+
+_FAST_VECTOR_OPS = frozenset({"add", "multiply", "subtract"})
+_BF16 = "bfloat16"
+
+
+class EngineCalls(IsaCore):
+    """The calls VectorE, ScalarE and GpSimd run."""
+
+    def _elementwise_operands(self, op: str, dst: Any, **operands: Any) -> tuple[Tile, list[Tile]]:
+        dst = self._tile(op, "dst", dst)
+        self._in(op, "dst", dst, "sbuf", "psum")
+        tiles = []
+        for role, value in operands.items():
+            t = self._tile(op, role, value)
+            self._in(op, role, t, "sbuf", "psum")
+            self._same_shape(op, dst, role, t)
+            tiles.append(t)
+        return dst, tiles
+
+    def tensor_tensor(
+        self, dst: Any, data1: Any, data2: Any, op: Any, engine: Any = None, name: str | None = None
+    ) -> None:
+        name = "tensor_tensor"
+        fn = self._op(name, op, 2)
+        dst, (a, b) = self._elementwise_operands(name, dst, data1=data1, data2=data2)
+        unit = self._engine(name, engine, "vector", ("vector", "gpsimd"))
+        if unit == "gpsimd":
+            self._no_psum(name, dst, a, b)
+        va, vb = self.m.read(a, name), self.m.read(b, name)
+        self.m.write(dst, None if va is None else fn.fn(va, vb))
+        # One pass when an input is in PSUM or both are bf16 SBUF with add/mul/sub.
+        fast = "psum" in (a.buffer.kind, b.buffer.kind) or (
+            fn.name in _FAST_VECTOR_OPS and a.dtype.name == _BF16 and b.dtype.name == _BF16
+        )
+        self._emit(
+            name,
+            unit,
+            [a, b],
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            inputs=1 if fast else 2,
+        )
+
+    def tensor_scalar(
+        self,
+        dst: Any,
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        reverse0: bool = False,
+        op1: Any = None,
+        operand1: Any = None,
+        reverse1: bool = False,
+        engine: Any = None,
+        name: str | None = None,
+    ) -> None:
+        name = "tensor_scalar"
+        dst, (src,) = self._elementwise_operands(name, dst, data=data)
+        unit = self._engine(name, engine, "vector", ("vector", "scalar", "gpsimd"))
+        if unit == "gpsimd":
+            self._no_psum(name, dst, src)
+        steps = [
+            (
+                self._op(name, op0, 2),
+                self._column(name, "operand0", operand0, src.partitions),
+                reverse0,
+            )
+        ]
+        if op1 is not None:
+            steps.append(
+                (
+                    self._op(name, op1, 2),
+                    self._column(name, "operand1", operand1, src.partitions),
+                    reverse1,
+                )
+            )
+        reads = [src] + [operand for _, operand, _ in steps if isinstance(operand, Tile)]
+        value = self.m.read(src, name)
+        for fn, operand, reverse in steps:
+            other = self._value(operand, name)
+            if value is not None:
+                value = fn.fn(other, value) if reverse else fn.fn(value, other)
+        self.m.write(dst, value)
+        self._emit(name, unit, reads, [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def tensor_copy(self, dst: Any, src: Any, engine: Any = None, name: str | None = None) -> None:
+        name = "tensor_copy"
+        dst, (s,) = self._elementwise_operands(name, dst, src=src)
+        unit = self._engine(name, engine, "vector", ("vector", "scalar", "gpsimd"))
+        if unit == "gpsimd":
+            self._no_psum(name, dst, s)
+        self.m.write(dst, self.m.read(s, name))
+        self._emit(name, unit, [s], [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def _no_psum(self, op: str, *tiles: Tile) -> None:
+        for t in tiles:
+            if t.buffer.kind == "psum":
+                self.m.fail("isa", f"{op}: GpSimd cannot access PSUM ({t.alloc.name!r})")
+
+    def activation(
+        self,
+        dst: Any,
+        op: Any,
+        data: Any,
+        bias: Any = None,
+        scale: Any = 1.0,
+        reduce_op: Any = None,
+        reduce_res: Any = None,
+        reduce_cmd: Any = None,
+        name: str | None = None,
+    ) -> None:
+        self._activation("activation", dst, op, data, bias, scale, reduce_op, reduce_res)
+
+    def activation_reduce(
+        self,
+        dst: Any,
+        op: Any,
+        data: Any,
+        reduce_op: Any,
+        reduce_res: Any,
+        bias: Any = None,
+        scale: Any = 1.0,
+        name: str | None = None,
+    ) -> None:
+        if reduce_res is None:
+            self.m.fail("isa", "activation_reduce: reduce_res is required")
+        self._activation("activation_reduce", dst, op, data, bias, scale, reduce_op, reduce_res)
+
+    def _activation(
+        self,
+        name: str,
+        dst: Any,
+        op: Any,
+        data: Any,
+        bias: Any,
+        scale: Any,
+        reduce_op: Any,
+        reduce_res: Any,
+    ) -> None:
+        """op(data * scale + bias) on ScalarE, optionally also reduced along the free axes."""
+        fn = self._op(name, op, 1)
+        dst, (src,) = self._elementwise_operands(name, dst, data=data)
+        reads = [src]
+        scale_v = self._column(name, "scale", scale, src.partitions)
+        bias_v = None if bias is None else self._column(name, "bias", bias, src.partitions)
+        for operand in (scale_v, bias_v):
+            if isinstance(operand, Tile):
+                reads.append(operand)
+        writes = [dst]
+        reducer = None
+        if reduce_res is not None:
+            reducer = self._op(name, reduce_op, 2)
+            if reducer.reduce is None:
+                self.m.fail("isa", f"{name}: {reducer!r} cannot reduce")
+            reduce_res = self._tile(name, "reduce_res", reduce_res)
+            self._in(name, "reduce_res", reduce_res, "sbuf", "psum")
+            if reduce_res.partitions != src.partitions or reduce_res.size != src.partitions:
+                self.m.fail(
+                    "isa",
+                    f"{name}: reduce_res must hold one value per partition, got {reduce_res.shape}",
+                )
+            writes.append(reduce_res)
+        value = self.m.read(src, name)
+        sv = self._value(scale_v, name)
+        bv = None if bias_v is None else self._value(bias_v, name)
+        result = None
+        if value is not None:
+            x = value * sv if sv is not None else value
+            if bv is not None:
+                x = x + bv
+            result = fn.fn(x)
+        self.m.write(dst, result)
+        if reducer is not None:
+            axes = tuple(range(1, len(src.shape)))
+            reduced = None if result is None else reducer.reduce(result, axis=axes)
+            self.m.write(
+                reduce_res, None if reduced is None else np.reshape(reduced, reduce_res.shape)
+            )
+        self._emit(name, "scalar", reads, writes, partitions=dst.partitions, free=dst.free_size)
+
+    def scalar_tensor_tensor(
+        self,
+        dst: Any,
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        op1: Any,
+        operand1: Any,
+        reverse0: bool = False,
+        reverse1: bool = False,
+        name: str | None = None,
+    ) -> None:
+        """(data <op0> operand0) <op1> operand1 on VectorE; operand0 a scalar or column."""
+        name = "scalar_tensor_tensor"
+        dst, (src, other) = self._elementwise_operands(name, dst, data=data, operand1=operand1)
+        first = self._op(name, op0, 2)
+        second = self._op(name, op1, 2)
+        column = self._column(name, "operand0", operand0, src.partitions)
+        reads = [src, other] + ([column] if isinstance(column, Tile) else [])
+        value = self.m.read(src, name)
+        scalar = self._value(column, name)
+        rhs = self.m.read(other, name)
+        if value is not None:
+            value = first.fn(scalar, value) if reverse0 else first.fn(value, scalar)
+            value = second.fn(rhs, value) if reverse1 else second.fn(value, rhs)
+        self.m.write(dst, value)
+        self._emit(
+            name, "vector", reads, [dst], partitions=dst.partitions, free=dst.free_size, inputs=2
+        )
+
+    def tensor_reduce(
+        self,
+        dst: Any,
+        op: Any,
+        data: Any,
+        axis: Any,
+        negate: bool = False,
+        keepdims: bool = False,
+        name: str | None = None,
+    ) -> None:
+        m, name = self.m, "tensor_reduce"
+        fn = self._op(name, op, 2)
+        if fn.reduce is None:
+            m.fail(
+                "isa",
+                f"{name}: {fn!r} cannot reduce; use nl.add, nl.maximum, nl.minimum or nl.multiply",
+            )
+        dst = self._tile(name, "dst", dst)
+        src = self._tile(name, "data", data)
+        self._in(name, "dst", dst, "sbuf", "psum")
+        self._in(name, "data", src, "sbuf", "psum")
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        norm = []
+        for a in axes:
+            if not isinstance(a, int) or not -src.ndim <= a < src.ndim:
+                m.fail("isa", f"{name}: axis {a!r} out of range for data of shape {src.shape}")
+            norm.append(a % src.ndim)
+        if 0 in norm:
+            m.fail("isa", f"{name}: cannot reduce the partition axis (axis 0); free axes only")
+        kept = tuple((1 if keepdims else None) if i in norm else d for i, d in enumerate(src.shape))
+        expected = tuple(d for d in kept if d is not None)
+        if dst.shape != expected:
+            m.fail("isa", f"{name}: shape mismatch: dst {dst.shape}, expected {expected}")
+        value = m.read(src, name)
+        if value is not None:
+            value = fn.reduce(value, axis=tuple(norm), keepdims=keepdims)
+            if negate:
+                value = -value
+        m.write(dst, value)
+        self._emit(name, "vector", [src], [dst], partitions=src.partitions, free=src.free_size)
+
+    def memset(self, dst: Any, value: Any, engine: Any = None, name: str | None = None) -> None:
+        m, name = self.m, "memset"
+        dst = self._tile(name, "dst", dst)
+        self._in(name, "dst", dst, "sbuf", "psum")
+        if not isinstance(value, numbers.Real):
+            m.fail("isa", f"{name}: value must be a number, got {value!r}")
+        # The compiler puts memsets on GpSimd (the public rung-2 profile shows
+        # its PSUM memsets there) unless the kernel asks for VectorE.
+        unit = self._engine(name, engine, "gpsimd", ("gpsimd", "vector"))
+        self._fill(dst, float(value), unit)
+
+    def zero_fill(self, tile: Tile) -> None:
+        """``nl.zeros``: a memset on chip; HBM zeros come with the allocation."""
+        if tile.buffer.on_chip:
+            self._fill(tile, 0.0)
+        else:
+            self.m.write(tile, 0.0)
+
+    def _fill(self, dst: Tile, value: float, unit: str = "gpsimd") -> None:
+        self.m.write(dst, value)
+        # A zero fill of a 2-byte dtype writes two elements per cycle.
+        packed = value == 0.0 and dst.dtype.itemsize == 2
+        self._emit(
+            "memset",
+            unit,
+            [],
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            elements_per_cycle=2 if packed else 1,
+        )

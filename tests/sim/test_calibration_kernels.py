@@ -1,0 +1,51 @@
+"""The calibration kernels compute what their workloads say, at smaller shapes.
+
+benchmarks/sim_calibration.py times them trace-only at the measured shapes;
+this checks their numbers against f_numpy (every kernel derives its loop
+counts from the input shapes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelopt.sim import check_kernel
+from kernelopt.workload import load_workload
+
+CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks" / "calibration"
+
+
+def _cases() -> tuple:
+    spec = importlib.util.spec_from_file_location(
+        "kernelopt_calibration_cases", CALIBRATION / "cases.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.CASES
+
+
+CASES = _cases()
+
+
+def test_every_calibration_kernel_has_a_case():
+    kernels = {p.name for p in CALIBRATION.glob("*.py")} - {"cases.py"}
+    kernels = {k for k in kernels if not k.startswith("workload_")}
+    assert kernels == {c.kernel for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.kernel.removesuffix(".py"))
+def test_calibration_kernel_numerics(case):
+    workload = load_workload(CALIBRATION / case.workload, require=("f_numpy", "INPUT_SPECS"))
+    small = {name: ((1024, 1024), dtype) for name, (_, dtype) in workload.input_specs.items()}
+    report = check_kernel(
+        CALIBRATION / case.kernel, dataclasses.replace(workload, input_specs=small)
+    )
+    assert report.error is None, report.error
+    assert report.correct

@@ -1,0 +1,196 @@
+"""NKI constructs that public kernels use run unchanged, with their documented meaning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernelopt.sim import SimError, run_kernel
+
+HEADER = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+"""
+
+
+def _run(kernel_file, body: str, inputs: dict[str, np.ndarray], **kw):
+    path, _ = kernel_file(HEADER + body)
+    return run_kernel(path, inputs, **kw)
+
+
+def test_positional_isa_calls_and_named_addressed_tiles(kernel_file, uniform):
+    # The destination-first positional forms, name= and address= as real kernels write them.
+    body = """
+@nki.jit(platform_target="trn2")
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="out")
+    t = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf, name="t", address=(0, 4096))
+    acc = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(t[0:128, 0:64], x[0:128, 0:64])
+    nisa.memset(acc[0:128, 0:64], 1.0)
+    nisa.tensor_tensor(acc[0:128, 0:64], acc[0:128, 0:64], t[0:128, 0:64], op=nl.add)
+    nisa.tensor_copy(t[:, :], acc[:, :])
+    nisa.dma_copy(out[nl.ds(0, 128), :], t)
+    return out
+"""
+    x = uniform((128, 64))
+    run = _run(kernel_file, body, {"x": x})
+    np.testing.assert_allclose(run.outputs, x + 1.0, rtol=1e-6)
+    placed = [a for a in run.allocations if a.name == "t"]
+    assert [a.address for a in placed] == [(0, 4096)]
+
+
+def test_engine_choice_reaches_the_trace(kernel_file):
+    body = """
+@nki.jit
+def k(x):
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    b = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(a, 0.0)
+    nisa.memset(b, 0.0, engine=nisa.engine.vector)
+    nisa.tensor_copy(a, b, engine=nisa.scalar_engine)
+    nisa.tensor_tensor(b, a, b, op=nl.add, engine=nisa.engine.gpsimd)
+    nisa.dma_copy(x, b)
+    return x
+"""
+    run = _run(kernel_file, body, {"x": np.zeros((128, 64), np.float32)})
+    assert [(i.op, i.engine) for i in run.trace] == [
+        ("memset", "gpsimd"),
+        ("memset", "vector"),
+        ("tensor_copy", "scalar"),
+        ("tensor_tensor", "gpsimd"),
+        ("dma_copy", "dma"),
+    ]
+
+
+def test_gpsimd_cannot_reach_psum(kernel_file):
+    body = """
+@nki.jit
+def k(x):
+    p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+    s = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(p, 0.0)
+    nisa.tensor_copy(s, p, engine=nisa.engine.gpsimd)  # <-
+    return x
+"""
+    path, line = kernel_file(HEADER + body)
+    with pytest.raises(SimError, match="GpSimd cannot access PSUM") as err:
+        run_kernel(path, {"x": np.zeros((1,), np.float32)})
+    assert err.value.line == line
+
+
+def test_dma_read_modify_write_accumulates(kernel_file, uniform):
+    body = """
+@nki.jit
+def k(x, y):
+    t = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(t, x)
+    nisa.dma_copy(t, y, dst_rmw_op=nl.add, dge_mode=nisa.dge_mode.hwdge)
+    out = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(out, t)
+    return out
+"""
+    x, y = uniform((64, 32), 1), uniform((64, 32), 2)
+    np.testing.assert_allclose(_run(kernel_file, body, {"x": x, "y": y}).outputs, x + y, rtol=1e-6)
+
+
+def test_dma_transpose_of_three_axes(kernel_file, uniform):
+    body = """
+@nki.jit
+def k(x):
+    t = nl.ndarray((8, 4, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_transpose(t, x, axes=(2, 1, 0))
+    out = nl.ndarray((8, 4, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(out, t)
+    return out
+"""
+    x = uniform((16, 4, 8))
+    np.testing.assert_array_equal(_run(kernel_file, body, {"x": x}).outputs, x.transpose(2, 1, 0))
+
+
+def test_matmul_with_is_transpose_keeps_the_data_type(kernel_file, uniform):
+    body = """
+@nki.jit
+def k(x, eye):
+    xs = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(xs, x)
+    es = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(es, eye)
+    p = nl.ndarray((64, 128), dtype=nl.bfloat16, buffer=nl.psum)
+    nisa.nc_matmul(p, xs, es, is_transpose=True, is_moving_onezero=True)
+    s = nl.ndarray((64, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(s, p)
+    out = nl.ndarray((64, 128), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nisa.dma_copy(out, s)
+    return out
+"""
+    x = uniform((128, 64))
+    run = _run(kernel_file, body, {"x": x, "eye": np.eye(128, dtype=np.float32)})
+    np.testing.assert_allclose(run.outputs, x.T, rtol=1e-6)
+
+
+def test_vector_engine_transpose_of_a_small_tile(kernel_file, uniform):
+    body = """
+@nki.jit
+def k(x):
+    t = nl.ndarray((32, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(t, x)
+    u = nl.ndarray((16, 32), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_transpose(u, t, engine=nisa.engine.vector)
+    out = nl.ndarray((16, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(out, u)
+    return out
+"""
+    x = uniform((32, 16))
+    run = _run(kernel_file, body, {"x": x})
+    np.testing.assert_array_equal(run.outputs, x.T)
+    assert [i.engine for i in run.trace if i.op == "nc_transpose"] == ["vector"]
+
+
+def test_activation_with_reduction_and_scalar_tensor_tensor(kernel_file, uniform):
+    body = """
+@nki.jit
+def k(x, y):
+    xs = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    ys = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(xs, x)
+    nisa.dma_copy(ys, y)
+    sq = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    total = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(sq, nl.square, xs, reduce_op=nl.add, reduce_res=total, scale=2.0)
+    inv = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(inv, nl.rsqrt, total, bias=1.0, scale=0.5)
+    res = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.scalar_tensor_tensor(res, xs, nl.multiply, inv, nl.add, ys)
+    neg = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(neg, nl.maximum, res, axis=1, negate=True, keepdims=True)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(out, res)
+    out2 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(out2, neg)
+    return out, out2
+"""
+    x, y = uniform((128, 64), 1), uniform((128, 64), 2)
+    run = _run(kernel_file, body, {"x": x, "y": y})
+    total = ((2 * x) ** 2).sum(axis=1, keepdims=True)
+    res = x * (1.0 / np.sqrt(0.5 * total + 1.0)) + y
+    np.testing.assert_allclose(run.outputs[0], res, rtol=1e-5)
+    np.testing.assert_allclose(run.outputs[1], -res.max(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_par_dim_nc_version_and_unknown_engine_values(kernel_file):
+    body = """
+@nki.jit
+def k(x):
+    t = nl.ndarray((nl.par_dim(128), 4), dtype=nl.float32, buffer=nl.sbuf)
+    assert nisa.get_nc_version() == nisa.nc_version.gen3
+    nisa.memset(t, 0.0, engine=nisa.engine.unknown)
+    nisa.memset(t, 0.0, engine="fast")  # <-
+    return x
+"""
+    path, line = kernel_file(HEADER + body)
+    with pytest.raises(SimError, match="engine must be a nisa.engine member") as err:
+        run_kernel(path, {"x": np.zeros((1,), np.float32)})
+    assert err.value.line == line
