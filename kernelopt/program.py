@@ -67,6 +67,10 @@ class Target:
 class NeuronConfig:
     activate: str | None = None
     compiler_args: tuple[str, ...] = ()
+    pipeline_options: tuple[str, ...] = ()
+    runtime_activate: str | None = None
+    runtime_python: str | None = None
+    tolerance: float = 1e-2
     lnc: int = 1
     opt: int = 2
     warmup: int = 10
@@ -275,7 +279,7 @@ def _command_checks(target: dict[str, Any], metric: str) -> list[Problem]:
     problems: list[Problem] = []
     if not target.get("command"):
         problems.append(Problem("target.command", "required for target kind 'command'"))
-    if target.get("correct"):
+    if target.get("correct") is not None:
         # Imported here: kernelopt.targets imports this module.
         from kernelopt.targets.expr import ExpressionError, parse_expression
 
@@ -384,6 +388,10 @@ def _device(d: dict[str, Any]) -> Device:
         neuron=NeuronConfig(
             activate=d["neuron"]["activate"],
             compiler_args=tuple(d["neuron"]["compiler_args"]),
+            pipeline_options=tuple(d["neuron"]["pipeline_options"]),
+            runtime_activate=d["neuron"]["runtime_activate"],
+            runtime_python=d["neuron"]["runtime_python"],
+            tolerance=float(d["neuron"]["tolerance"]),
             lnc=d["neuron"]["lnc"],
             opt=d["neuron"]["opt"],
             warmup=d["neuron"]["warmup"],

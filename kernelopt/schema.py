@@ -186,9 +186,24 @@ SCHEMA = Section(
                             "a script sourced on the host before the Neuron tools run, e.g. ~/venvs/kernel-env/bin/activate",
                             default=None,
                         ),
+                        "runtime_activate": Key(
+                            "str",
+                            "a script sourced before the runtime (nrtpy) runs and times a NEFF, when nrtpy lives in an environment of its own (the nki and nrtpy wheels cannot share one); default: activate",
+                            default=None,
+                        ),
+                        "runtime_python": Key(
+                            "str",
+                            "the Python of the runtime environment (default: device.python)",
+                            default=None,
+                        ),
                         "compiler_args": Key(
                             "list[str]",
-                            "extra neuronx-cc options passed through, e.g. enable-instruction-scheduling=false",
+                            "neuronx-cc command-line options for SDKs whose compile entry is neuronxcc.nki_standalone, passed unchanged",
+                            default=[],
+                        ),
+                        "pipeline_options": Key(
+                            "list[str]",
+                            "compiler pipeline options for the NKI compiler API, e.g. enable-linear-scan-allocation=false",
                             default=[],
                         ),
                         "lnc": Key(
@@ -196,7 +211,7 @@ SCHEMA = Section(
                         ),
                         "opt": Key(
                             "int",
-                            "neuronx-cc optimisation level (-O)",
+                            "neuronx-cc optimisation level (-O; neuronxcc.nki_standalone SDKs)",
                             default=2,
                             choices=(1, 2, 3),
                         ),
@@ -207,6 +222,12 @@ SCHEMA = Section(
                             "int",
                             "timed runs (min and median are reported)",
                             default=100,
+                            check=positive,
+                        ),
+                        "tolerance": Key(
+                            "number",
+                            "atol = rtol of the check of the device's output against f_numpy",
+                            default=1e-2,
                             check=positive,
                         ),
                         "compile_timeout": Key(

@@ -31,6 +31,10 @@ NEURON_BIN = "/opt/aws/neuron/bin"
 NEW_ARGS = ("neuron-ls", "--output-format", "json")
 OLD_ARGS = ("neuron-ls", "--json-output")
 _TOOL_COMMANDS = ("neuron-ls", "neuron-top", "neuron-monitor")
+# A compiler process left over from an earlier compile (neuronx-cc, or its walrus
+# backend) that still holds a device makes the runtime fail there with NRT_FAILURE,
+# so it counts as a user of the device whatever runtime version neuron-ls shows for it.
+_COMPILER_COMMANDS = ("neuronx-cc", "walrus", "walrus_driver")
 
 # neuron-monitor prints one JSON document per line, forever: read the first line
 # through a FIFO, then stop the monitor instead of waiting for it to end. When no
@@ -104,9 +108,12 @@ class NeuronGate:
         if not isinstance(lnc, int) or lnc < 1:
             raise GateError(f"{where}: logical_neuroncore_config must be a positive integer")
         processes = tuple(
-            ProcessInfo(pid, name, f"runtime {version}")
+            ProcessInfo(
+                pid, name, "leftover compiler" if _is_compiler(name) else f"runtime {version}"
+            )
             for pid, name, version in _processes(device, where)
-            if pid not in ignored and version != "NA" and not _is_tool(name)
+            if pid not in ignored
+            and (_is_compiler(name) or (version != "NA" and not _is_tool(name)))
         )
         measured = usage.device(cores) if usage is not None else None
         utilization = None if isinstance(measured, str) else measured
@@ -115,6 +122,9 @@ class NeuronGate:
         if processes:
             names = ", ".join(f"{p.command} (pid {p.pid})" for p in processes)
             reason = f"neuron processes attached: {names}"
+            leftovers = [p for p in processes if _is_compiler(p.command)]
+            if leftovers:
+                reason += " (a leftover compiler process makes the runtime fail on this device)"
         elif isinstance(measured, str):
             reason = f"utilization unknown: {measured}"  # unknown is busy
         elif utilization is not None and utilization > self.busy_utilization:
@@ -132,9 +142,19 @@ class NeuronGate:
         )
 
 
+def _program(command: str) -> str:
+    words = command.split()
+    return words[0].rsplit("/", 1)[-1] if words else ""
+
+
 def _is_tool(command: str) -> bool:
-    program = command.split()[0] if command.split() else ""
-    return program.rsplit("/", 1)[-1] in _TOOL_COMMANDS
+    return _program(command) in _TOOL_COMMANDS
+
+
+def _is_compiler(command: str) -> bool:
+    """neuronx-cc or walrus, also when run as `python .../neuronx-cc ...`."""
+    words = [w.rsplit("/", 1)[-1] for w in command.split()[:2]]
+    return any(w in _COMPILER_COMMANDS for w in words)
 
 
 def parse_neuron_ls(text: str, *, command: str, host: str) -> list[dict[str, Any]]:

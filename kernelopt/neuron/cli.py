@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kernelopt.testing.fake_trn2 import DEFAULT_HOME, DEFAULTS, FakeTrn2
+from kernelopt.testing.fake_trn2 import DEFAULT_HOME, SDK_STYLES, FakeTrn2
 
 _HOME = click.option(
     "--home",
@@ -17,15 +17,16 @@ _HOME = click.option(
 )
 
 
-def _toolchain(home: Path | None) -> FakeTrn2:
-    return FakeTrn2((home or DEFAULT_HOME).expanduser().resolve()).install()
+def _toolchain(home: Path | None, sdk: str | None = None) -> FakeTrn2:
+    return FakeTrn2((home or DEFAULT_HOME).expanduser().resolve()).install(sdk=sdk)
 
 
 @click.group("fake-trn2")
 def fake_trn2_group() -> None:
-    """A fake Trainium2 toolchain (neuron-ls, neuron-monitor, neuron-profile,
-    neuronx-cc, and the SDK's Python modules) backed by kernelopt's simulator,
-    for dry runs of a device.kind neuron setup on any machine.
+    """A fake Trainium2 toolchain (neuron-ls, neuron-monitor, neuron-explorer or
+    neuron-profile, neuronx-cc, and the SDK's Python packages), written from the
+    Neuron documentation, for dry runs of a device.kind neuron setup on any
+    machine. Its device is a model of its own, not kernelopt's simulator.
 
     It is active only in a shell that evaluates the lines `env` prints.
 
@@ -38,17 +39,27 @@ def fake_trn2_group() -> None:
 
 @fake_trn2_group.command("env")
 @_HOME
-def env_command(home: Path | None) -> None:
+@click.option(
+    "--sdk",
+    type=click.Choice(SDK_STYLES),
+    default=None,
+    help="current: nki.compiler API, neuron-explorer, nrtpy in an environment of its own "
+    "(HOME/activate-runtime); older: nki_standalone, neuron-profile, one environment "
+    "(default: as installed before, else older)",
+)
+def env_command(home: Path | None, sdk: str | None) -> None:
     """Install the fake and print the `export` lines that enable it.
 
     The same lines are written to HOME/activate, usable as
-    device.neuron.activate in a program.
+    device.neuron.activate in a program; with the current SDK layout,
+    HOME/activate-runtime is the nrtpy environment
+    (device.neuron.runtime_activate).
 
     \b
     Example:
-      eval "$(kernelopt fake-trn2 env --home /tmp/trn2)"
+      eval "$(kernelopt fake-trn2 env --home /tmp/trn2 --sdk older)"
     """
-    click.echo(_toolchain(home).export_lines(), nl=False)
+    click.echo(_toolchain(home, sdk).export_lines(), nl=False)
 
 
 @fake_trn2_group.command("set")
@@ -57,8 +68,9 @@ def env_command(home: Path | None) -> None:
 def set_command(home: Path | None, assignments: tuple[str, ...]) -> None:
     """Change the fake's behaviour with NAME=JSON pairs.
 
-    Names: compile_delay_s, compile_error, run_error, busy, neuron_ls_format,
-    devices, lnc, unavailable, ... (see `kernelopt fake-trn2 show`).
+    Names: compile_delay_s, compile_error, run_error, device_fault, busy,
+    neuron_ls_format, devices, lnc, unavailable, noise_pp, ... (see
+    `kernelopt fake-trn2 show`).
 
     \b
     Example:
@@ -89,6 +101,4 @@ def show_command(home: Path | None) -> None:
     Example:
       kernelopt fake-trn2 show
     """
-    toolchain = _toolchain(home)
-    current = json.loads(toolchain.config_path.read_text())
-    click.echo(json.dumps({**DEFAULTS, **current}, indent=2))
+    click.echo(json.dumps(_toolchain(home).settings(), indent=2))

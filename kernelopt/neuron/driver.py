@@ -1,18 +1,27 @@
-"""The measurement driver that runs ON the Trainium2 host, inside its Neuron environment.
+"""The measurement driver that runs ON the Trainium2 host, inside a Neuron environment.
 
 Each command prints ONE JSON line (the record) and exits 0, whatever
 happened to the kernel: failures are records with a status and the error.
 
-    python -m kernelopt.neuron.driver compile --kernel K --workload W --out DIR
+    python -m kernelopt.neuron.driver probe [--tools TOOL,...]
+    python -m kernelopt.neuron.driver compile --api API --kernel K --workload W --out DIR
         [--func F] [--lnc 1] [--opt 2] [--timeout 600] [--compiler-arg=ARG ...]
-    python -m kernelopt.neuron.driver measure --workload W --out DIR
-        [--warmup 10] [--iterations 100] [--macs N] [--lnc 1] [--timeout 600]
-    python -m kernelopt.neuron.driver reference --workload W --out DIR
-        [--warmup 10] [--iterations 100] [--macs N] [--lnc 1] [--timeout 600]
+        [--pipeline-option=OPT ...]
+    python -m kernelopt.neuron.driver compile-reference --workload W --out DIR [--lnc 1]
+        [--timeout 600]
+    python -m kernelopt.neuron.driver measure --workload W --out DIR --profiler TOOL
+        [--warmup 10] [--iterations 100] [--macs N] [--lnc 1] [--seed 0]
+        [--tolerance 0.01] [--timeout 600]
 
-`compile` runs with NEURON_PLATFORM_TARGET_OVERRIDE=trn2 and without
-NEURON_RT_VISIBLE_CORES (a compile worker holds no core); `measure` expects
-the caller to have bound NEURON_RT_VISIBLE_CORES from its device lease.
+`probe` says what this environment has (compile APIs, runtime, profilers).
+The compile commands run in the NKI environment with
+NEURON_PLATFORM_TARGET_OVERRIDE=trn2 and without NEURON_RT_VISIBLE_CORES (a
+compile worker holds no core); `measure` runs in the nrtpy environment and
+expects the caller to have bound NEURON_RT_VISIBLE_CORES from its device
+lease. `measure` is the one timing path for candidates and the compiler
+baseline alike: the runtime's device-side benchmark (or, without it, the
+profiler's total_time), the device's output checked against f_numpy, the
+profiler's summary, and MFU at 78.64e12 FLOP/s per physical core.
 """
 
 from __future__ import annotations
@@ -33,15 +42,20 @@ from typing import Any
 from kernelopt.neuron.facts import (
     COMPILE_LOG_NAME,
     DEFAULT_COMPILE_TIMEOUT_S,
+    DEFAULT_DEVICE_TOLERANCE,
+    DEVICE_CHECK_SEED,
     LNC_ENV,
     NEFF_NAME,
     NTFF_NAME,
-    PEAK_BF16_FLOPS_PER_CORE,
     PLATFORM,
     PLATFORM_ENV,
+    PROFILE_NTH_EXEC,
+    PROFILERS,
     SUMMARY_NAME,
     VISIBLE_CORES_ENV,
+    peak_flops,
 )
+from kernelopt.neuron.steps import MARK as STEP_MARK
 from kernelopt.neuron.summary import SummaryError, mfu_percent, parse_summary
 
 # The longest an error message in a record gets; the full text is in the log file.
@@ -99,34 +113,45 @@ def _python_step(step: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "kernelopt.neuron.steps", step, *args]
 
 
-def compile_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+def _step_record(done: Finished) -> dict[str, Any] | None:
+    """The JSON a step printed on its KERNELOPT-STEP line, if any."""
+    for line in reversed(done.stdout.strip().splitlines()):
+        if line.startswith(STEP_MARK):
+            try:
+                record = json.loads(line[len(STEP_MARK) :])
+            except json.JSONDecodeError:
+                return None
+            return record if isinstance(record, dict) else None
+    return None
+
+
+def probe(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+    done = run(_python_step("probe", "--tools", args.tools), env, args.timeout)
+    found = _step_record(done)
+    if found is None:
+        return {"stage": "probe", "status": "failed", "error": _tail(done.stderr or done.stdout)}
+    return {"stage": "probe", "status": "ok", **found}
+
+
+def _compile_env(env: Mapping[str, str]) -> dict[str, str]:
     compile_env = {k: v for k, v in env.items() if k != VISIBLE_CORES_ENV}
     compile_env[PLATFORM_ENV] = PLATFORM
-    argv = _python_step(
-        "compile",
-        "--kernel",
-        args.kernel,
-        "--workload",
-        args.workload,
-        "--out",
-        str(out),
-        "--lnc",
-        str(args.lnc),
-        "--opt",
-        str(args.opt),
-        *(["--func", args.func] if args.func else []),
-        *[f"--compiler-arg={a}" for a in args.compiler_arg],
-    )
+    return compile_env
+
+
+def _compile(
+    argv: list[str], args: argparse.Namespace, env: Mapping[str, str], stage: str
+) -> dict[str, Any]:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     # neuronx-cc writes its log into the working directory: the attempt's out dir.
-    done = run(argv, compile_env, args.timeout, cwd=out)
+    done = run(argv, _compile_env(env), args.timeout, cwd=out)
     log = out / COMPILE_LOG_NAME
     with log.open("a") as text:
         text.write(done.stdout + done.stderr)
     record: dict[str, Any] = {
-        "stage": "compile",
+        "stage": stage,
         "compile_s": done.seconds,
         "compile_started": started,
         "compile_finished": time.time(),
@@ -144,13 +169,174 @@ def compile_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
         if done.returncode == 0:
             message = f"the compiler reported success but wrote no {neff}"
         return {**record, "status": "failed", "error": f"compile failed: {_tail(message)}"}
-    return {**record, "status": "ok", "neff": str(neff)}
+    step = _step_record(done) or {}
+    return {
+        **record,
+        "status": "ok",
+        "neff": str(neff),
+        "compile_api": step.get("api"),
+        "compile_options": step.get("options"),
+    }
 
 
-def _version(env: Mapping[str, str]) -> str | None:
-    done = run(["neuronx-cc", "--version"], env, 60)
-    text = done.stdout.strip().splitlines()
-    return text[-1].split()[-1] if done.returncode == 0 and text else None
+def compile_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+    argv = _python_step(
+        "compile",
+        "--api",
+        args.api,
+        "--kernel",
+        args.kernel,
+        "--workload",
+        args.workload,
+        "--out",
+        str(args.out),
+        "--lnc",
+        str(args.lnc),
+        "--opt",
+        str(args.opt),
+        *(["--func", args.func] if args.func else []),
+        *[f"--compiler-arg={a}" for a in args.compiler_arg],
+        *[f"--pipeline-option={o}" for o in args.pipeline_option],
+    )
+    return _compile(argv, args, env, "compile")
+
+
+def compile_reference(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+    """The compiler baseline's NEFF: f_numpy traced by nkipy, compiled by neuronx-cc."""
+    import importlib.util
+
+    if importlib.util.find_spec("nkipy") is None:
+        return {
+            "stage": "compile",
+            "status": "failed",
+            "error": "nkipy is not importable in this host's Neuron environment, so f_numpy "
+            "cannot be compiled by neuronx-cc; install nkipy there to get the baseline row",
+        }
+    argv = _python_step(
+        "compile-reference",
+        "--workload",
+        args.workload,
+        "--out",
+        str(args.out),
+        "--lnc",
+        str(args.lnc),
+    )
+    return _compile(argv, args, env, "compile")
+
+
+def _profile(
+    args: argparse.Namespace, env: Mapping[str, str], neff: Path, ntff: Path
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Capture a trace of one execution and read its summary: (profile, error)."""
+    tool = args.profiler
+    capture = run(
+        [
+            tool,
+            "capture",
+            "-n",
+            str(neff),
+            "-s",
+            str(ntff),
+            f"--profile-nth-exec={PROFILE_NTH_EXEC}",
+        ],
+        env,
+        args.timeout,
+    )
+    if capture.returncode != 0 or capture.timed_out:
+        return None, f"{tool} capture failed: {_tail(capture.stderr or capture.stdout)}"
+    # With --profile-nth-exec=N the trace lands in NAME_exec_N.ntff.
+    nth = ntff.with_name(f"{ntff.stem}_exec_{PROFILE_NTH_EXEC}{ntff.suffix}")
+    if nth.is_file():
+        nth.replace(ntff)
+    if not ntff.is_file():
+        return None, f"{tool} capture wrote no trace at {ntff} or {nth.name}"
+    view = run(
+        [tool, "view", "-n", str(neff), "-s", str(ntff), "--output-format", "summary-json"],
+        env,
+        args.timeout,
+    )
+    if view.returncode != 0:
+        return None, f"{tool} view failed: {_tail(view.stderr or view.stdout)}"
+    (ntff.parent / SUMMARY_NAME).write_text(view.stdout)
+    try:
+        return parse_summary(view.stdout, source=f"{tool} view of {neff}"), None
+    except SummaryError as exc:
+        return None, str(exc)
+
+
+def _run_neff(
+    args: argparse.Namespace, env: Mapping[str, str], neff: Path
+) -> tuple[dict[str, Any] | None, tuple[str, str]]:
+    """The `run` step on the bound core: (its record, or None and (error, status))."""
+    argv = _python_step(
+        "run",
+        "--neff",
+        str(neff),
+        "--workload",
+        args.workload,
+        "--warmup",
+        str(args.warmup),
+        "--iterations",
+        str(args.iterations),
+        "--seed",
+        str(args.seed),
+        "--tolerance",
+        str(args.tolerance),
+    )
+    done = run(argv, env, args.timeout)
+    if done.timed_out:
+        return None, (f"the run did not finish within {args.timeout:g}s", "timeout")
+    ran = _step_record(done)
+    if done.returncode != 0 or ran is None:
+        error = _tail(done.stderr or done.stdout) or f"run exit code {done.returncode}"
+        return None, (error, "failed")
+    return ran, ("", "ok")
+
+
+def _device_time(
+    args: argparse.Namespace, ran: Mapping[str, Any], profile: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Device time of the measured executions: the runtime's device-side benchmark
+    (min, median, mean over the iterations), else the profiler's total_time of its
+    one traced execution; None when neither has one."""
+    durations = ran.get("durations_ms")
+    if durations:
+        seconds = [d / 1e3 for d in durations]
+        return {
+            "timing_source": ran["timing_source"],
+            "iterations": ran.get("iterations", len(seconds)),
+            "warmup": ran.get("warmup", args.warmup),
+            "min_s": min(seconds),
+            "median_s": statistics.median(seconds),
+            "mean_s": ran.get("mean_ms", 1e3 * statistics.fmean(seconds)) / 1e3,
+        }
+    total = profile.get("total_time")
+    if isinstance(total, int | float) and total > 0:
+        return {
+            "timing_source": f"{args.profiler} total_time",
+            "iterations": 1,
+            "warmup": PROFILE_NTH_EXEC - 1,
+            "min_s": float(total),
+            "median_s": float(total),
+            "mean_s": float(total),
+        }
+    return None
+
+
+def _mfu(macs: int, seconds: float, peak: float, profile: Mapping[str, Any]) -> dict[str, Any]:
+    """MFU: the profiler's estimate where it has one, else 2·MACs / (time · peak);
+    the latter always beside it when MACs are known."""
+    from_time = mfu_percent(macs, seconds, peak) if macs else None
+    estimate = profile.get("mfu_estimated_percent")
+    if isinstance(estimate, int | float):
+        mfu, source = float(estimate), "profiler"
+    else:
+        mfu, source = from_time, "device time"
+    return {
+        "mfu_percent": mfu,
+        "mfu_source": source if mfu is not None else None,
+        "mfu_from_device_time": from_time,
+    }
 
 
 def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
@@ -160,151 +346,75 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
         "stage": "measure",
         "measure_started": time.time(),
         "visible_cores": env.get(VISIBLE_CORES_ENV, ""),
+        "timing": "device",
+        "seed": args.seed,
+        "tolerance": args.tolerance,
+        "lnc": args.lnc,
+        "macs": args.macs,
+        "peak_flops": peak_flops(args.lnc),
+        "profiler": args.profiler,
     }
 
-    def failed(error: str) -> dict[str, Any]:
-        return {**record, "status": "failed", "error": error, "measure_finished": time.time()}
+    def failed(error: str, status: str = "failed") -> dict[str, Any]:
+        return {**record, "status": status, "error": error, "measure_finished": time.time()}
 
     if not env.get(VISIBLE_CORES_ENV):
         return failed(f"{VISIBLE_CORES_ENV} is not set: measure needs a leased NeuronCore")
     if not neff.is_file():
         return failed(f"no NEFF at {neff}: compile first")
     env = {**env, LNC_ENV: str(args.lnc)}
-    done = run(
-        _python_step(
-            "run",
-            "--neff",
-            str(neff),
-            "--workload",
-            args.workload,
-            "--warmup",
-            str(args.warmup),
-            "--iterations",
-            str(args.iterations),
-        ),
-        env,
-        args.timeout,
+    ran, (error, status) = _run_neff(args, env, neff)
+    if ran is None:
+        return failed(error, status)
+    check = ran["check"]
+    record.update(
+        runtime=ran.get("runtime"),
+        runtime_version=ran.get("runtime_version"),
+        device_check=check,
+        neff=str(neff),
     )
-    if done.timed_out:
-        return {**failed(f"the run did not finish within {args.timeout:g}s"), "status": "timeout"}
-    if done.returncode != 0:
-        return failed(_tail(done.stderr or done.stdout) or f"run exit code {done.returncode}")
-    try:
-        latencies = json.loads(done.stdout.strip().splitlines()[-1])["latencies_s"]
-    except (IndexError, KeyError, json.JSONDecodeError):
-        return failed(f"the run step printed no latencies: {_tail(done.stdout)}")
-    capture = run(
-        ["neuron-profile", "capture", "-n", str(neff), "-s", str(ntff)], env, args.timeout
-    )
-    if capture.returncode != 0 or capture.timed_out:
-        return failed(f"neuron-profile capture failed: {_tail(capture.stderr or capture.stdout)}")
-    view = run(
-        [
-            "neuron-profile",
-            "view",
-            "-n",
-            str(neff),
-            "-s",
-            str(ntff),
-            "--output-format",
-            "summary-json",
-        ],
-        env,
-        args.timeout,
-    )
-    if view.returncode != 0:
-        return failed(f"neuron-profile view failed: {_tail(view.stderr or view.stdout)}")
-    (out / SUMMARY_NAME).write_text(view.stdout)
-    try:
-        profile = parse_summary(view.stdout, source=f"neuron-profile view of {neff}")
-    except SummaryError as exc:
-        return failed(str(exc))
-    best, median = min(latencies), statistics.median(latencies)
-    peak = float(profile.get("peak_flops") or PEAK_BF16_FLOPS_PER_CORE * args.lnc)
-    mfu = mfu_percent(args.macs, best, peak) if args.macs else None
+    if not check["passed"]:
+        record.update(check="device", worst=check.get("worst"))
+        record["max_abs_error"] = check.get("max_abs_error")
+        return failed(
+            f"the device's output differs from f_numpy on the inputs of seed {args.seed} "
+            f"(atol = rtol = {args.tolerance:g}): {check['message']}",
+            "incorrect",
+        )
+    profile: dict[str, Any] = {}
+    if args.profiler:
+        found, problem = _profile(args, env, neff, ntff)
+        if found is None:
+            return failed(problem or "the profiler gave no summary")
+        profile = found
+        record.update(ntff=str(ntff), summary=str(out / SUMMARY_NAME))
+    timing = _device_time(args, ran, profile)
+    if timing is None:
+        return failed(
+            "no device time: the runtime has no device-side benchmark and the profiler "
+            "reported no total_time"
+        )
+    record.update(timing)
     return {
         **record,
         "status": "ok",
-        # Per-call wall time around the runtime's execute: includes launch overhead.
-        "timing": "host",
-        "min_s": best,
-        "median_s": median,
-        "iterations": len(latencies),
-        "warmup": args.warmup,
-        "macs": args.macs,
-        "peak_flops": peak,
-        "mfu_percent": mfu,
+        **_mfu(args.macs, record["min_s"], record["peak_flops"], profile),
         "profile": profile,
-        "compiler_version": profile.get("compiler_version") or _version(env),
-        "runtime_version": profile.get("runtime_version"),
+        "compiler_version": profile.get("compiler_version"),
+        "runtime_version": profile.get("runtime_version") or record.get("runtime_version"),
         "instance_type": profile.get("instance_type"),
-        "neff": str(neff),
-        "ntff": str(ntff),
-        "summary": str(out / SUMMARY_NAME),
         "measure_finished": time.time(),
-    }
-
-
-def reference(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
-    """The compiler baseline: f_numpy through nkipy and neuronx-cc, on the leased core."""
-    import importlib.util
-
-    record: dict[str, Any] = {"stage": "reference", "timing": "device"}
-    if importlib.util.find_spec("nkipy") is None:
-        return {
-            **record,
-            "status": "failed",
-            "error": "nkipy is not importable in this host's Neuron environment, so f_numpy "
-            "cannot be compiled by neuronx-cc; install nkipy there to get the baseline row",
-        }
-    if not env.get(VISIBLE_CORES_ENV):
-        return {**record, "status": "failed", "error": f"{VISIBLE_CORES_ENV} is not set"}
-    done = run(
-        _python_step(
-            "reference",
-            "--workload",
-            args.workload,
-            "--out",
-            args.out,
-            "--warmup",
-            str(args.warmup),
-            "--iterations",
-            str(args.iterations),
-        ),
-        {**env, PLATFORM_ENV: PLATFORM},
-        args.timeout,
-    )
-    if done.timed_out:
-        return {
-            **record,
-            "status": "failed",
-            "timed_out": True,
-            "error": f"the nkipy baseline did not finish within {args.timeout:g}s",
-        }
-    if done.returncode != 0:
-        return {**record, "status": "failed", "error": _tail(done.stderr or done.stdout)}
-    try:
-        stats = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        return {**record, "status": "failed", "error": f"no timings: {_tail(done.stdout)}"}
-    peak = PEAK_BF16_FLOPS_PER_CORE * args.lnc
-    return {
-        **record,
-        "status": "ok",
-        "min_s": stats["min_s"],
-        "mean_s": stats["mean_s"],
-        "macs": args.macs,
-        "peak_flops": peak,
-        "mfu_percent": mfu_percent(args.macs, stats["min_s"], peak) if args.macs else None,
-        "neff": stats.get("neff"),
-        "compiler_version": _version(env),
     }
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m kernelopt.neuron.driver")
     sub = top.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("probe")
+    p.add_argument("--tools", default=",".join((*PROFILERS, "neuronx-cc")))
+    p.add_argument("--timeout", type=float, default=300.0)
     c = sub.add_parser("compile")
+    c.add_argument("--api", required=True)
     c.add_argument("--kernel", required=True)
     c.add_argument("--workload", required=True)
     c.add_argument("--func")
@@ -313,28 +423,34 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--opt", type=int, default=2)
     c.add_argument("--timeout", type=float, default=DEFAULT_COMPILE_TIMEOUT_S)
     c.add_argument("--compiler-arg", action="append", default=[])
+    c.add_argument("--pipeline-option", action="append", default=[])
+    r = sub.add_parser("compile-reference")
+    r.add_argument("--workload", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--lnc", type=int, default=1)
+    r.add_argument("--timeout", type=float, default=DEFAULT_COMPILE_TIMEOUT_S)
     m = sub.add_parser("measure")
     m.add_argument("--workload", required=True)
     m.add_argument("--out", required=True)
+    m.add_argument("--profiler", default="")
     m.add_argument("--warmup", type=int, default=10)
     m.add_argument("--iterations", type=int, default=100)
     m.add_argument("--macs", type=int, default=0)
     m.add_argument("--lnc", type=int, default=1)
+    m.add_argument("--seed", type=int, default=DEVICE_CHECK_SEED)
+    m.add_argument("--tolerance", type=float, default=DEFAULT_DEVICE_TOLERANCE)
     m.add_argument("--timeout", type=float, default=DEFAULT_COMPILE_TIMEOUT_S)
-    r = sub.add_parser("reference")
-    r.add_argument("--workload", required=True)
-    r.add_argument("--out", required=True)
-    r.add_argument("--warmup", type=int, default=10)
-    r.add_argument("--iterations", type=int, default=100)
-    r.add_argument("--macs", type=int, default=0)
-    r.add_argument("--lnc", type=int, default=1)
-    r.add_argument("--timeout", type=float, default=DEFAULT_COMPILE_TIMEOUT_S)
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    command = {"compile": compile_kernel, "measure": measure_kernel, "reference": reference}
+    command = {
+        "probe": probe,
+        "compile": compile_kernel,
+        "compile-reference": compile_reference,
+        "measure": measure_kernel,
+    }
     record = command[args.command](args, dict(os.environ))
     print(json.dumps(record))
     return 0

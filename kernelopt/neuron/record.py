@@ -4,29 +4,45 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelopt.measurement import FAILED, OK, Measurement
+from kernelopt.measurement import FAILED, INCORRECT, OK, Measurement
 
-# Record fields copied into Measurement.extra when present.
-_EXTRA = (
+# Record fields copied into Measurement.extra when present (compile record first,
+# the measure record overriding).
+EXTRA_FIELDS = (
+    "compile_api",
+    "compile_options",
     "compiler_version",
+    "runtime",
     "runtime_version",
     "instance_type",
     "visible_cores",
-    "macs",
-    "peak_flops",
+    "profiler",
+    "timing",
+    "timing_source",
     "iterations",
     "warmup",
-    "timing",
+    "macs",
+    "peak_flops",
+    "lnc",
+    "mfu_source",
+    "seed",
+    "tolerance",
+    "device_check",
+    "cpu_check",
+    "sim",
+    "check",
+    "worst",
+    "max_abs_error",
 )
 _TIMES = ("compile_started", "compile_finished", "measure_started", "measure_finished")
 
 
 def metrics_of(record: dict[str, Any]) -> dict[str, float]:
-    """The profile's numbers plus the benchmark's: min/median time and MFU.
+    """The profile's numbers plus the device timing's: min/median/mean time and MFU.
 
-    ``mfu_estimated_percent`` (the program's ``mfu``) is the MFU from the
-    workload's MACs and the minimum time when MACs are known; the profiler's
-    own estimate stays in the profile and as ``profiler_mfu_estimated_percent``.
+    ``mfu`` (= ``mfu_estimated_percent``) is the profiler's estimate where it has
+    one, else 2·MACs / (min device time · peak); ``mfu_from_device_time`` is
+    always the latter when MACs are known.
     """
     profile = record.get("profile") or {}
     metrics = {
@@ -34,16 +50,14 @@ def metrics_of(record: dict[str, Any]) -> dict[str, float]:
         for k, v in profile.items()
         if isinstance(v, int | float) and not isinstance(v, bool)
     }
-    if "mfu_estimated_percent" in metrics:
-        metrics["profiler_mfu_estimated_percent"] = metrics["mfu_estimated_percent"]
     if record.get("mfu_percent") is not None:
         metrics["mfu_estimated_percent"] = float(record["mfu_percent"])
-    if "mfu_estimated_percent" in metrics:
         metrics["mfu"] = metrics["mfu_estimated_percent"]
+    if record.get("mfu_from_device_time") is not None:
+        metrics["mfu_from_device_time"] = float(record["mfu_from_device_time"])
     if record.get("min_s") is not None:
-        metrics["min_ms"] = 1e3 * float(record["min_s"])
         metrics["time"] = float(record["min_s"])
-    for name in ("median", "mean"):
+    for name in ("min", "median", "mean"):
         if record.get(f"{name}_s") is not None:
             metrics[f"{name}_ms"] = 1e3 * float(record[f"{name}_s"])
     return metrics
@@ -61,14 +75,16 @@ def to_measurement(
 ) -> Measurement:
     """One Measurement from the compile record and (when it ran) the measure record.
 
-    A compile timeout is `failed` like any compile error; extra["timed_out"]
-    tells them apart.
+    A compile timeout is `failed` like any compile error (extra["timed_out"]
+    tells them apart); a wrong answer from the CPU check or from the device is
+    `incorrect`, with the check, the seed and the worst element in extra.
     """
     timeline = {k: r[k] for r in (compiled, measured or {}) for k in _TIMES if k in r}
     info = {**extra, "timeline": timeline}
-    for key in _EXTRA:
-        if measured and measured.get(key) is not None:
-            info[key] = measured[key]
+    for record in (compiled, measured or {}):
+        for key in EXTRA_FIELDS:
+            if record.get(key) is not None:
+                info[key] = record[key]
     final = measured if measured is not None else compiled
     common: dict[str, Any] = {
         "device": device,
@@ -77,9 +93,19 @@ def to_measurement(
         "deterministic": False,
         "artifacts": artifacts,
     }
-    if final.get("status") != OK:
+    status = final.get("status")
+    if status == "incorrect":
         info["stage"] = final.get("stage", "driver")
-        info["timed_out"] = bool(final.get("status") == "timeout" or final.get("timed_out"))
+        return Measurement(
+            status=INCORRECT,
+            error=str(final.get("error") or "the numbers differ from f_numpy"),
+            profile=dict(final.get("profile") or {}),
+            extra=info,
+            **common,
+        )
+    if status != OK:
+        info["stage"] = final.get("stage", "driver")
+        info["timed_out"] = bool(status == "timeout" or final.get("timed_out"))
         return Measurement(
             status=FAILED,
             error=str(final.get("error") or "no error text"),

@@ -1,10 +1,14 @@
 """The nki target on a Neuron device: the hardware twin of NkiSimTarget.
 
-For a batch of trees: lease an idle device (gate), ship each tree to the
-lease's host, compile all of them on the host's CPUs while the device
-measures them in order (driver `compile` / `measure`), fetch NEFF, NTFF,
-summary and compiler log into the run's results folder, and return one
-Measurement per tree. Host directories are removed afterwards.
+For a batch of trees: lease an idle device (gate), probe the host's SDK once
+(which compile API, runtime and profiler; `sdk.py`), check each candidate's
+numbers on the CPU simulator (`cpu_check.py`), ship the ones that pass to
+the lease's host, compile them on the host's CPUs while the device measures
+them in order (driver `compile` / `measure`: device time, the device's
+output checked again), fetch NEFF, NTFF, summary and compiler log into the
+run's results folder, and return one Measurement per tree. Host directories
+are removed afterwards. The compiler baseline goes through the very same
+`measure`.
 
 When the caller already holds a device (an executor that leased it and runs
 this target on the device's host), ``measure(tree, env=binding)`` uses that
@@ -16,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -27,23 +31,15 @@ from kernelopt.hosts.base import Host, HostError
 from kernelopt.hosts.local import LocalHost
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.neuron import remote
-from kernelopt.neuron.facts import (
-    COMPILE_LOG_NAME,
-    NEFF_NAME,
-    NTFF_NAME,
-    SUMMARY_NAME,
-    VISIBLE_CORES_ENV,
-)
+from kernelopt.neuron.calls import SLACK_S, DriverCalls, ProbeError, artifact_paths
+from kernelopt.neuron.cpu_check import CheckSpec, in_record, run_cpu_check
+from kernelopt.neuron.facts import VISIBLE_CORES_ENV
 from kernelopt.neuron.pipeline import compile_while_measuring
 from kernelopt.neuron.record import to_measurement
-from kernelopt.neuron.remote import OUT, TREE
+from kernelopt.neuron.sdk import SdkPlan
 from kernelopt.program import NeuronConfig, Program
 from kernelopt.targets.base import Target
 from kernelopt.workload import WorkloadError, load_workload
-
-# Host-side commands other than the compile (which has its own timeout) and
-# the measurement get this long before the driver call is abandoned.
-_SLACK_S = 300.0
 
 
 class HeldDevice(Protocol):
@@ -102,8 +98,15 @@ class NeuronTarget(Target):
     poll_s: float = 600.0
     max_wait_s: float = 3600.0
     lock_dir: str = DEFAULT_LOCK_DIR
+    # The CPU check before a compile: the sim device's numerics gate (decide.*).
+    seeds: tuple[int, ...] = (0,)
+    atol: float = 5e-3
+    rtol: float = 5e-3
+    rel_l2: float | None = None
     device: str = "neuron"
     deterministic: bool = False
+    # The SDK plan of each host, probed once per target (a run, a try).
+    _plans: dict[str, SdkPlan] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_program(
@@ -140,6 +143,10 @@ class NeuronTarget(Target):
             poll_s=d.poll_s,
             max_wait_s=d.max_wait_s,
             lock_dir=lock_dir,
+            seeds=tuple(range(program.decide.correctness_seeds)),
+            atol=program.decide.atol,
+            rtol=program.decide.rtol,
+            rel_l2=program.decide.rel_l2,
         )
 
     @classmethod
@@ -148,6 +155,8 @@ class NeuronTarget(Target):
         executor that sent the spec leased the device and passes its binding)."""
         settings = dict(spec["settings"])
         settings["compiler_args"] = tuple(settings.get("compiler_args") or ())
+        settings["pipeline_options"] = tuple(settings.get("pipeline_options") or ())
+        check = spec.get("check") or {}
         results = Path(spec.get("results_dir") or "~/.cache/kernelopt/results").expanduser()
         return cls(
             workload=spec["workload"],
@@ -161,6 +170,10 @@ class NeuronTarget(Target):
             # No gate to wait for: a measurement without the caller's binding fails at once.
             poll_s=1.0,
             max_wait_s=0.0,
+            seeds=tuple(check.get("seeds") or (0,)),
+            atol=float(check.get("atol", 5e-3)),
+            rtol=float(check.get("rtol", 5e-3)),
+            rel_l2=check.get("rel_l2"),
         )
 
     def spec(self) -> dict[str, Any]:
@@ -171,10 +184,20 @@ class NeuronTarget(Target):
             "workload": self.workload,
             "kernel": self.kernel,
             "func": self.func,
-            "settings": {**asdict(s), "compiler_args": list(s.compiler_args)},
+            "settings": {
+                **asdict(s),
+                "compiler_args": list(s.compiler_args),
+                "pipeline_options": list(s.pipeline_options),
+            },
+            "check": {
+                "seeds": list(self.seeds),
+                "atol": self.atol,
+                "rtol": self.rtol,
+                "rel_l2": self.rel_l2,
+            },
             "python": self.python,
             # compile, then run and profile, each bounded by compile_timeout.
-            "timeout_s": 2 * s.compile_timeout_s + _SLACK_S,
+            "timeout_s": 2 * s.compile_timeout_s + SLACK_S,
         }
 
     def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
@@ -197,14 +220,15 @@ class NeuronTarget(Target):
                 return [p if isinstance(p, Measurement) else lease for p in prepared]
             try:
                 with lease:
-                    workers = self._workers(lease.host, len(ready))
+                    sdk = self._plan(lease.host)
+                    workers = self.calls.workers(lease.host, len(ready))
                     results = compile_while_measuring(
                         ready,
-                        lambda p: self._compile(lease.host, p),
-                        lambda p, c: self._measure(lease, p, c),
+                        lambda p: self._compile(lease.host, sdk, p),
+                        lambda p, c: self._measure(lease, sdk, p, c),
                         workers,
                     )
-            except HostError as exc:  # the host went away mid-batch: every result says so
+            except (HostError, ProbeError) as exc:  # the host went away: every result says so
                 lost = Measurement.failure(
                     FAILED, str(exc), device=self.device, host=lease.host.name
                 )
@@ -213,65 +237,35 @@ class NeuronTarget(Target):
         return [p if isinstance(p, Measurement) else done[id(p)] for p in prepared]
 
     def reference(self, tree: Path) -> Measurement:
-        """The compiler baseline: f_numpy through nkipy and neuronx-cc, on a leased device."""
+        """The compiler baseline: f_numpy through nkipy and neuronx-cc, measured on a
+        leased device through exactly the candidates' path (`_measure`)."""
         what = {"what": "f_numpy compiled by neuronx-cc (nkipy)"}
         prepared = self._prepare(Path(tree))
         if isinstance(prepared, Measurement):
             return prepared
+        prepared = _Prepared(
+            prepared.tree, prepared.data, f"reference-{prepared.key}", prepared.macs
+        )
         lease = self._lease()
         if isinstance(lease, Measurement):
             return lease
-        started = time.monotonic()
         with lease:
             host = lease.host
             try:
+                sdk = self._plan(host)
                 directory = remote.ship_tree(host, prepared.data)
-            except HostError as exc:
-                return Measurement.failure(FAILED, str(exc), device=self.device, extra=what)
-            s = self.settings
-            try:
-                record = self._driver(
-                    host,
-                    directory,
-                    [
-                        "reference",
-                        "--workload",
-                        f"{directory}/{TREE}/{self.workload}",
-                        "--out",
-                        f"{directory}/{OUT}",
-                        "--warmup",
-                        str(s.warmup),
-                        "--iterations",
-                        str(s.iterations),
-                        "--macs",
-                        str(prepared.macs),
-                        "--lnc",
-                        str(s.lnc),
-                        "--timeout",
-                        str(s.compile_timeout_s),
-                    ],
-                    s.compile_timeout_s + _SLACK_S,
-                    env=lease.binding,
+            except (HostError, ProbeError) as exc:
+                return Measurement.failure(
+                    FAILED, str(exc), device=self.device, host=host.name, extra=what
                 )
-                neff = record.get("neff")
-                artifacts = (
-                    remote.fetch(
-                        host, {"neff": neff}, self.results_dir / f"reference-{prepared.key}"
-                    )
-                    if isinstance(neff, str)
-                    else {}
-                )
-            finally:
-                host.remove_tree(directory)
-        return to_measurement(
-            {},
-            record,
-            host=host.name,
-            device=f"{lease.device}@{lease.binding.get('NEURON_RT_VISIBLE_CORES', '')}",
-            duration_s=time.monotonic() - started,
-            artifacts=artifacts,
-            extra={**what, "key": prepared.key},
-        )
+            record = self.calls.compile_reference(host, directory)
+            measured = self._measure(lease, sdk, prepared, _Compiled(directory, record))
+        return replace(measured, extra={**measured.extra, **what})
+
+    @property
+    def calls(self) -> DriverCalls:
+        """The driver commands for this target's kernel and settings."""
+        return DriverCalls(self.settings, self.python, self.workload, self.kernel, self.func)
 
     def _lease(self, env: Mapping[str, str] | None = None) -> Lease | _CallersDevice | Measurement:
         if env and env.get(VISIBLE_CORES_ENV):
@@ -307,72 +301,61 @@ class NeuronTarget(Target):
         key = f"{digest.hexdigest()[:12]}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 10**6:06d}"
         return _Prepared(tree, remote.pack_tree(tree), key, _mac_count(workload))
 
-    def _compile(self, host: Host, p: _Prepared) -> _Compiled:
+    def _plan(self, host: Host) -> SdkPlan:
+        """The host's SDK path, probed once per host for this target (a run, a try)."""
+        if host.name not in self._plans:
+            self._plans[host.name] = self.calls.probe(host)
+        return self._plans[host.name]
+
+    def _check(self, p: _Prepared) -> dict[str, Any]:
+        """The CPU simulator's numerics check of the candidate, on this machine."""
+        spec = CheckSpec(
+            kernel=str(p.tree / self.kernel),
+            workload=str(p.tree / self.workload),
+            func=self.func,
+            seeds=self.seeds,
+            atol=self.atol,
+            rtol=self.rtol,
+            rel_l2=self.rel_l2,
+            mac_count=p.macs or None,
+        )
+        return run_cpu_check(spec, cwd=p.tree, timeout=self.settings.compile_timeout_s)
+
+    def _compile(self, host: Host, sdk: SdkPlan, p: _Prepared) -> _Compiled:
+        """The CPU check, then (when it does not stop the candidate) the compile."""
+        found, incorrect = in_record(self._check(p))
+        if incorrect is not None:
+            return _Compiled(None, incorrect)
+        problem = sdk.compile_problem()
+        if problem:
+            return _Compiled(
+                None, {**found, "stage": "compile", "status": "failed", "error": problem}
+            )
         try:
             directory = remote.ship_tree(host, p.data)
         except HostError as exc:
-            return _Compiled(None, {"stage": "ship", "status": "failed", "error": str(exc)})
-        s = self.settings
-        args = [
-            "compile",
-            "--kernel",
-            f"{directory}/{TREE}/{self.kernel}",
-            "--workload",
-            f"{directory}/{TREE}/{self.workload}",
-            "--out",
-            f"{directory}/{OUT}",
-            "--lnc",
-            str(s.lnc),
-            "--opt",
-            str(s.opt),
-            "--timeout",
-            str(s.compile_timeout_s),
-            *(["--func", self.func] if self.func else []),
-            *[f"--compiler-arg={a}" for a in s.compiler_args],
-        ]
-        record = self._driver(host, directory, args, s.compile_timeout_s + _SLACK_S)
-        return _Compiled(directory, record)
+            return _Compiled(
+                None, {**found, "stage": "ship", "status": "failed", "error": str(exc)}
+            )
+        return _Compiled(directory, {**found, **self.calls.compile(host, sdk, directory)})
 
-    def _measure(self, lease: HeldDevice, p: _Prepared, c: _Compiled) -> Measurement:
+    def _measure(self, lease: HeldDevice, sdk: SdkPlan, p: _Prepared, c: _Compiled) -> Measurement:
+        """Run, check, time and profile one compiled NEFF: the one path for candidates
+        and the compiler baseline alike."""
         started = time.monotonic()
         host = lease.host
         measured: dict[str, Any] | None = None
         artifacts: dict[str, str] = {}
+        compiled = c.directory is not None and c.record.get("status") == "ok"
         try:
-            if c.directory is not None and c.record.get("status") == "ok":
-                s = self.settings
-                args = [
-                    "measure",
-                    "--workload",
-                    f"{c.directory}/{TREE}/{self.workload}",
-                    "--out",
-                    f"{c.directory}/{OUT}",
-                    "--warmup",
-                    str(s.warmup),
-                    "--iterations",
-                    str(s.iterations),
-                    "--macs",
-                    str(p.macs),
-                    "--lnc",
-                    str(s.lnc),
-                    "--timeout",
-                    str(s.compile_timeout_s),
-                ]
-                measured = self._driver(
-                    host, c.directory, args, s.compile_timeout_s + _SLACK_S, env=lease.binding
-                )
+            problem = sdk.runtime_problem()
+            if compiled and problem:
+                measured = {"stage": "measure", "status": "failed", "error": problem}
+            elif compiled and c.directory is not None:
+                measured = self.calls.measure(host, sdk, c.directory, p.macs, lease.binding)
             if c.directory is not None:
-                out = f"{c.directory}/{OUT}"
-                artifacts = remote.fetch(
-                    host,
-                    {
-                        "neff": f"{out}/{NEFF_NAME}",
-                        "ntff": f"{out}/{NTFF_NAME}",
-                        "summary": f"{out}/{SUMMARY_NAME}",
-                        "compile_log": f"{out}/{COMPILE_LOG_NAME}",
-                    },
-                    self.results_dir / p.key,
-                )
+                wanted = artifact_paths(c.directory)
+                artifacts = remote.fetch(host, wanted, self.results_dir / p.key)
         finally:
             if c.directory is not None:
                 host.remove_tree(c.directory)
@@ -381,7 +364,7 @@ class NeuronTarget(Target):
             c.record,
             measured,
             host=host.name,
-            device=f"{lease.device}@{lease.binding.get('NEURON_RT_VISIBLE_CORES', '')}",
+            device=f"{lease.device}@{lease.binding.get(VISIBLE_CORES_ENV, '')}",
             duration_s=float(c.record.get("compile_s", 0.0)) + time.monotonic() - started,
             artifacts=artifacts,
             extra={
@@ -389,35 +372,11 @@ class NeuronTarget(Target):
                 "lnc": s.lnc,
                 "opt": s.opt,
                 "compiler_args": list(s.compiler_args),
+                "pipeline_options": list(s.pipeline_options),
+                "sdk": sdk.to_json(),
+                "compiler_version": sdk.compiler_version,
             },
         )
-
-    def _driver(
-        self,
-        host: Host,
-        directory: str,
-        args: list[str],
-        timeout: float,
-        env: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
-        # Run from the attempt's own out dir: `python -m` puts the working
-        # directory on sys.path, and tools drop their logs there.
-        return remote.run_driver(
-            host,
-            args,
-            python=self.python,
-            activate=self.settings.activate,
-            timeout=timeout,
-            env=env,
-            cwd=f"{directory}/{OUT}",
-        )
-
-    def _workers(self, host: Host, count: int) -> int:
-        if self.settings.compile_workers > 0:
-            return min(self.settings.compile_workers, count)
-        result = host.run(["nproc"], timeout=30)
-        cpus = int(result.stdout.strip()) if result.ok and result.stdout.strip().isdigit() else 1
-        return max(1, min(cpus, count))
 
 
 def _mac_count(workload: Any) -> int:

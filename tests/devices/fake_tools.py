@@ -1,4 +1,10 @@
-"""Puts the fake device tools of tests/fakes on a bin dir, with a state file."""
+"""Puts fake device tools on a bin dir, steered by a state file.
+
+The Neuron tools (neuron-ls, neuron-monitor) are the fake Trainium2
+toolchain's own (kernelopt.testing.fake_trn2): one set of fakes following the
+documented formats, whose settings live in this root. nvidia-smi and rocm-smi
+are the scripts in tests/fakes, steered by the state file.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +14,29 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kernelopt.testing.fake_trn2 import FakeTrn2
+
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
-TOOLS = ("neuron-ls", "neuron-monitor", "nvidia-smi", "rocm-smi")
+NEURON_TOOLS = ("neuron-ls", "neuron-monitor")
+TOOLS = (*NEURON_TOOLS, "nvidia-smi", "rocm-smi")
+
+# The tests' words for the neuron state -> the fake Trn2 toolchain's settings.
+_NEURON_SETTINGS = {
+    "format": "neuron_ls_format",
+    "output": "neuron_ls_output",
+    "wrap_key": "neuron_ls_wrap_key",
+    "devices": "devices",
+    "utilization": "utilization",
+    "runtime_pid": "monitor_runtime_pid",
+    "monitor": "monitor",
+    "period": "monitor_period_s",
+}
 
 
 class FakeTools:
     """A bin dir of wrappers that run the fakes with this interpreter and state.
 
-    The wrappers pin the interpreter and the state file so the fakes behave the
+    The wrappers pin the interpreter and the state so the fakes behave the
     same through LocalHost and through an SSH session (which does not forward
     the test's environment).
     """
@@ -26,11 +47,17 @@ class FakeTools:
         self.bin_dir.mkdir(parents=True, exist_ok=True)
         self.state_path = root / "fake-state.json"
         self.state: dict[str, Any] = {}
+        self.trn2 = FakeTrn2(root)
+        # No device until a test describes some, and a fast monitor.
+        self.trn2.configure(devices=[], monitor_period_s=0.05)
         self.save()
         for tool in tools:
             self.install(tool)
 
     def install(self, tool: str) -> None:
+        if tool in NEURON_TOOLS:
+            self.trn2.install_tool(tool)
+            return
         wrapper = self.bin_dir / tool
         wrapper.write_text(
             "#!/bin/sh\n"
@@ -45,6 +72,8 @@ class FakeTools:
     def set(self, section: str, **values: Any) -> None:
         self.state.setdefault(section, {}).update(values)
         self.save()
+        if section == "neuron":
+            self.trn2.configure(**{_NEURON_SETTINGS[k]: v for k, v in values.items()})
 
     def save(self) -> None:
         scratch = self.state_path.with_suffix(".tmp")
@@ -53,13 +82,12 @@ class FakeTools:
 
     @property
     def calls(self) -> list[str]:
-        log = self.root / "calls.log"
-        return log.read_text().splitlines() if log.exists() else []
+        """Every tool call in order, as one ``tool args`` line each."""
+        return [shlex.join([c["tool"], *c["args"]]) for c in self.trn2.calls()]
 
     @property
     def monitor_pids(self) -> list[int]:
-        log = self.root / "monitor.pids"
-        return [int(x) for x in log.read_text().split()] if log.exists() else []
+        return self.trn2.monitor_pids
 
 
 def neuron_device(

@@ -75,6 +75,26 @@ def test_neuron_ignores_tool_processes_and_own_pids(fakes: FakeTools) -> None:
     assert status.idle and status.processes == ()
 
 
+def test_neuron_leftover_compiler_process_makes_the_device_busy(fakes: FakeTools) -> None:
+    # neuron-ls reports no runtime version for a compiler; it still breaks the runtime there.
+    left = neuron_device(0)
+    left["processes"] = [
+        {"pid": 21, "command": "/opt/venv/bin/neuronx-cc compile k.json", "version": "NA"}
+    ]
+    walrus = neuron_device(1)
+    walrus["processes"] = [{"pid": 22, "command": "walrus_driver --neff x", "version": "NA"}]
+    tool = neuron_device(2)
+    tool["processes"] = [{"pid": 23, "command": "neuron-ls -j", "version": "NA"}]
+    fakes.set("neuron", devices=[left, walrus, tool])
+    statuses = neuron(fakes).survey(HOST)
+    assert [s.idle for s in statuses] == [False, False, True]
+    assert "neuronx-cc" in statuses[0].reason and "leftover compiler" in statuses[0].reason
+    assert statuses[0].processes[0].detail == "leftover compiler"
+    assert "walrus_driver --neff x (pid 22)" in statuses[1].reason
+    # One of kernelopt's own compiles is not a leftover.
+    assert neuron(fakes, ignore_pids=frozenset({21})).survey(HOST)[0].idle
+
+
 def test_neuron_own_process_on_local_host_is_not_a_user(fakes: FakeTools) -> None:
     spec = neuron_device(0)
     spec["processes"] = [{"pid": os.getpid(), "command": "python3 -m pytest"}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ def state_dir() -> Path:
 
 
 def record_call(name: str) -> None:
-    """Append this invocation to calls.log so tests can see which commands ran."""
-    with open(state_dir() / "calls.log", "a") as log:
-        log.write(" ".join([name, *sys.argv[1:]]) + "\n")
+    """Append this invocation to the call log the fake Trn2 tools write too
+    (kernelopt.testing.fake_trn2.config), so tests see every call in order."""
+    entry = {"tool": name, "args": sys.argv[1:], "t": time.time(), "env": {}}
+    with open(state_dir() / "calls.jsonl", "a") as log:
+        log.write(json.dumps(entry) + "\n")

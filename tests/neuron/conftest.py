@@ -39,7 +39,8 @@ def _sshd_module() -> Any:
 
 @pytest.fixture
 def fake(tmp_path: Path) -> FakeTrn2:
-    toolchain = FakeTrn2(tmp_path / "fake-trn2").install()
+    # The current SDK's layout (two environments) unless a test installs another.
+    toolchain = FakeTrn2(tmp_path / "fake-trn2").install(sdk="current")
     toolchain.configure(monitor_period_s=0.1)
     return toolchain
 
@@ -62,9 +63,14 @@ def make_tree(tmp_path: Path) -> Callable[..., Path]:
 
 @pytest.fixture
 def make_target(fake: FakeTrn2, tmp_path: Path) -> Callable[..., NeuronTarget]:
+    """A target on the fake; its environments are the fake's (two for the current SDK)."""
+
     def build(
         hosts: tuple[Host, ...] = (LocalHost(),), activate: Path | None = None, **settings: Any
     ) -> NeuronTarget:
+        runtime = fake.runtime_activate_path
+        if runtime != fake.activate_path:
+            settings.setdefault("runtime_activate", str(runtime))
         config = NeuronConfig(activate=str(activate or fake.activate_path), **settings)
         return NeuronTarget(
             workload="ir/small/workload.py",

@@ -17,9 +17,11 @@ from kernelopt.testing.fake_trn2 import FakeTrn2
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
 
-def _driver(fake: FakeTrn2, *args: str, extra: dict[str, str] | None = None) -> dict:
+def _driver(
+    fake: FakeTrn2, *args: str, extra: dict[str, str] | None = None, runtime: bool = False
+) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "NEURON_RT_VISIBLE_CORES"}
-    env.update(fake.env())
+    env.update(fake.env(runtime=runtime))
     env.update(extra or {})
     result = subprocess.run(
         [sys.executable, "-m", "kernelopt.neuron.driver", *args],
@@ -35,7 +37,13 @@ def _driver(fake: FakeTrn2, *args: str, extra: dict[str, str] | None = None) -> 
 
 def test_measure_without_a_leased_core_is_a_failed_record(fake: FakeTrn2, tmp_path: Path) -> None:
     record = _driver(
-        fake, "measure", "--workload", str(KERNELS / "workload.py"), "--out", str(tmp_path)
+        fake,
+        "measure",
+        "--workload",
+        str(KERNELS / "workload.py"),
+        "--out",
+        str(tmp_path),
+        runtime=True,
     )
     assert record["status"] == "failed" and "NEURON_RT_VISIBLE_CORES is not set" in record["error"]
 
@@ -49,6 +57,7 @@ def test_measure_before_compile_names_the_missing_neff(fake: FakeTrn2, tmp_path:
         "--out",
         str(tmp_path),
         extra={"NEURON_RT_VISIBLE_CORES": "3"},
+        runtime=True,
     )
     assert record["status"] == "failed" and "no NEFF" in record["error"]
 
@@ -61,6 +70,8 @@ def test_compile_without_the_sdk_says_to_source_the_environment(tmp_path: Path) 
             "-m",
             "kernelopt.neuron.driver",
             "compile",
+            "--api",
+            "nki.compiler",
             "--kernel",
             str(KERNELS / "kernel.py"),
             "--workload",
@@ -105,6 +116,8 @@ def test_a_neff_for_another_lnc_is_a_runtime_error(fake: FakeTrn2, tmp_path: Pat
     compiled = _driver(
         fake,
         "compile",
+        "--api",
+        "nki.compiler",
         "--kernel",
         str(KERNELS / "kernel.py"),
         "--workload",
@@ -124,7 +137,33 @@ def test_a_neff_for_another_lnc_is_a_runtime_error(fake: FakeTrn2, tmp_path: Pat
         out,
         "--lnc",
         "1",
+        "--profiler",
+        "neuron-explorer",
         extra={"NEURON_RT_VISIBLE_CORES": "0"},
+        runtime=True,
     )
     assert record["status"] == "failed"
     assert "compiled for LNC=2 but NEURON_LOGICAL_NC_CONFIG=1" in record["error"]
+    assert record["timing"] == "device" and record["peak_flops"] == 78.64e12
+
+
+@pytest.mark.parametrize("sdk", ["current", "older"])
+def test_probe_reports_what_each_environment_has(fake: FakeTrn2, sdk: str) -> None:
+    fake.install(sdk=sdk)
+    compiling, running = _driver(fake, "probe"), _driver(fake, "probe", runtime=True)
+    assert compiling["status"] == running["status"] == "ok"
+    api = "nki.compiler.driver" if sdk == "current" else "neuronxcc.nki_standalone"
+    assert compiling["modules"][api] == {
+        "ok": True,
+        "version": compiling["modules"][api]["version"],
+    }
+    assert compiling["modules"]["nkipy.runtime.execute"]["ok"]
+    assert running["modules"]["nrtpy"]["ok"] and running["modules"]["nrtpy"]["version"]
+    profiler = "neuron-explorer" if sdk == "current" else "neuron-profile"
+    other = "neuron-profile" if sdk == "current" else "neuron-explorer"
+    assert running["tools"][profiler]["path"] and running["tools"][profiler]["version"]
+    assert running["tools"][other]["path"] is None
+    if sdk == "current":
+        # Two environments: no nrtpy where nki is, no NKI compiler where nrtpy is.
+        assert not compiling["modules"]["nrtpy"]["ok"]
+        assert not running["modules"]["nki.compiler.driver"]["ok"]

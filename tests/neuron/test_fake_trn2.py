@@ -1,10 +1,12 @@
-"""The fake toolchain: documented output shapes, and inactive unless enabled."""
+"""The fake toolchain itself: inactive unless enabled, two SDK layouts, a device
+that is not the screening model, and the documented output shapes."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -14,21 +16,25 @@ from click.testing import CliRunner
 
 from kernelopt.devices.neuron import parse_neuron_ls, parse_neuron_monitor
 from kernelopt.neuron.cli import fake_trn2_group
-from kernelopt.testing.fake_trn2 import PYLIB, FakeTrn2
+from kernelopt.testing.fake_trn2 import PYLIB, FakeTrn2, hardware
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
 
 def _run(
-    fake: FakeTrn2, *argv: str, extra: dict[str, str] | None = None, cwd: Path | None = None
+    fake: FakeTrn2,
+    *argv: str,
+    extra: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    runtime: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **fake.env(), **(extra or {})}
+    env = {**os.environ, **fake.env(runtime=runtime), **(extra or {})}
     return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
 def test_nothing_fake_is_importable_or_on_path_without_enabling_it() -> None:
-    assert str(PYLIB) not in sys.path
-    for name in ("nrtpy", "neuronxcc"):
+    assert not any(str(PYLIB) in p for p in sys.path)
+    for name in ("nrtpy", "neuronxcc", "nkipy"):
         assert importlib.util.find_spec(name) is None
     clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     probe = subprocess.run(
@@ -39,10 +45,14 @@ def test_nothing_fake_is_importable_or_on_path_without_enabling_it() -> None:
 
 def test_env_prints_export_lines_that_enable_the_tools_in_a_shell(tmp_path: Path) -> None:
     home = tmp_path / "trn2"
-    result = CliRunner().invoke(fake_trn2_group, ["env", "--home", str(home)])
+    result = CliRunner().invoke(fake_trn2_group, ["env", "--home", str(home), "--sdk", "current"])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("export PATH=")
-    script = f'eval "$FAKE_ENV"; neuron-ls -j; {sys.executable} -c "import nrtpy"'
+    script = (
+        f'eval "$FAKE_ENV"; neuron-ls -j; command -v neuron-explorer; '
+        f'{sys.executable} -c "import nki.compiler.driver"; '
+        f'. "{home}/activate-runtime"; {sys.executable} -c "import nrtpy"'
+    )
     shell = subprocess.run(
         ["sh", "-c", script],
         env={**os.environ, "FAKE_ENV": result.output},
@@ -51,9 +61,35 @@ def test_env_prints_export_lines_that_enable_the_tools_in_a_shell(tmp_path: Path
         timeout=60,
     )
     assert shell.returncode == 0, shell.stderr
-    devices = parse_neuron_ls(shell.stdout, command="neuron-ls -j", host="local")
+    listing = shell.stdout[: shell.stdout.rindex("]") + 1]
+    devices = parse_neuron_ls(listing, command="neuron-ls -j", host="local")
     assert [d["neuron_device"] for d in devices] == [0, 1]
     assert (home / "activate").read_text() == result.output
+
+
+def test_the_older_layout_has_neuron_profile_and_one_environment(tmp_path: Path) -> None:
+    home = tmp_path / "trn2"
+    result = CliRunner().invoke(fake_trn2_group, ["env", "--home", str(home), "--sdk", "older"])
+    assert result.exit_code == 0, result.output
+    fake = FakeTrn2(home)
+    assert (fake.bin_dir / "neuron-profile").exists()
+    assert not (fake.bin_dir / "neuron-explorer").exists()
+    assert fake.runtime_activate_path == fake.activate_path
+    both = _run(fake, sys.executable, "-c", "import nrtpy, neuronxcc.nki_standalone, nkipy")
+    assert both.returncode == 0, both.stderr
+
+
+def test_nrtpy_next_to_the_nki_wheel_fails_as_the_docs_warn(fake: FakeTrn2) -> None:
+    runtime = fake.env(runtime=True)["PYTHONPATH"]
+    both = _run(
+        fake,
+        sys.executable,
+        "-c",
+        "import nrtpy",
+        extra={"PYTHONPATH": fake.env()["PYTHONPATH"] + ":" + runtime},
+    )
+    assert both.returncode != 0
+    assert "cannot be installed in the same Python environment" in both.stderr
 
 
 def test_set_and_show_change_the_fakes_settings(tmp_path: Path) -> None:
@@ -65,9 +101,12 @@ def test_set_and_show_change_the_fakes_settings(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     shown = json.loads(runner.invoke(fake_trn2_group, ["show", "--home", home]).output)
     assert shown["compile_delay_s"] == 2 and shown["busy"] == {"0": 77}
+    assert shown["sdk"] == "older"
     bad = runner.invoke(fake_trn2_group, ["set", "--home", home, "colour=blue"])
     assert bad.exit_code != 0 and "unknown fake Trn2 settings ['colour']" in bad.output
     assert runner.invoke(fake_trn2_group, ["set", "--home", home, "oops"]).exit_code != 0
+    wrong = runner.invoke(fake_trn2_group, ["set", "--home", home, "sdk=newest"])
+    assert wrong.exit_code != 0 and "sdk must be one of current, older" in wrong.output
 
 
 def test_neuron_ls_new_format_wraps_the_list_and_old_format_refuses_the_new_flag(
@@ -97,23 +136,34 @@ def test_neuron_monitor_streams_documents_the_gate_can_read(fake: FakeTrn2) -> N
     usage = parse_neuron_monitor(first, host="h")
     assert usage[8] == 87.5 and 0 not in usage
     assert json.loads(second)["neuron_hardware_info"]["neuron_device_type"] == "trainium2"
+    assert fake.monitor_pids == [process.pid]
+
+
+def _ir(kernel: str = "kernel.py") -> dict:
+    path = KERNELS / kernel
+    return {
+        "kind": "nki",
+        "kernel": str(path),
+        "source": path.read_text(),
+        "func": None,
+        "inputs": {"lhsT": [[256, 128], "bfloat16"], "rhs": [[256, 512], "bfloat16"]},
+        "outputs": [[[128, 512], "bfloat16", "output"]],
+        "api": "test",
+    }
 
 
 def _compile(
     fake: FakeTrn2, out: Path, kernel: str = "kernel.py"
 ) -> subprocess.CompletedProcess[str]:
-    description = {
-        "kernel": str(KERNELS / kernel),
-        "func": None,
-        "inputs": {"lhsT": [[256, 128], "bfloat16"], "rhs": [[256, 512], "bfloat16"]},
-    }
     source = out / "k.json"
-    source.write_text(json.dumps(description))
+    source.write_text(json.dumps(_ir(kernel)))
     return _run(
         fake,
         "neuronx-cc",
         "compile",
         str(source),
+        "--framework",
+        "XLA",
         "--target",
         "trn2",
         "--output",
@@ -122,19 +172,29 @@ def _compile(
     )
 
 
-def test_profile_view_prints_one_key_with_fractions_and_unavailable_fields(
+def test_capture_and_view_follow_the_profilers_documented_behaviour(
     fake: FakeTrn2, tmp_path: Path
 ) -> None:
     assert _compile(fake, tmp_path).returncode == 0
     neff, ntff = str(tmp_path / "k.neff"), str(tmp_path / "k.ntff")
-    unbound = _run(fake, "neuron-profile", "capture", "-n", neff, "-s", ntff)
+    unbound = _run(fake, "neuron-explorer", "capture", "-n", neff, "-s", ntff)
     assert unbound.returncode != 0 and "no NeuronCore visible" in unbound.stderr
-    bound = {"NEURON_RT_VISIBLE_CORES": "0"}
-    assert (
-        _run(fake, "neuron-profile", "capture", "-n", neff, "-s", ntff, extra=bound).returncode == 0
-    )
+    bound = {"NEURON_RT_VISIBLE_CORES": "9"}
+    nth = ["--profile-nth-exec=2"]
+    assert _run(fake, "neuron-explorer", "capture", "-n", neff, "-s", ntff, *nth, extra=bound)
+    # The trace of the second execution goes to NAME_exec_2.ntff.
+    written = tmp_path / "k_exec_2.ntff"
+    assert written.exists() and not Path(ntff).exists()
     view = _run(
-        fake, "neuron-profile", "view", "-n", neff, "-s", ntff, "--output-format", "summary-json"
+        fake,
+        "neuron-explorer",
+        "view",
+        "-n",
+        neff,
+        "-s",
+        str(written),
+        "--output-format",
+        "summary-json",
     )
     doc = json.loads(view.stdout)
     (key,) = doc
@@ -143,7 +203,9 @@ def test_profile_view_prints_one_key_with_fractions_and_unavailable_fields(
     percents = [v for k, v in flat.items() if k.endswith("_percent") and v != -1]
     assert percents and all(0 <= v <= 1 for v in percents)
     assert flat["spill_save_bytes"] == -1 and flat["hfu_estimated_percent"] == -1
-    assert "mac_count" not in flat and flat["total_time"] > 0
+    assert flat["total_time"] > 0 and (flat["nd_idx"], flat["nc_idx"]) == (1, 1)
+    bad = _run(fake, "neuron-explorer", "capture", "-n", neff, "--no-such-flag", extra=bound)
+    assert bad.returncode == 2 and "unknown flags" in bad.stderr
 
 
 @pytest.mark.parametrize(
@@ -162,3 +224,32 @@ def test_neuronx_cc_fails_like_the_real_compiler(
     assert not (tmp_path / "k.neff").exists()
     # Like the real compiler, it keeps its log in the working directory.
     assert message in (tmp_path / "log-neuron-cc.txt").read_text()
+
+
+def test_the_fake_device_is_not_the_screening_model() -> None:
+    import numpy as np
+
+    from kernelopt.sim import DEFAULT_PARAMS, run_kernel
+    from kernelopt.workload import load_workload, make_inputs
+
+    applied = [k for k in hardware.HIDDEN_OVERRIDES if getattr(DEFAULT_PARAMS, k, None) is not None]
+    assert applied, "no hidden override applies to the simulator's parameters any more"
+    assert hardware.params() != DEFAULT_PARAMS
+    workload = load_workload(KERNELS / "workload.py")
+    inputs = make_inputs(workload.input_specs, 0)
+    screening = run_kernel(KERNELS / "kernel.py", inputs, compute=False).profile
+    device = hardware.model_profile(KERNELS / "kernel.py", None, inputs)
+    assert abs(device["total_time"] / screening["total_time"] - 1) > 0.05
+    # Same numbers, though: the device computes the kernel, stored in bf16.
+    (out,) = hardware.execute_kernel(KERNELS / "kernel.py", None, inputs, np.dtype("float32"))
+    want = workload.f_numpy(**{k: v.astype(np.float32) for k, v in inputs.items()})
+    assert np.allclose(out, want, atol=1e-3, rtol=1e-3)
+
+
+def test_measurement_noise_is_about_five_hundredths_of_a_point_of_mfu() -> None:
+    profile = {"mfu_estimated_percent": 60.0}
+    factors = hardware.noise(profile, 0.05, "seed", 4000)
+    spread_pp = statistics.pstdev([60.0 / f for f in factors])
+    assert 0.04 < spread_pp < 0.06
+    assert hardware.noise(profile, 0.05, "seed", 5) == factors[:5]  # seeded
+    assert hardware.noise(profile, 0.05, "other", 5) != factors[:5]

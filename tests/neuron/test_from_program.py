@@ -29,7 +29,11 @@ device:
   python: /opt/venv/bin/python
   neuron:
     activate: ~/venvs/kernel-env/bin/activate
-    compiler_args: ["--enable-instruction-scheduling=false"]
+    compiler_args: ["--internal-max-instruction-limit=1000000"]
+    pipeline_options: [enable-linear-scan-allocation=false, enable-instruction-scheduling=false]
+    runtime_activate: ~/venvs/nrtpy/bin/activate
+    runtime_python: /opt/nrtpy/bin/python
+    tolerance: 0.02
     lnc: 2
     opt: 3
     compile_timeout: 90s
@@ -62,7 +66,18 @@ def test_device_keys_reach_the_target(repo: Path) -> None:
     assert target.python == "/opt/venv/bin/python"
     s = target.settings
     assert (s.lnc, s.opt, s.compile_timeout_s, s.compile_workers) == (2, 3, 90.0, 4)
-    assert s.compiler_args == ("--enable-instruction-scheduling=false",)
+    assert s.compiler_args == ("--internal-max-instruction-limit=1000000",)
+    assert s.pipeline_options == (
+        "enable-linear-scan-allocation=false",
+        "enable-instruction-scheduling=false",
+    )
+    assert (s.runtime_activate, s.runtime_python) == (
+        "~/venvs/nrtpy/bin/activate",
+        "/opt/nrtpy/bin/python",
+    )
+    assert s.tolerance == 0.02
+    # The CPU check before compiling uses the program's correctness gate, as on sim.
+    assert (target.seeds, target.atol, target.rtol) == ((0, 1, 2), 5e-3, 5e-3)
     assert s.activate == "~/venvs/kernel-env/bin/activate"
 
 

@@ -19,7 +19,7 @@ def test_a_callers_binding_is_used_without_the_gate(
     assert m.status == "ok", m.error
     assert m.extra["visible_cores"] == "5" and m.host == "localhost"
     assert fake.calls("neuron-ls") == []
-    (capture,) = [c for c in fake.calls("neuron-profile") if c["args"][0] == "capture"]
+    (capture,) = [c for c in fake.calls("neuron-explorer") if c["args"][0] == "capture"]
     assert capture["env"]["NEURON_RT_VISIBLE_CORES"] == "5"
 
 
@@ -29,16 +29,20 @@ def test_the_spec_describes_a_target_that_measures_on_this_machine(
     make_tree: Callable[..., Path],
     make_target: Callable[..., NeuronTarget],
 ) -> None:
-    original = make_target(opt=1, compiler_args=("--verbose=info",), iterations=5)
+    original = make_target(
+        opt=1, pipeline_options=("enable-instruction-scheduling=false",), iterations=5
+    )
     spec = json.loads(json.dumps(original.spec()))
     assert spec["kind"] == "nki-neuron" and spec["timeout_s"] > 2 * 600
     spec["results_dir"] = str(tmp_path / "host-results")
     rebuilt = NeuronTarget.from_spec(spec)
     assert rebuilt.settings == original.settings and rebuilt.python == sys.executable
+    assert (rebuilt.seeds, rebuilt.atol, rebuilt.rtol) == (original.seeds, 5e-3, 5e-3)
 
     m = rebuilt.measure(make_tree(), env={"NEURON_RT_VISIBLE_CORES": "2"})
     assert m.status == "ok", m.error
     assert m.extra["iterations"] == 5 and m.extra["opt"] == 1
+    assert m.extra["pipeline_options"] == ["enable-instruction-scheduling=false"]
     assert Path(m.artifacts["neff"]).is_relative_to(tmp_path / "host-results")
     # Without the caller's binding there is no device to use: a failure, at once.
     alone = rebuilt.measure(make_tree())

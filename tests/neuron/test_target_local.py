@@ -1,5 +1,6 @@
 """The whole device.kind neuron path on localhost with the fake toolchain:
-gate -> ship -> compile -> run -> profile -> parse -> Measurement."""
+gate -> probe -> CPU check -> ship -> compile -> run, check and time on the
+device -> profile -> parse -> Measurement, for both SDK layouts."""
 
 from __future__ import annotations
 
@@ -13,58 +14,194 @@ from kernelopt.neuron.target import NeuronTarget
 from kernelopt.testing.fake_trn2 import FakeTrn2
 
 MACS = 256 * 128 * 512
+PIPELINE = ("enable-linear-scan-allocation=false", "enable-instruction-scheduling=false")
 
 
-def test_a_candidate_is_compiled_run_and_profiled_into_one_measurement(
+def test_a_candidate_is_measured_on_the_device_as_the_current_sdk_does(
     fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
 ) -> None:
-    target = make_target(opt=3, compiler_args=("--enable-linear-scan-allocation=false",))
-    m = target.measure(make_tree())
+    m = make_target(pipeline_options=PIPELINE).measure(make_tree())
 
     assert m.status == "ok", m.error
     assert m.device == "neuron:0@0" and m.host == "localhost" and not m.deterministic
-    # MFU from the workload's MACs and the minimum time at 79 TFLOPS per core.
-    seconds = m.metrics["min_ms"] / 1e3
-    assert m.metrics["mfu"] == pytest.approx(100 * 2 * MACS / (seconds * 79e12))
-    assert m.metrics["mfu_estimated_percent"] == m.metrics["mfu"]
-    assert m.metrics["median_ms"] >= m.metrics["min_ms"]
-    # The profiler's fractions arrive as percent; its -1 fields are missing.
-    profile = m.profile
-    assert 1.0 < profile["dma_active_time_percent"] <= 100.0
-    assert 1.0 < profile["mfu_estimated_percent"] <= 100.0
-    assert "spill_save_bytes" not in profile and "hfu_estimated_percent" not in profile
-    assert m.metrics["roofline_efficiency"] == pytest.approx(
-        100 * profile["mfu_estimated_percent"] / profile["mfu_max_achievable_estimated_percent"]
+    sdk = m.extra["sdk"]
+    assert (sdk["compile_api"], sdk["runtime"], sdk["profiler"], sdk["environments"]) == (
+        "nki.compiler",
+        "nrtpy",
+        "neuron-explorer",
+        "split",
     )
+    # Device time from the runtime's device-side benchmark, min and median of 100.
+    assert m.extra["timing"] == "device"
+    assert m.extra["timing_source"] == "nrtpy.NrtpyModel.benchmark(mode=device)"
+    assert (m.extra["iterations"], m.extra["warmup"]) == (100, 10)
+    assert m.metrics["min_ms"] <= m.metrics["median_ms"] and m.metrics["time"] > 0
+    # MFU: the profiler's estimate; the formula at 78.64e12 per physical core beside it.
+    assert m.extra["peak_flops"] == 78.64e12 and m.extra["mfu_source"] == "profiler"
+    assert m.metrics["mfu"] == m.profile["mfu_estimated_percent"]
+    seconds = m.metrics["min_ms"] / 1e3
+    assert m.metrics["mfu_from_device_time"] == pytest.approx(100 * 2 * MACS / (seconds * 78.64e12))
+    # The profiler's fractions arrive as percent; its -1 fields are missing.
+    assert 1.0 < m.profile["dma_active_time_percent"] <= 100.0
+    assert "spill_save_bytes" not in m.profile and "hfu_estimated_percent" not in m.profile
+    assert m.metrics["roofline_efficiency"] == pytest.approx(
+        100 * m.profile["mfu_estimated_percent"] / m.profile["mfu_max_achievable_estimated_percent"]
+    )
+    # Numbers checked twice: the CPU simulator before compiling, the device's output after.
+    assert m.extra["cpu_check"]["status"] == "ok"
+    check = m.extra["device_check"]
+    assert check["passed"] and check["seed"] == 0 and check["atol"] == check["rtol"] == 1e-2
+    # The device is not the screening model: their times differ.
+    assert m.extra["sim"]["total_time"] != pytest.approx(m.profile["total_time"], rel=0.02)
     assert m.extra["compiler_version"] == "2.21.0.0+fake"
-    assert m.extra["runtime_version"] == "2.28.0.0+fake"
     assert m.extra["instance_type"] == "trn2.48xlarge"
-    assert m.extra["iterations"] == 100 and m.extra["warmup"] == 10
 
-    # Artifacts are kept in the run's results folder, outside the tree.
-    folder = target.results_dir / m.extra["key"]
+    folder = Path(m.artifacts["neff"]).parent
     assert set(m.artifacts) == {"neff", "ntff", "summary", "compile_log"}
     assert all(Path(p).parent == folder and Path(p).is_file() for p in m.artifacts.values())
     neff = json.loads(Path(m.artifacts["neff"]).read_text())
-    assert "-O3" in neff["options"] and "--enable-linear-scan-allocation=false" in neff["options"]
-    assert neff["lnc"] == 1
-    # The host's copy of the tree is gone.
-    assert not Path(neff["kernel"]).exists()
+    assert neff["pipeline_options"] == list(PIPELINE) and neff["api"] == "nki.compiler"
+    assert not Path(neff["kernel"]).exists()  # the host's copy of the tree is gone
 
-    compiles = fake.calls("neuronx-cc")
-    assert compiles and "--target" in compiles[-1]["args"]
-    assert compiles[-1]["env"] == {"NEURON_PLATFORM_TARGET_OVERRIDE": "trn2"}
-    (capture,) = [c for c in fake.calls("neuron-profile") if c["args"][0] == "capture"]
-    assert capture["env"] == {"NEURON_RT_VISIBLE_CORES": "0", "NEURON_LOGICAL_NC_CONFIG": "1"}
+    (to_neff,) = fake.calls("nki.compiler.driver")[1:]
+    assert to_neff["args"] == ["compile_bir_to_neff", *PIPELINE]
+    (compiled,) = [c for c in fake.calls("neuronx-cc") if c["args"][0] == "compile"]
+    assert compiled["env"] == {"NEURON_PLATFORM_TARGET_OVERRIDE": "trn2"}
+    (benchmark,) = [c for c in fake.calls("nrtpy") if c["args"][0] == "benchmark"]
+    assert benchmark["args"][2:] == ["device", "10", "100"]
+    assert benchmark["env"] == {"NEURON_RT_VISIBLE_CORES": "0", "NEURON_LOGICAL_NC_CONFIG": "1"}
+    (capture,) = [c for c in fake.calls("neuron-explorer") if c["args"][0] == "capture"]
+    assert "--profile-nth-exec=2" in capture["args"]
+    assert fake.calls("neuron-profile") == []
+
+
+def test_an_older_sdk_compiles_with_nki_standalone_and_profiles_with_neuron_profile(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    fake.install(sdk="older")
+    target = make_target(opt=3, compiler_args=("--internal-max-instruction-limit=1000000",))
+    m = target.measure(make_tree())
+
+    assert m.status == "ok", m.error
+    sdk = m.extra["sdk"]
+    assert (sdk["compile_api"], sdk["profiler"], sdk["environments"]) == (
+        "nki_standalone",
+        "neuron-profile",
+        "one",
+    )
+    assert m.extra["timing"] == "device" and m.extra["peak_flops"] == 78.64e12
+    options = m.extra["compile_options"]["additional_compiler_args"]
+    assert options == "-O3 --internal-max-instruction-limit=1000000"
+    (compiled,) = [c for c in fake.calls("neuronx-cc") if c["args"][0] == "compile"]
+    assert "-O3" in compiled["args"]
+    assert fake.calls("neuron-explorer") == [] and fake.calls("neuron-profile")
+
+
+@pytest.mark.parametrize(
+    ("sdk", "settings", "message"),
+    [
+        ("current", {"compiler_args": ("-O3",)}, "put compiler pipeline options in"),
+        ("older", {"pipeline_options": PIPELINE}, "need the NKI compiler API"),
+    ],
+)
+def test_options_the_sdks_compile_api_does_not_take_are_refused_not_dropped(
+    sdk: str,
+    settings: dict[str, tuple[str, ...]],
+    message: str,
+    fake: FakeTrn2,
+    make_tree: Callable[..., Path],
+    make_target: Callable[..., NeuronTarget],
+) -> None:
+    fake.install(sdk=sdk)
+    m = make_target(**settings).measure(make_tree())
+    assert m.status == "failed" and message in m.error and m.extra["stage"] == "compile"
+
+
+def test_nrtpy_beside_the_nki_wheel_is_a_clear_failure(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    # The current SDK with one environment for both: the wheels cannot share it.
+    runtime = fake.env(runtime=True)["PYTHONPATH"].split(":")[0]
+    both = fake.home / "activate-both"
+    both.write_text(f'. "{fake.activate_path}"\nexport PYTHONPATH="$PYTHONPATH:{runtime}"\n')
+    m = make_target(activate=both, runtime_activate=str(both)).measure(make_tree())
+    assert m.status == "failed"
+    assert "device.neuron.runtime_activate" in m.error and "cannot be installed" in m.error
+    assert fake.calls("nrtpy") == []
+
+
+def test_a_kernel_the_cpu_check_fails_is_incorrect_before_any_compile(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    m = make_target().measure(make_tree("kernel_wrong_rows.py"))
+    assert m.status == "incorrect"
+    assert m.extra["check"] == "cpu" and m.extra["seed"] == 0
+    worst = m.extra["worst"]
+    assert worst["output"] == 0 and len(worst["index"]) == 2 and worst["abs_error"] > 1
+    assert "CPU check" in m.error and "worst: output 0[" in m.error
+    assert [c for c in fake.calls("neuronx-cc") if c["args"][0] == "compile"] == []
+    assert fake.calls("nrtpy") == []
+
+
+def test_wrong_numbers_from_the_device_are_incorrect_though_the_cpu_check_passed(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    fake.configure(device_fault={"index": [5, 17], "value": 40.0})
+    m = make_target().measure(make_tree())
+    assert m.status == "incorrect", m.error
+    assert m.extra["cpu_check"]["status"] == "ok"
+    assert m.extra["check"] == "device" and m.extra["seed"] == 0
+    assert m.extra["worst"]["index"] == [5, 17] and m.extra["worst"]["got"] == 40.0
+    assert "seed 0" in m.error and "output 0[5, 17] is 40" in m.error
+    # No profile of a wrong kernel.
+    assert [c for c in fake.calls("neuron-explorer") if c["args"][0] == "capture"] == []
+
+
+def test_without_the_runtimes_benchmark_the_profilers_total_time_is_the_device_time(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    fake.configure(no_device_benchmark=True)
+    m = make_target().measure(make_tree())
+    assert m.status == "ok", m.error
+    assert m.extra["timing"] == "device"
+    assert m.extra["timing_source"] == "neuron-explorer total_time"
+    assert m.extra["iterations"] == 1
+    assert m.metrics["min_ms"] == pytest.approx(1e3 * m.profile["total_time"])
+
+
+def test_mfu_comes_from_device_time_when_the_profiler_has_no_estimate(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    fake.configure(lnc=2, unavailable=["mfu_estimated_percent"])
+    m = make_target(lnc=2).measure(make_tree())
+    assert m.status == "ok", m.error
+    assert m.extra["visible_cores"] == "0,1" and m.extra["peak_flops"] == 2 * 78.64e12
+    assert m.extra["mfu_source"] == "device time"
+    seconds = m.metrics["min_ms"] / 1e3
+    assert m.metrics["mfu"] == pytest.approx(100 * 2 * MACS / (seconds * 2 * 78.64e12))
+    assert json.loads(Path(m.artifacts["neff"]).read_text())["lnc"] == 2
+
+
+def test_the_host_is_probed_once_for_many_measurements(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    target = make_target()
+    assert [target.measure(make_tree()).status for _ in range(2)] == ["ok", "ok"]
+    # One probe of each environment, not one per measurement: the compiler's version
+    # where compiles run, the profiler's where runs are.
+    for tool in ("neuronx-cc", "neuron-explorer"):
+        probes = [c for c in fake.calls(tool) if c["args"] == ["--version"]]
+        assert len(probes) == 1, tool
 
 
 def test_a_capacity_error_is_a_failed_measurement_with_the_compilers_message(
-    make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
 ) -> None:
     m = make_target().measure(make_tree("kernel_psum_oom.py"))
     assert m.status == "failed"
-    assert "Out of memory in psum" in m.error
+    assert "Out of memory in psum" in m.error and "NCC_EOOM001" in m.error
     assert m.extra["stage"] == "compile" and not m.extra["timed_out"]
+    assert m.extra["cpu_check"]["status"] == "skipped"  # the compiler has the last word
     assert "neff" not in m.artifacts
     assert "Out of memory in psum" in Path(m.artifacts["compile_log"]).read_text()
 
@@ -83,11 +220,11 @@ def test_a_compile_timeout_is_a_failed_measurement(
     fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
 ) -> None:
     fake.configure(compile_delay_s=30)
-    m = make_target(compile_timeout_s=0.5).measure(make_tree())
+    m = make_target(compile_timeout_s=1.0).measure(make_tree())
     assert m.status == "failed"
     assert m.extra["timed_out"] is True
-    assert "did not finish within 0.5s" in m.error
-    assert fake.calls("neuron-profile") == []
+    assert "did not finish within 1s" in m.error
+    assert fake.calls("nrtpy") == []
 
 
 def test_a_busy_device_is_not_used(
@@ -126,18 +263,6 @@ def test_both_neuron_ls_formats_lead_to_a_measurement(
     assert fake.calls("neuron-ls")[-1]["args"] == last_listing
 
 
-def test_lnc2_binds_two_cores_and_doubles_the_peak(
-    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
-) -> None:
-    fake.configure(lnc=2)
-    m = make_target(lnc=2).measure(make_tree())
-    assert m.status == "ok", m.error
-    assert m.extra["visible_cores"] == "0,1"
-    assert m.extra["peak_flops"] == 2 * 79e12
-    neff = json.loads(Path(m.artifacts["neff"]).read_text())
-    assert neff["lnc"] == 2
-
-
 def test_a_broken_workload_fails_before_any_host_work(
     fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
 ) -> None:
@@ -171,27 +296,91 @@ def test_compiles_overlap_measurements_and_the_device_measures_in_order(
 
 
 def test_the_reference_row_says_why_there_is_no_compiler_baseline(
-    make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
-) -> None:
-    m = make_target().reference(make_tree())
-    assert m.status == "failed"
-    assert "nkipy is not importable" in m.error
-    assert m.extra["what"].startswith("f_numpy compiled by neuronx-cc")
-
-
-def test_the_reference_row_times_f_numpy_through_nkipy_when_the_host_has_it(
     fake: FakeTrn2,
     tmp_path: Path,
     make_tree: Callable[..., Path],
     make_target: Callable[..., NeuronTarget],
 ) -> None:
-    doubles = Path(__file__).resolve().parent / "sdk_doubles"
-    activate = tmp_path / "activate-with-nkipy"
-    activate.write_text(f'. "{fake.activate_path}"\nexport PYTHONPATH="{doubles}:$PYTHONPATH"\n')
-    m = make_target(activate=activate).reference(make_tree())
+    without = tmp_path / "activate-without-nkipy"
+    nki_only = fake.env()["PYTHONPATH"].split(":")[0]
+    without.write_text(f'. "{fake.activate_path}"\nexport PYTHONPATH="{nki_only}"\n')
+    m = make_target(activate=without).reference(make_tree())
+    assert m.status == "failed"
+    assert "nkipy is not importable" in m.error
+    assert m.extra["what"].startswith("f_numpy compiled by neuronx-cc")
 
+
+def test_the_baseline_and_a_candidate_are_timed_through_one_path(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    target = make_target()
+    tree = make_tree()
+    baseline, candidate = target.reference(tree), target.measure(tree)
+
+    assert baseline.status == "ok" == candidate.status, (baseline.error, candidate.error)
+    assert baseline.extra["what"].startswith("f_numpy compiled by neuronx-cc")
+    for key in ("timing", "timing_source", "peak_flops", "iterations", "warmup", "seed"):
+        assert baseline.extra[key] == candidate.extra[key], key
+    assert baseline.extra["device_check"]["passed"]
+    assert baseline.extra["compile_api"] == "nkipy"
+    seconds = baseline.metrics["min_ms"] / 1e3
+    assert baseline.metrics["mfu_from_device_time"] == pytest.approx(
+        100 * 2 * MACS / (seconds * 78.64e12)
+    )
+    # Both NEFFs went through the runtime's device benchmark and the profiler.
+    benchmarked = [
+        Path(c["args"][1]).parent for c in fake.calls("nrtpy") if c["args"][0] == "benchmark"
+    ]
+    assert len(benchmarked) == 2
+    (nkipy,) = fake.calls("nkipy")
+    assert "--internal-tensorizer-opt-level=2" in nkipy["args"][1]
+    captures = [c for c in fake.calls("neuron-explorer") if c["args"][0] == "capture"]
+    assert len(captures) == 2
+
+
+def test_a_leftover_compiler_process_on_a_device_sends_the_measurement_elsewhere(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    # An orphaned neuronx-cc still attached to device 0 makes the runtime fail there
+    # (NRT_FAILURE), whatever runtime version neuron-ls shows for it.
+    leftover = {"pid": 31337, "command": "/opt/venv/bin/neuronx-cc compile k", "version": "NA"}
+    device0 = {"id": 0, "cores": list(range(8)), "processes": [leftover]}
+    fake.configure(devices=[device0, {"id": 1, "cores": list(range(8, 16))}])
+    m = make_target().measure(make_tree())
     assert m.status == "ok", m.error
-    assert m.metrics["min_ms"] == pytest.approx(0.25) and m.metrics["mean_ms"] == pytest.approx(0.3)
-    assert m.metrics["mfu"] == pytest.approx(100 * 2 * MACS / (0.25e-3 * 79e12))
-    assert m.extra["timing"] == "device" and m.extra["what"].startswith("f_numpy")
-    assert "output shape (128, 512)" in Path(m.artifacts["neff"]).read_text()
+    assert m.device.startswith("neuron:1@")
+    (run,) = [c for c in fake.calls("nrtpy") if c["args"][0] == "benchmark"]
+    assert run["env"]["NEURON_RT_VISIBLE_CORES"] == m.extra["visible_cores"] != "0"
+
+    fake.configure(devices=[device0])
+    busy = make_target().measure(make_tree())
+    assert busy.status == "failed" and "leftover compiler" in busy.error
+
+
+@pytest.mark.parametrize(("tolerance", "status"), [(1e-2, "incorrect"), (0.5, "ok")])
+def test_the_device_checks_tolerance_is_the_programs(
+    tolerance: float,
+    status: str,
+    fake: FakeTrn2,
+    make_tree: Callable[..., Path],
+    make_target: Callable[..., NeuronTarget],
+) -> None:
+    # One element off by about 0.1: outside 1e-2, inside 0.5 (atol = rtol).
+    fake.configure(device_fault={"index": [7, 9], "offset": 0.1})
+    m = make_target(tolerance=tolerance).measure(make_tree())
+    assert m.status == status, m.error
+    assert m.extra["device_check"]["atol"] == m.extra["device_check"]["rtol"] == tolerance
+    assert m.extra["device_check"]["max_abs_error"] == pytest.approx(0.1, abs=0.02)
+
+
+def test_the_record_names_the_sdk_pieces_and_their_versions(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    fake.configure(compiler_version="2.99.1.0+x", nki_version="0.9.0+x", tools_version="3.1.0+x")
+    m = make_target().measure(make_tree())
+    assert m.status == "ok", m.error
+    sdk = m.extra["sdk"]
+    assert (sdk["compile_api"], sdk["compile_api_version"]) == ("nki.compiler", "0.9.0+x")
+    assert (sdk["profiler"], sdk["profiler_version"]) == ("neuron-explorer", "3.1.0+x")
+    assert sdk["compiler_version"] == "2.99.1.0+x" and sdk["runtime"] == "nrtpy"
+    assert sdk["runtime_version"] == m.extra["runtime_version"] and sdk["runtime_version"]

@@ -19,17 +19,18 @@ def test_a_candidate_is_measured_on_an_ssh_host(
 ) -> None:
     fake.configure(neuron_ls_format="old")
     target = make_target(
-        hosts=(ssh_host,), compiler_args=("--enable-instruction-scheduling=false",)
+        hosts=(ssh_host,), pipeline_options=("enable-instruction-scheduling=false",)
     )
     m = target.measure(make_tree())
 
     assert m.status == "ok", m.error
     assert m.host == "trn-1" and m.device == "neuron:0@0"
     assert m.metrics["mfu"] > 0 and "spill_reload_bytes" not in m.profile
+    assert m.extra["timing"] == "device" and m.extra["sdk"]["environments"] == "split"
     assert all(Path(p).is_file() for p in m.artifacts.values())
     assert Path(m.artifacts["ntff"]).parent == target.results_dir / m.extra["key"]
-    compile_call = fake.calls("neuronx-cc")[-1]
-    assert "--enable-instruction-scheduling=false" in compile_call["args"]
+    to_neff = fake.calls("nki.compiler.driver")[-1]
+    assert to_neff["args"] == ["compile_bir_to_neff", "enable-instruction-scheduling=false"]
 
 
 def test_a_compile_failure_over_ssh_carries_the_compilers_message(

@@ -1,7 +1,10 @@
-"""`kernelopt run` on device neuron, end to end, with the fake Trn2 toolchain on this machine.
+"""`kernelopt run` and `kernelopt try` on device neuron, end to end, with the fake
+Trn2 toolchain on this machine, set up as the current SDK (nki.compiler,
+neuron-explorer, nrtpy in an environment of its own) and as an older one
+(nki_standalone, neuron-profile, one environment).
 
-gate (neuron-ls) -> compile (neuronx-cc) -> run -> profile (neuron-profile) -> parse -> decide,
-and the compiler baseline as a reference row beside the baseline.
+gate (neuron-ls) -> probe -> CPU check -> compile -> run, check and time on the device ->
+profile -> parse -> decide, and the compiler baseline through the same timing path.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from benchmarks_support.gitrepo import git
@@ -18,7 +22,6 @@ from benchmarks_support.gitrepo import run_kernelopt as kernelopt
 from kernelopt.testing.fake_trn2 import FakeTrn2
 
 KERNELS = Path(__file__).resolve().parents[1] / "neuron" / "kernels"
-DOUBLES = Path(__file__).resolve().parents[1] / "neuron" / "sdk_doubles"
 
 PROGRAM = """---
 name: trn
@@ -30,82 +33,140 @@ device:
   python: {python}
   poll: 0.2s
   max_wait: 2s
-  neuron: {{activate: {activate}, compile_timeout: 60s}}
-decide: {{noise: 1%, confirm: 2, max_samples: 3}}
+  neuron:
+    activate: {activate}
+    {runtime}
+    compile_timeout: 60s
+    iterations: 20
+decide: {{noise: 1%, confirm: 2, max_samples: 3, correctness_seeds: 2}}
 timeout: 2m
 ---
 Tune the small kernel on Trainium2.
 """
 
 
-@pytest.fixture
-def setup(tmp_path: Path) -> tuple[Path, FakeTrn2, dict[str, str]]:
-    fake = FakeTrn2(tmp_path / "fake-trn2").install()
+def _setup(tmp_path: Path, sdk: str) -> tuple[Path, FakeTrn2, dict[str, str]]:
+    fake = FakeTrn2(tmp_path / "fake-trn2").install(sdk=sdk)
     fake.configure(monitor_period_s=0.1)
-    activate = tmp_path / "activate"
-    # The host's Neuron environment: the fake tools, and nkipy for the compiler baseline.
-    activate.write_text(f'. "{fake.activate_path}"\nexport PYTHONPATH="{DOUBLES}:$PYTHONPATH"\n')
+    runtime = ""
+    if fake.runtime_activate_path != fake.activate_path:
+        runtime = f"runtime_activate: {fake.runtime_activate_path}"
     root = tmp_path / "repo"
     (root / "ir" / "small").mkdir(parents=True)
     (root / "programs").mkdir()
     shutil.copy(KERNELS / "workload.py", root / "ir" / "small" / "workload.py")
     shutil.copy(KERNELS / "kernel.py", root / "ir" / "small" / "kernel.py")
     (root / "programs" / "trn.md").write_text(
-        PROGRAM.format(python=sys.executable, activate=activate)
+        PROGRAM.format(python=sys.executable, activate=fake.activate_path, runtime=runtime)
     )
     git(root, "init", "-q")
     git(root, "config", "user.email", "t@example.com")
     git(root, "config", "user.name", "t")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "setup")
-    env = fake.env()
+    # The runner's own shell: the fake's tools on PATH (for the gate), no SDK packages.
+    env = {"PATH": f"{fake.bin_dir}:{__import__('os').environ['PATH']}"}
     env["KERNELOPT_LOCK_DIR"] = str(tmp_path / "locks")
     return root, fake, env
 
 
-def test_a_run_on_neuron_measures_with_the_tools_and_records_the_reference(
-    setup: tuple[Path, FakeTrn2, dict[str, str]],
+def _note(root: Path, attempt: int) -> dict[str, Any]:
+    ref = f"refs/kernelopt/trn-t/attempts/{attempt}"
+    return json.loads(git(root, "notes", "--ref", "refs/notes/kernelopt", "show", ref))
+
+
+@pytest.fixture
+def current(tmp_path: Path) -> tuple[Path, FakeTrn2, dict[str, str]]:
+    return _setup(tmp_path, "current")
+
+
+@pytest.mark.parametrize(
+    ("sdk", "compile_api", "profiler", "environments"),
+    [
+        ("current", "nki.compiler", "neuron-explorer", "split"),
+        ("older", "nki_standalone", "neuron-profile", "one"),
+    ],
+)
+def test_a_run_measures_device_time_with_the_sdk_it_finds_and_records_which(
+    tmp_path: Path, sdk: str, compile_api: str, profiler: str, environments: str
 ) -> None:
-    root, fake, env = setup
+    root, fake, env = _setup(tmp_path, sdk)
     proc = kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "device neuron" in proc.stdout.splitlines()[0]
-    note = json.loads(
-        git(
-            root,
-            "notes",
-            "--ref",
-            "refs/notes/kernelopt",
-            "show",
-            "refs/kernelopt/trn-t/attempts/0",
-        )
-    )
+    note = _note(root, 0)
     assert note["verdict"] == "baseline" and note["device"] == "neuron"
     m = note["measurement"]
     assert m["status"] == "ok" and 0 < m["metrics"]["mfu"] <= 100
-    assert m["device"].startswith("neuron")
-    # Percent fields arrive as fractions from neuron-profile and are converted once.
+    assert m["device"].startswith("neuron") and m["host"] == "localhost"
+    extra = m["extra"]
+    assert extra["timing"] == "device" and extra["peak_flops"] == 78.64e12
+    assert extra["sdk"]["compile_api"] == compile_api == extra["compile_api"]
+    assert extra["sdk"]["profiler"] == profiler and extra["sdk"]["environments"] == environments
+    assert extra["device_check"]["passed"] and extra["cpu_check"]["seeds"] == [0, 1]
+    # The profile, with the profiler's field names, percent converted once.
     assert 1 < m["profile"]["tensor_engine_active_time_percent"] <= 100
     assert Path(m["artifacts"]["neff"]).exists() and Path(m["artifacts"]["ntff"]).exists()
-    tools = {call["tool"] for call in fake.calls()}
-    assert {"neuron-ls", "neuronx-cc", "neuron-profile"} <= tools
-    # The compiler baseline is measured once, through nkipy, and stands beside the baseline.
+    assert {"neuron-ls", "neuronx-cc", profiler, "nrtpy"} <= {c["tool"] for c in fake.calls()}
+    # The host is probed once for the whole run, though several NEFFs were measured.
+    assert len([c for c in fake.calls("nrtpy") if c["args"][0] == "benchmark"]) >= 2
+    for tool in ("neuronx-cc", profiler):
+        assert len([c for c in fake.calls(tool) if c["args"] == ["--version"]]) == 1, tool
+    assert extra["sdk"]["compiler_version"] == fake.settings()["compiler_version"]
+    # The compiler baseline is measured once, through the same timing path as candidates.
+    reference = note["reference"]["measurement"]
+    assert reference["status"] == "ok", reference["error"]
+    for key in ("timing", "timing_source", "peak_flops", "iterations", "mfu_source"):
+        assert reference["extra"][key] == extra[key], key
     ledger = (root / ".git" / "kernelopt" / "worktrees" / "trn-t" / "performance.md").read_text()
-    reference = [line for line in ledger.splitlines() if "| reference |" in line]
-    assert len(reference) == 1 and "mfu" in reference[0] and "n/a" not in reference[0]
+    rows = [line for line in ledger.splitlines() if "| reference |" in line]
+    assert len(rows) == 1 and "n/a" not in rows[0]
     status = json.loads(kernelopt(root, "status", "--json", env=env).stdout)
     assert status["reference"]["metric"] > 0
 
 
-def test_a_compile_error_is_a_failed_attempt_with_the_compilers_message(
-    setup: tuple[Path, FakeTrn2, dict[str, str]],
-) -> None:
-    root, _, env = setup
+def _try(root: Path, env: dict[str, str], kernel: str, message: str) -> tuple[int, dict]:
     assert kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env).returncode == 0
     worktree = root / ".git" / "kernelopt" / "worktrees" / "trn-t"
-    shutil.copy(KERNELS / "kernel_psum_oom.py", worktree / "ir" / "small" / "kernel.py")
-    proc = kernelopt(worktree, "try", "-m", "hold every accumulator in PSUM", "--json", env=env)
+    shutil.copy(KERNELS / kernel, worktree / "ir" / "small" / "kernel.py")
+    proc = kernelopt(worktree, "try", "-m", message, "--json", env=env)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_a_kernel_reading_the_wrong_rows_is_incorrect(
+    current: tuple[Path, FakeTrn2, dict[str, str]],
+) -> None:
+    root, fake, env = current
+    code, data = _try(root, env, "kernel_wrong_rows.py", "load rhs blocks in the other order")
+    assert code == 12 and data["verdict"] == "incorrect", data
+    m = _note(root, data["attempt"])["measurement"]
+    assert m["status"] == "incorrect" and m["extra"]["check"] == "cpu"
+    assert m["extra"]["seed"] in (0, 1) and len(m["extra"]["worst"]["index"]) == 2
+    assert "worst: output 0[" in data["error"]
+
+
+def test_a_kernel_whose_device_output_is_wrong_is_incorrect_though_the_simulator_passes(
+    current: tuple[Path, FakeTrn2, dict[str, str]],
+) -> None:
+    root, fake, env = current
+    assert kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env).returncode == 0
+    fake.configure(device_fault={"index": [3, 100], "value": -50.0})
+    worktree = root / ".git" / "kernelopt" / "worktrees" / "trn-t"
+    kernel = worktree / "ir" / "small" / "kernel.py"
+    kernel.write_text(kernel.read_text() + "\n# hoisting next\n")
+    proc = kernelopt(worktree, "try", "-m", "a comment only", "--json", env=env)
     data = json.loads(proc.stdout)
-    assert proc.returncode in (12, 13), proc.stdout + proc.stderr
-    assert data["verdict"] in ("failed", "incorrect")
+    assert proc.returncode == 12 and data["verdict"] == "incorrect", data
+    m = _note(root, data["attempt"])["measurement"]
+    assert m["extra"]["cpu_check"]["status"] == "ok" and m["extra"]["check"] == "device"
+    assert m["extra"]["seed"] == 0 and m["extra"]["worst"]["index"] == [3, 100]
+    assert "output 0[3, 100] is -50" in data["error"]
+
+
+def test_a_compile_error_is_a_failed_attempt_with_the_compilers_message(
+    current: tuple[Path, FakeTrn2, dict[str, str]],
+) -> None:
+    root, _, env = current
+    code, data = _try(root, env, "kernel_psum_oom.py", "hold every accumulator in PSUM")
+    assert code == 13 and data["verdict"] == "failed", data
     assert "psum" in data["error"].lower()

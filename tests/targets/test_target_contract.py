@@ -127,11 +127,7 @@ def test_a_crash_is_a_failed_measurement_with_the_cause(case: Case) -> None:
     assert "crash" in (m.error + m.log_tail) or "boom" in (m.error + m.log_tail)
 
 
-def test_wrong_numbers_are_incorrect_never_ok(case: Case, request: pytest.FixtureRequest) -> None:
-    if isinstance(case.target, NeuronTarget):
-        request.applymarker(
-            pytest.mark.xfail(strict=True, reason="the neuron path does not check numbers yet")
-        )
+def test_wrong_numbers_are_incorrect_never_ok(case: Case) -> None:
     m = case.target.measure(case.trees["wrong"])
     assert m.status == INCORRECT, (m.status, m.error)
 

@@ -1,11 +1,22 @@
-"""A fake Trainium2 toolchain backed by kernelopt's simulator.
+"""A fake Trainium2 toolchain that follows the Neuron documentation.
 
-`FakeTrn2(home).install()` writes wrapper executables (neuron-ls,
-neuron-monitor, neuron-profile, neuronx-cc) into ``home/bin`` and settings
-into ``home/config.json``; `export_lines()` gives the shell lines that put
-them and the fake SDK modules (neuronxcc, nrtpy, nki) first on PATH and
-PYTHONPATH. Nothing here is active until those lines are used: kernelopt
-never looks for this package on its own.
+`FakeTrn2(home).install(sdk=...)` writes wrapper executables into
+``home/bin`` and settings into ``home/config.json``, and activate scripts
+that stand for the host's Python environments:
+
+* ``sdk="current"``: tools neuron-ls, neuron-monitor, neuronx-cc and
+  neuron-explorer; ``activate`` is the NKI environment (the ``nki`` wheel with
+  the ``nki.compiler`` API, and nkipy), ``activate-runtime`` the separate nrtpy
+  environment (the two wheels cannot share one).
+* ``sdk="older"``: neuron-profile instead of neuron-explorer, and one
+  environment (``activate``) with ``neuronxcc.nki_standalone``, ``nki`` and
+  ``nrtpy``.
+
+Every entry point and output format is written from the documented
+signature (each with its documentation page in docs/trn2.md); the "device"
+behind them is a model of its own (hardware.py), not kernelopt's screening
+simulator. Nothing here is active until an activate script or `env()` is
+used: kernelopt never looks for this package on its own.
 """
 
 from __future__ import annotations
@@ -18,18 +29,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelopt.testing.fake_trn2.config import CALLS_NAME, CONFIG_NAME, DEFAULTS, HOME_ENV
+from kernelopt.testing.fake_trn2.config import (
+    CALLS_NAME,
+    CONFIG_NAME,
+    DEFAULTS,
+    HOME_ENV,
+    MONITOR_PIDS_NAME,
+    SDK_STYLES,
+)
 
 TOOLS = {
     "neuron-ls": "neuron_ls",
     "neuron-monitor": "neuron_monitor",
     "neuron-profile": "neuron_profile",
+    "neuron-explorer": "neuron_explorer",
     "neuronx-cc": "neuronx_cc",
 }
 PYLIB = Path(__file__).resolve().parent / "pylib"
+# The Python environments of each SDK style: which fake packages each one holds.
+ENVIRONMENTS = {
+    "current": {
+        "activate": ("current", "baseline"),
+        "activate-runtime": ("runtime",),
+    },
+    "older": {"activate": ("older", "runtime", "baseline")},
+}
+STYLE_TOOLS = {
+    "current": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-explorer"),
+    "older": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-profile"),
+}
 DEFAULT_HOME = Path("~/.cache/kernelopt/fake-trn2")
 
-__all__ = ["DEFAULTS", "DEFAULT_HOME", "FakeTrn2", "PYLIB", "TOOLS"]
+__all__ = ["DEFAULTS", "DEFAULT_HOME", "FakeTrn2", "PYLIB", "SDK_STYLES", "TOOLS"]
 
 
 @dataclass(frozen=True)
@@ -49,24 +80,52 @@ class FakeTrn2:
 
     @property
     def activate_path(self) -> Path:
+        """The (compile-side) environment: the only one with the older SDK."""
         return self.home / "activate"
 
-    def install(self) -> FakeTrn2:
+    @property
+    def runtime_activate_path(self) -> Path:
+        """The nrtpy environment of the current SDK (the same script with the older)."""
+        split = self.home / "activate-runtime"
+        return split if split.exists() else self.activate_path
+
+    @property
+    def sdk(self) -> str:
+        return str(self.settings()["sdk"])
+
+    def install(self, sdk: str | None = None) -> FakeTrn2:
+        """Wrappers and activate scripts for ``sdk`` (default: as configured, else older)."""
+        if sdk is not None:
+            self.configure(sdk=sdk)
+        style = self.sdk
+        for tool in TOOLS:
+            if tool in STYLE_TOOLS[style]:
+                self.install_tool(tool)
+            else:
+                (self.bin_dir / tool).unlink(missing_ok=True)
+        for name in ("activate", "activate-runtime"):
+            script = self.home / name
+            if name in ENVIRONMENTS[style]:
+                script.write_text(self._export_lines(ENVIRONMENTS[style][name]))
+            else:
+                script.unlink(missing_ok=True)
+        return self
+
+    def install_tool(self, tool: str) -> Path:
+        """The wrapper executable for one fake tool in ``bin_dir``; it pins this
+        interpreter and home, so it behaves the same through any Host."""
         self.bin_dir.mkdir(parents=True, exist_ok=True)
-        for tool, module in TOOLS.items():
-            wrapper = self.bin_dir / tool
-            wrapper.write_text(
-                "#!/bin/sh\n"
-                f"{HOME_ENV}={shlex.quote(str(self.home))} "
-                f"PYTHONPATH={shlex.quote(str(PYLIB))}${{PYTHONPATH:+:$PYTHONPATH}} "
-                f"exec {shlex.quote(self.python)} -m kernelopt.testing.fake_trn2.tools.{module} "
-                '"$@"\n'
-            )
-            wrapper.chmod(0o755)
         if not self.config_path.exists():
             self._write_config({})
-        self.activate_path.write_text(self.export_lines())
-        return self
+        wrapper = self.bin_dir / tool
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f"{HOME_ENV}={shlex.quote(str(self.home))} "
+            f"exec {shlex.quote(self.python)} -m kernelopt.testing.fake_trn2.tools.{TOOLS[tool]} "
+            '"$@"\n'
+        )
+        wrapper.chmod(0o755)
+        return wrapper
 
     def configure(self, **settings: Any) -> None:
         """Change settings (see config.DEFAULTS); unknown names are refused."""
@@ -75,36 +134,61 @@ class FakeTrn2:
             raise ValueError(
                 f"unknown fake Trn2 settings {unknown}; known: {', '.join(sorted(DEFAULTS))}"
             )
+        if "sdk" in settings and settings["sdk"] not in SDK_STYLES:
+            raise ValueError(f"sdk must be one of {', '.join(SDK_STYLES)}, not {settings['sdk']!r}")
+        self.home.mkdir(parents=True, exist_ok=True)
         current = json.loads(self.config_path.read_text()) if self.config_path.exists() else {}
         current.update(settings)
         self._write_config(current)
+
+    def settings(self) -> dict[str, Any]:
+        """Defaults merged with the configured changes."""
+        current = json.loads(self.config_path.read_text()) if self.config_path.exists() else {}
+        return {**DEFAULTS, **current}
 
     def _write_config(self, data: dict[str, Any]) -> None:
         scratch = self.config_path.with_suffix(".tmp")
         scratch.write_text(json.dumps(data, indent=2))
         scratch.replace(self.config_path)  # a tool never reads half a file
 
-    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """Environment variables that enable the fake (on top of ``base``)."""
+    def _pythonpath(self, packages: tuple[str, ...]) -> str:
+        return ":".join(str(PYLIB / p) for p in packages)
+
+    def env(self, base: dict[str, str] | None = None, *, runtime: bool = False) -> dict[str, str]:
+        """Environment variables that enable the fake (on top of ``base``): the tools
+        and the compile-side environment, or with ``runtime`` the nrtpy one."""
         base = dict(os.environ if base is None else base)
+        style = ENVIRONMENTS[self.sdk]
+        packages = style.get("activate-runtime" if runtime else "activate", style["activate"])
         path = base.get("PATH", "")
-        pythonpath = base.get("PYTHONPATH", "")
         return {
             "PATH": f"{self.bin_dir}:{path}" if path else str(self.bin_dir),
-            "PYTHONPATH": f"{PYLIB}:{pythonpath}" if pythonpath else str(PYLIB),
+            # An environment's packages are its own, as an activated venv's site-packages.
+            "PYTHONPATH": self._pythonpath(packages),
             HOME_ENV: str(self.home),
         }
 
-    def export_lines(self) -> str:
-        """POSIX shell lines that enable the fake in the shell that evaluates them."""
+    def _export_lines(self, packages: tuple[str, ...]) -> str:
+        # PYTHONPATH is set, not extended: sourcing one environment's script after
+        # another's leaves only its own packages importable, as with two venvs.
         return (
             f'export PATH={shlex.quote(str(self.bin_dir))}:"$PATH"\n'
-            f'export PYTHONPATH={shlex.quote(str(PYLIB))}${{PYTHONPATH:+:"$PYTHONPATH"}}\n'
+            f"export PYTHONPATH={shlex.quote(self._pythonpath(packages))}\n"
             f"export {HOME_ENV}={shlex.quote(str(self.home))}\n"
         )
 
+    def export_lines(self) -> str:
+        """POSIX shell lines that enable the fake (its compile-side environment)."""
+        return self._export_lines(ENVIRONMENTS[self.sdk]["activate"])
+
+    @property
+    def monitor_pids(self) -> list[int]:
+        """Every neuron-monitor process started, so tests can check each was stopped."""
+        log = self.home / MONITOR_PIDS_NAME
+        return [int(x) for x in log.read_text().split()] if log.exists() else []
+
     def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
-        """Every recorded invocation (tool, args, start time), oldest first."""
+        """Every recorded invocation (tool, args, start time, env), oldest first."""
         log = self.home / CALLS_NAME
         if not log.exists():
             return []

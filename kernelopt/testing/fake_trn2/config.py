@@ -1,8 +1,8 @@
 """The fake toolchain's settings: one JSON file in its home folder.
 
 The executables find the home through KERNELOPT_FAKE_TRN2_HOME, which only
-their own wrapper scripts set, so the settings travel with the wrappers
-through SSH sessions that forward no environment.
+their own wrapper scripts (and the activate scripts) set, so the settings
+travel with the wrappers through SSH sessions that forward no environment.
 """
 
 from __future__ import annotations
@@ -16,29 +16,62 @@ from typing import Any
 
 HOME_ENV = "KERNELOPT_FAKE_TRN2_HOME"
 CONFIG_NAME = "config.json"
-CALLS_NAME = "calls.log"
+CALLS_NAME = "calls.jsonl"
+MONITOR_PIDS_NAME = "monitor.pids"
+
+# The two SDK layouts the fake can stand for (docs/trn2.md, "The fake toolchain"):
+# "current": the nki.compiler API, neuron-explorer, and nrtpy in an environment of
+# its own (the nrtpy and nki wheels cannot share one); "older": the
+# neuronxcc.nki_standalone entry point, neuron-profile, one environment.
+SDK_STYLES = ("current", "older")
 
 DEFAULTS: dict[str, Any] = {
+    # "older" by default: one environment, so a program (or test) that sets only
+    # device.neuron.activate describes it fully; "current" also needs runtime_activate.
+    "sdk": "older",
     # neuron-ls: "new" knows --output-format json (and -j), "old" only -j/--json-output.
     "neuron_ls_format": "new",
+    # "ok", or "malformed" (not JSON) / "missing-key" (no neuroncore_ids) to test parsers.
+    "neuron_ls_output": "ok",
+    # The newer format's key holding the device list (not documented, so tests vary it).
+    "neuron_ls_wrap_key": "neuron_devices",
+    # A device count, or explicit devices: [{id, cores, lnc, processes: [{pid, command,
+    # version}], omit_processes_key}].
     "devices": 2,
     "cores_per_device": 8,
     "lnc": 1,
-    # device number -> pid of a foreign process attached to it ("busy").
+    # device number -> pid of a foreign runtime attached to it ("busy").
     "busy": {},
+    # core -> utilization percent, reported by one runtime with pid monitor_runtime_pid.
+    # A string is printed as a JSON string (e.g. "NaN"); null leaves the core's
+    # entry without neuroncore_utilization.
     "utilization": {},
+    "monitor_runtime_pid": 4242,
+    # "ok", or "absent": neuron-monitor is not installed. Failures: "fail" (exit 1,
+    # cannot open the device), "empty" (exit 0, no output), "hang" (no output, never
+    # exits), "malformed" (a line that is not JSON, then nothing).
+    "monitor": "ok",
     "monitor_period_s": 1.0,
     "instance_type": "trn2.48xlarge",
     "compiler_version": "2.21.0.0+fake",
+    "nki_version": "0.2.0+fake",
     "runtime_version": "2.28.0.0+fake",
+    "tools_version": "2.28.0.0+fake",
     "compile_delay_s": 0.0,
     # A message makes every compile fail with it (after the delay).
     "compile_error": "",
     "run_error": "",
+    # Wrong numbers from the device, for testing the device-side check:
+    # {"index": [row, col, ...], "value": 3.0, "output": 0} overwrites one output element
+    # ({"offset": 0.1} instead of "value" moves it from what the kernel computed).
+    "device_fault": None,
     # Summary fields reported as -1 ("not available").
     "unavailable": ["spill_save_bytes", "spill_reload_bytes", "hfu_estimated_percent"],
-    # Relative spread of the fake run latencies around the modelled time.
-    "jitter": 0.02,
+    # Measurement noise of the fake device, as a standard deviation in MFU percentage points.
+    "noise_pp": 0.05,
+    # The runtime's device-side benchmark (NrtpyModel.benchmark) is missing, as in
+    # nrtpy releases before it: timing then comes from the profiler's total_time.
+    "no_device_benchmark": False,
 }
 
 
@@ -63,6 +96,12 @@ def load() -> dict[str, Any]:
     return settings
 
 
+def current() -> dict[str, Any]:
+    """The settings where a fake package is imported: the home's, else the defaults
+    (an activate script sets the home; a bare import for inspection may not)."""
+    return load() if os.environ.get(HOME_ENV) else dict(DEFAULTS)
+
+
 # Environment variables a call records, so tests can see how a tool was bound.
 RECORDED_ENV = (
     "NEURON_RT_VISIBLE_CORES",
@@ -71,9 +110,9 @@ RECORDED_ENV = (
 )
 
 
-def record_call(tool: str, args: list[str]) -> None:
-    """One line per invocation with its wall-clock start, for tests to read."""
+def record_call(tool: str, args: list[str], **details: Any) -> None:
+    """One JSON line per invocation with its wall-clock start, for tests to read."""
     env = {name: os.environ[name] for name in RECORDED_ENV if name in os.environ}
-    entry = {"tool": tool, "args": args, "t": time.time(), "env": env}
+    entry = {"tool": tool, "args": args, "t": time.time(), "env": env, **details}
     with open(home() / CALLS_NAME, "a") as log:
         log.write(json.dumps(entry) + "\n")

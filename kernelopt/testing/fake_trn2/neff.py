@@ -1,7 +1,8 @@
 """The fake NEFF and NTFF files: JSON standing in for the binary formats.
 
-A fake NEFF holds what the fake compiler saw (kernel, options) and the
-simulator's profile, so the fake runtime and profiler can answer from it.
+A fake NEFF holds what the fake compiler saw (the kernel's source, inputs,
+outputs, options) and the fake device's profile of it, so the fake runtime
+and profiler can answer from it; a fake NTFF holds one traced execution.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""Fake neuron-ls: JSON in the older (-j, a bare list) or newer (--output-format
-json, the list wrapped with instance fields) shape, per the config."""
+"""Fake neuron-ls, following the Neuron LS User Guide and the announcement of its
+newer JSON output (Neuron 2.34): ``-j/--json-output`` prints the device list,
+``--output-format json`` the list wrapped with instance fields (older tools
+refuse that flag). Device entries carry the keys kernelopt reads (docs/trn2.md).
+"""
 
 from __future__ import annotations
 
@@ -9,36 +12,57 @@ from typing import Any
 
 from kernelopt.testing.fake_trn2 import config
 
+OLD_FLAGS = ("-j", "--json-output")
+NEW_FLAG = "--output-format"
+
+
+def _process(entry: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "pid": int(entry["pid"]),
+        "command": entry.get("command", "python3 train.py"),
+        "neuron_runtime_version": entry.get("version", settings["runtime_version"]),
+    }
+
+
+def _specs(settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """Explicit device specs, or ones made from the count and the busy map."""
+    if isinstance(settings["devices"], list):
+        return settings["devices"]
+    per, lnc = int(settings["cores_per_device"]), int(settings["lnc"])
+    busy = {str(k): v for k, v in settings["busy"].items()}
+    return [
+        {
+            "id": number,
+            "lnc": lnc,
+            "cores": list(range(number * per, (number + 1) * per)),
+            "processes": [{"pid": busy[str(number)]}] if str(number) in busy else [],
+        }
+        for number in range(int(settings["devices"]))
+    ]
+
 
 def devices(settings: dict[str, Any]) -> list[dict[str, Any]]:
-    per = int(settings["cores_per_device"])
-    lnc = int(settings["lnc"])
-    busy = {str(k): v for k, v in settings["busy"].items()}
+    specs = _specs(settings)
+    ids = [int(s["id"]) for s in specs]
     found = []
-    for number in range(int(settings["devices"])):
-        processes = []
-        if str(number) in busy:
-            processes.append(
-                {
-                    "pid": int(busy[str(number)]),
-                    "command": "python3 train.py",
-                    "neuron_runtime_version": settings["runtime_version"],
-                }
-            )
-        found.append(
-            {
-                "neuron_device": number,
-                "bdf": f"{0xCC + number:02x}:00.0",
-                "cpu_affinity": "0-47,96-143",
-                "numa_node": "0",
-                "connected_to": [n for n in range(int(settings["devices"])) if n != number][:2],
-                "nc_count": per // lnc,
-                "logical_neuroncore_config": lnc,
-                "memory_size": 103079215104,
-                "neuroncore_ids": list(range(number * per, (number + 1) * per)),
-                "neuron_processes": processes,
-            }
-        )
+    for spec in specs:
+        number, lnc, cores = int(spec["id"]), int(spec.get("lnc", 1)), list(spec["cores"])
+        entry: dict[str, Any] = {
+            "neuron_device": number,
+            "bdf": f"{0xCC + number:02x}:00.0",
+            "cpu_affinity": "0-47,96-143",
+            "numa_node": "0",
+            "connected_to": [n for n in ids if n != number][:4],
+            "nc_count": len(cores) // lnc,
+            "logical_neuroncore_config": lnc,
+            "memory_size": 103079215104,
+            "neuroncore_ids": cores,
+        }
+        if not spec.get("omit_processes_key"):
+            entry["neuron_processes"] = [_process(p, settings) for p in spec.get("processes", [])]
+        if settings["neuron_ls_output"] == "missing-key":
+            del entry["neuroncore_ids"]
+        found.append(entry)
     return found
 
 
@@ -46,25 +70,29 @@ def main(argv: list[str]) -> int:
     settings = config.load()
     config.record_call("neuron-ls", argv)
     new = settings["neuron_ls_format"] == "new"
-    if "--output-format" in argv:
-        value = argv[argv.index("--output-format") + 1 :][:1]
+    if NEW_FLAG in argv:
         if not new:
-            print("neuron-ls: error: unrecognized arguments: --output-format", file=sys.stderr)
+            print(f"neuron-ls: error: unrecognized arguments: {NEW_FLAG} json", file=sys.stderr)
             return 2
-        if value != ["json"]:
+        if argv[argv.index(NEW_FLAG) + 1 :][:1] != ["json"]:
             print("neuron-ls: the fake prints json only", file=sys.stderr)
             return 2
-        doc: Any = {
-            "instance_type": settings["instance_type"],
-            "instance_id": "i-0fa4e0000000000",
-            "logical_neuroncore_config": settings["lnc"],
-            "neuron_devices": devices(settings),
-        }
-    elif {"-j", "--json-output"} & set(argv):
-        doc = devices(settings)
-    else:
+    elif not set(OLD_FLAGS) & set(argv):
         print("neuron-ls: the fake prints json only (-j or --output-format json)", file=sys.stderr)
         return 2
+    if settings["neuron_ls_output"] == "malformed":
+        print("instance-type: trn2.48xlarge\n+--------+ not json")
+        return 0
+    listed = devices(settings)
+    doc: Any = listed
+    if NEW_FLAG in argv:
+        lncs = {d["logical_neuroncore_config"] for d in listed} or {int(settings["lnc"])}
+        doc = {
+            "instance_type": settings["instance_type"],
+            "instance_id": "i-0fa4e0000000000",
+            "logical_neuroncore_config": min(lncs),
+            settings["neuron_ls_wrap_key"]: listed,
+        }
     print(json.dumps(doc, indent=2))
     return 0
 

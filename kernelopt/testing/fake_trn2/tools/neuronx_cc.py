@@ -1,10 +1,13 @@
-"""Fake neuronx-cc: `compile IR --target trn2 --lnc N --output X.neff [options]`.
+"""Fake neuronx-cc, following the Neuron Compiler CLI reference for the parts the
+fake SDK entry points use: ``neuronx-cc compile INPUT --target trn2 --output
+X.neff [--lnc N] [-O2] [options]`` and ``neuronx-cc --version``. Like the real
+compiler it keeps its log (log-neuron-cc.txt) in the working directory and
+reports errors with an NCC code ("Out of memory in psum").
 
-The "IR" is the JSON the fake NKI standalone layer writes (kernel file,
-function, input specs). Capacity and ISA problems come from kernelopt's
-simulator and are reported the way the real compiler words them ("Out of
-memory in psum"); the NEFF carries the simulator's profile for the fake
-runtime and profiler.
+INPUT is the fake's own JSON stand-in for the traced kernel (NKI IR / BIR, or a
+numpy function traced by nkipy). Capacity and ISA problems come from the fake
+device's model (hardware.py); the NEFF carries that model's profile for the
+fake runtime and profiler.
 """
 
 from __future__ import annotations
@@ -15,18 +18,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelopt.testing.fake_trn2 import config, neff
+from kernelopt.testing.fake_trn2 import config, hardware, neff
 
 LOG_NAME = "log-neuron-cc.txt"
 ERROR_CODES = {"capacity": "NCC_EOOM001", "isa": "NCC_INKI016", "exception": "NCC_INKI001"}
 
 
-def _option(argv: list[str], name: str, default: str | None = None) -> str | None:
+def _option(argv: list[str], *names: str, default: str | None = None) -> str | None:
     for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
     return default
 
 
@@ -35,27 +39,22 @@ def _opt_level(argv: list[str]) -> int:
     return int(levels[-1]) if levels else 2
 
 
-def simulate(ir: dict[str, Any]) -> dict[str, Any]:
-    """The simulator's profile of the kernel, or SimError for a bad kernel."""
+def _say(text: str, *, error: bool = False) -> None:
+    """Print like the compiler and append to log-neuron-cc.txt in the working directory."""
+    print(text, file=sys.stderr if error else sys.stdout, flush=True)
+    with open(LOG_NAME, "a") as log:
+        log.write(text + "\n")
+
+
+def _inputs(ir: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
-    from kernelopt.sim import run_kernel
     from kernelopt.workload import numpy_dtype
 
-    inputs = {
+    return {
         name: np.zeros(tuple(shape), dtype=numpy_dtype(dtype))
         for name, (shape, dtype) in ir["inputs"].items()
     }
-    run = run_kernel(ir["kernel"], inputs, func=ir.get("func"), compute=False)
-    return dict(run.profile)
-
-
-def _say(text: str, *, error: bool = False) -> None:
-    """Print like the compiler and append to log-neuron-cc.txt in the working
-    directory, where the real one keeps its log."""
-    print(text, file=sys.stderr if error else sys.stdout)
-    with open(LOG_NAME, "a") as log:
-        log.write(text + "\n")
 
 
 def compile_main(argv: list[str], settings: dict[str, Any]) -> int:
@@ -63,10 +62,10 @@ def compile_main(argv: list[str], settings: dict[str, Any]) -> int:
         print("neuronx-cc compile: expected the input file first", file=sys.stderr)
         return 2
     source, options = argv[0], argv[1:]
-    output = _option(options, "--output")
+    output = _option(options, "--output", default="file.neff")
     target = _option(options, "--target")
-    if output is None or target is None:
-        print("neuronx-cc compile: --output and --target are required", file=sys.stderr)
+    if target is None:
+        print("neuronx-cc compile: --target is required", file=sys.stderr)
         return 2
     if target != "trn2":
         print(f"neuronx-cc: [NCC_EARG002] unsupported target {target!r}", file=sys.stderr)
@@ -77,23 +76,26 @@ def compile_main(argv: list[str], settings: dict[str, Any]) -> int:
         _say(f"ERROR [neuronx-cc]: {settings['compile_error']}", error=True)
         return 1
     ir = json.loads(Path(source).read_text())
-    from kernelopt.sim import SimError
+    if ir["kind"] == "numpy":
+        profile = hardware.baseline_profile(ir["inputs"], ir["outputs"])
+    else:
+        from kernelopt.sim import SimError
 
-    try:
-        profile = simulate(ir)
-    except SimError as error:
-        code = ERROR_CODES.get(error.kind, "NCC_INKI001")
-        _say(f"ERROR [neuronx-cc]: [{code}] {error}", error=True)
-        return 1
+        try:
+            profile = hardware.model_profile(Path(ir["kernel"]), ir.get("func"), _inputs(ir))
+        except SimError as error:
+            code = ERROR_CODES.get(error.kind, "NCC_INKI001")
+            _say(f"ERROR [neuronx-cc]: [{code}] {error}", error=True)
+            return 1
+    assert output is not None
     neff.write(
         Path(output),
         neff.NEFF_FORMAT,
         {
-            "kernel": ir["kernel"],
-            "func": ir.get("func"),
-            "inputs": ir["inputs"],
+            **{k: ir[k] for k in ("kind", "kernel", "source", "func", "inputs", "outputs", "api")},
+            "pipeline_options": ir.get("pipeline_options", []),
             "options": options,
-            "lnc": int(_option(options, "--lnc", "1") or 1),
+            "lnc": int(_option(options, "--lnc", "--logical-nc-config", default="1") or 1),
             "opt": _opt_level(options),
             "compiler_version": settings["compiler_version"],
             "profile": profile,

@@ -1,3 +1,5 @@
+"""Fake ``nkipy.core.trace``: ``NKIPyKernel.trace(fn)`` keeps the numpy function."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

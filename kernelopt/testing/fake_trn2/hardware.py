@@ -1,0 +1,143 @@
+"""The fake "hardware": what the fake Trn2 device computes and how long it takes.
+
+It must not be kernelopt's screening model, or no test could tell a
+measurement on the device from the simulator's estimate. So the device is
+kernelopt's simulator run with a *different, hidden* parameter set (the
+overrides below, kept in this one place), plus seeded measurement noise of
+about ``noise_pp`` MFU percentage points. Its outputs are the kernel's real
+outputs on the given inputs, stored in the output's dtype the way the device
+writes HBM, and a ``device_fault`` setting can make them wrong, so a kernel
+the CPU check passes can still fail the device-side check.
+
+Nothing outside the fake toolchain imports this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# The hidden parameters of the fake device: fields of kernelopt.sim.trn2.Trn2Params.
+# Overrides of fields a later Trn2Params no longer has are skipped, so the fake
+# survives a recalibration of the simulator; at least one must still apply.
+HIDDEN_OVERRIDES: dict[str, float] = {
+    "dma_fixed_ns": 1650.0,
+    "dma_bytes_per_ns": 20.5,
+    "sync_latency_ns": 85.0,
+    "peak_bf16_flops": 78.64e12,
+}
+
+# The compiler baseline (a NEFF the fake nkipy made from f_numpy) runs at this share
+# of the peak on the fake device, after moving its inputs and outputs once.
+BASELINE_EFFICIENCY = 0.8
+BASELINE_FIXED_S = 20e-6
+HBM_BYTES_PER_S = 368e9
+
+
+def params() -> Any:
+    """The fake device's Trn2Params: the simulator's defaults with the hidden overrides."""
+    from kernelopt.sim import DEFAULT_PARAMS
+
+    known = {f.name for f in dataclasses.fields(DEFAULT_PARAMS)}
+    applied = {k: v for k, v in HIDDEN_OVERRIDES.items() if k in known}
+    if not applied:
+        raise RuntimeError(
+            "fake Trn2 hardware: none of its hidden overrides names a Trn2Params field any "
+            f"more ({', '.join(HIDDEN_OVERRIDES)}); update HIDDEN_OVERRIDES"
+        )
+    return dataclasses.replace(DEFAULT_PARAMS, **applied)
+
+
+def model_profile(kernel: Path, func: str | None, inputs: Mapping[str, np.ndarray]) -> dict:
+    """The device's own profile of an NKI kernel (raises the simulator's SimError)."""
+    from kernelopt.sim import run_kernel
+
+    run = run_kernel(kernel, dict(inputs), func=func, compute=False, params=params())
+    return dict(run.profile)
+
+
+def execute_kernel(
+    kernel: Path, func: str | None, inputs: Mapping[str, np.ndarray], dtype: np.dtype
+) -> list[np.ndarray]:
+    """The kernel's outputs on ``inputs``, stored in the output dtype as HBM holds them."""
+    from kernelopt.sim import run_kernel
+
+    run = run_kernel(kernel, dict(inputs), func=func, params=params())
+    outputs = run.outputs if isinstance(run.outputs, tuple | list) else (run.outputs,)
+    return [np.asarray(o, dtype=np.float32).astype(dtype) for o in outputs]
+
+
+def execute_numpy(
+    source: str, func: str, inputs: Mapping[str, np.ndarray], output_dtypes: Sequence[np.dtype]
+) -> list[np.ndarray]:
+    """What the compiler baseline computes: the numpy function itself."""
+    namespace: dict[str, Any] = {"__name__": "kernelopt_fake_trn2_baseline"}
+    exec(compile(source, "<baseline>", "exec"), namespace)
+    as_fp32 = {k: v.astype(np.float32) if v.dtype.kind in "fV" else v for k, v in inputs.items()}
+    result = namespace[func](**as_fp32)
+    results = result if isinstance(result, tuple | list) else (result,)
+    return [np.asarray(r).astype(d) for r, d in zip(results, output_dtypes, strict=True)]
+
+
+def baseline_profile(inputs: Mapping[str, Sequence], outputs: Sequence[Sequence]) -> dict:
+    """A profile for the compiler baseline: its bytes moved once, its matmul (two 2-D
+    inputs sharing a dimension) at BASELINE_EFFICIENCY of the peak.
+
+    ``inputs`` maps names to (shape, dtype); ``outputs`` lists (shape, dtype, name).
+    """
+    outputs = [(o[0], o[1]) for o in outputs]
+    shapes = [tuple(s) for s, _ in inputs.values()]
+    nbytes = sum(
+        int(np.prod(s)) * np.dtype(_dtype(d)).itemsize for s, d in [*inputs.values(), *outputs]
+    )
+    macs = 0
+    if len(shapes) == 2 and all(len(s) == 2 for s in shapes) and outputs:
+        shared = set(shapes[0]) & set(shapes[1])
+        if shared:
+            macs = max(shared) * int(np.prod(outputs[0][0]))
+    peak = HIDDEN_OVERRIDES["peak_bf16_flops"]
+    seconds = BASELINE_FIXED_S + nbytes / HBM_BYTES_PER_S + 2 * macs / (BASELINE_EFFICIENCY * peak)
+    profile: dict[str, Any] = {"total_time": seconds, "total_active_time": seconds}
+    if macs:
+        profile["mfu_estimated_percent"] = 100 * 2 * macs / (seconds * peak)
+        profile["matmul_instruction_count"] = max(1, macs // (128 * 128 * 512))
+    profile["hbm_read_bytes"] = sum(
+        int(np.prod(s)) * np.dtype(_dtype(d)).itemsize for s, d in inputs.values()
+    )
+    return profile
+
+
+def _dtype(name: str) -> np.dtype:
+    from kernelopt.workload import numpy_dtype
+
+    return numpy_dtype(name)
+
+
+def apply_fault(outputs: list[np.ndarray], fault: Mapping[str, Any] | None) -> list[np.ndarray]:
+    """The ``device_fault`` setting: one output element overwritten with ``value``, or
+    moved by ``offset`` from what the kernel computed."""
+    if not fault:
+        return outputs
+    changed = [o.copy() for o in outputs]
+    which = int(fault.get("output", 0))
+    index = tuple(int(i) for i in fault["index"])
+    if "value" in fault:
+        wrong = float(fault["value"])
+    else:
+        wrong = float(changed[which][index]) + float(fault["offset"])
+    changed[which][index] = np.asarray(wrong).astype(changed[which].dtype)
+    return changed
+
+
+def noise(profile: Mapping[str, Any], noise_pp: float, seed: str, count: int) -> list[float]:
+    """``count`` multiplicative time factors whose MFU spread is ``noise_pp`` points."""
+    mfu = profile.get("mfu_estimated_percent")
+    relative = noise_pp / float(mfu) if isinstance(mfu, int | float) and mfu > 0 else 1e-3
+    rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
+    return [max(0.5, 1.0 + rng.gauss(0.0, relative)) for _ in range(count)]

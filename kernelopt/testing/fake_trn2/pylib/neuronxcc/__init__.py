@@ -1,1 +1,0 @@
-"""Fake neuronxcc package: only the NKI standalone compile entry point."""

@@ -1,0 +1,314 @@
+"""Fake ``nrtpy``, following the nrtpy model, tensor, configuration and error
+reference pages and "Tutorial: Validate, benchmark, and trace a kernel with
+nrtpy":
+
+    model = NrtpyModel.load_from_neff(path, name=None, core_id=0, cc_enabled=False,
+                                      rank_id=0, world_size=1)
+    model.input_tensors_info / model.output_tensors_info   # name -> (shape, size)
+    outputs = model(inputs={name: NrtpyTensor}, outputs=None, save_trace=False,
+                    ntff_name=None)   # auto-allocated outputs may have a void dtype
+    stats = model.benchmark(inputs, outputs=None, warmup_iter=5, benchmark_iter=5,
+                            mode="device")   # BenchmarkResult, milliseconds
+    NrtpyTensor.from_numpy(array, name=None, core_id=0), .write_from_numpy(a), .numpy()
+
+The "device" is the fake hardware model (kernelopt.testing.fake_trn2.hardware).
+With the fake set up as the current SDK, importing this next to the ``nki``
+wheel fails, as the docs warn the two cannot share one environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernelopt.testing.fake_trn2 import config, hardware, neff
+
+
+def _settings() -> dict[str, Any]:
+    return config.current()
+
+
+__version__ = str(_settings()["runtime_version"])
+
+
+def _nki_wheel_here() -> bool:
+    spec = importlib.util.find_spec("nki")
+    origin = getattr(spec, "origin", None) if spec else None
+    return bool(origin) and (Path(origin).parent / "compiler").is_dir()
+
+
+if _settings()["sdk"] == "current" and _nki_wheel_here():
+    raise ImportError(
+        "nrtpy: the standalone nrtpy wheel and the nki wheel cannot be installed in the same "
+        "Python environment (namespace conflict); run NEFFs from an nrtpy environment of its own"
+    )
+
+
+class NrtpyError(RuntimeError):
+    """An error of the nrtpy layer (a freed tensor, configure() while active)."""
+
+
+class NrtError(RuntimeError):
+    """A libnrt status other than success; the message names the status."""
+
+    def __init__(self, status: str, code: int, message: str) -> None:
+        super().__init__(f"NRT Error {status}({code}): {message}")
+
+
+_ACTIVE = {"runtime": False}
+
+
+def configure(visible_cores: Iterable[int] | None = None) -> None:
+    if _ACTIVE["runtime"]:
+        raise RuntimeError("nrtpy.configure: the runtime is already active; call reset() first")
+    if visible_cores is not None:
+        if isinstance(visible_cores, int):
+            raise TypeError("visible_cores must be an iterable of core ids, not an int")
+        cores = [int(c) for c in visible_cores]
+        if any(c < 0 for c in cores):
+            raise ValueError("core ids must not be negative")
+        os.environ["NEURON_RT_VISIBLE_CORES"] = ",".join(map(str, cores))
+
+
+def reset() -> None:
+    _ACTIVE["runtime"] = False
+
+
+@dataclass(frozen=True)
+class TensorMetadata:
+    shape: tuple[int, ...]
+    size: int
+
+
+class NrtpyTensor:
+    """A tensor in device memory (here: a byte buffer)."""
+
+    def __init__(self, tensor_ref: Any, shape: tuple[int, ...] | int, dtype: Any, name=None):
+        self._ref = tensor_ref
+        self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.name = name or ""
+
+    @classmethod
+    def from_numpy(cls, array: np.ndarray, name: str | None = None, core_id: int = 0):
+        data = np.ascontiguousarray(array)
+        _ACTIVE["runtime"] = True
+        return cls(data.view(np.uint8).reshape(-1).copy(), data.shape, data.dtype, name)
+
+    def write_from_numpy(self, array: np.ndarray) -> None:
+        data = np.ascontiguousarray(array)
+        if data.nbytes != self._ref.nbytes:
+            raise ValueError(
+                f"write_from_numpy: {data.nbytes} bytes for a tensor of {self._ref.nbytes}"
+            )
+        self._ref[:] = data.view(np.uint8).reshape(-1)
+
+    def numpy(self) -> np.ndarray:
+        return self._ref.view(self.dtype).reshape(self.shape).copy()
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    std_dev_ms: float
+    iterations: int
+    warmup_iterations: int
+    durations_ms: list[float]
+
+
+class _Model:
+    """What every nrtpy release offers: load, describe, execute."""
+
+    def __init__(self, data: dict[str, Any], path: str, name: str, core_id: int) -> None:
+        self.data = data
+        self.path = path
+        self.name = name
+        self.core_id = core_id
+        self._settings = _settings()
+        self._outputs: dict[str, np.ndarray] | None = None
+
+    @classmethod
+    def load_from_neff(
+        cls,
+        neff_path: str | os.PathLike[str],
+        name: str | None = None,
+        core_id: int = 0,
+        cc_enabled: bool = False,
+        rank_id: int = 0,
+        world_size: int = 1,
+    ) -> _Model:
+        config.record_call("nrtpy", ["load_from_neff", str(neff_path)])
+        if not os.environ.get("NEURON_RT_VISIBLE_CORES"):
+            # The fake insists on the binding a kernelopt measurement always sets.
+            raise NrtError("NRT_FAILURE", 1, "no NeuronCore bound (NEURON_RT_VISIBLE_CORES)")
+        try:
+            data = neff.read(neff_path, neff.NEFF_FORMAT)
+        except neff.FakeFileError as error:
+            raise NrtError("NRT_INVALID", 2, f"Failed to load model: {error}") from None
+        configured = os.environ.get("NEURON_LOGICAL_NC_CONFIG", "1")
+        if str(data["lnc"]) != configured:
+            raise NrtError(
+                "NRT_INVALID",
+                2,
+                f"the NEFF was compiled for LNC={data['lnc']} but "
+                f"NEURON_LOGICAL_NC_CONFIG={configured}",
+            )
+        _ACTIVE["runtime"] = True
+        model_class = _Model if _settings()["no_device_benchmark"] else NrtpyModel
+        return model_class(data, str(neff_path), name or Path(neff_path).stem, core_id)
+
+    @property
+    def input_tensors_info(self) -> dict[str, TensorMetadata]:
+        return {
+            n: TensorMetadata(tuple(shape), _nbytes(shape, dtype))
+            for n, (shape, dtype) in self.data["inputs"].items()
+        }
+
+    @property
+    def output_tensors_info(self) -> dict[str, TensorMetadata]:
+        return {
+            n: TensorMetadata(tuple(shape), _nbytes(shape, dtype))
+            for shape, dtype, n in self.data["outputs"]
+        }
+
+    def __call__(
+        self,
+        inputs: Mapping[str, NrtpyTensor],
+        outputs: Mapping[str, NrtpyTensor] | None = None,
+        save_trace: bool = False,
+        ntff_name: str | None = None,
+    ) -> dict[str, NrtpyTensor] | None:
+        config.record_call("nrtpy", ["execute", self.path])
+        results = self._execute(inputs)
+        if save_trace:
+            target = ntff_name or str(Path(self.path).with_suffix(".ntff"))
+            factor = self._noise("trace", 1)[0]
+            neff.write(
+                Path(target),
+                neff.NTFF_FORMAT,
+                {"neff": self.path, "total_time": self._seconds() * factor},
+            )
+        return self._deliver(results, outputs)
+
+    # -- the fake device -----------------------------------------------------
+
+    def _execute(self, inputs: Mapping[str, NrtpyTensor]) -> dict[str, np.ndarray]:
+        if self._settings["run_error"]:
+            raise NrtError("NRT_EXEC_ERROR", 1003, self._settings["run_error"])
+        expected = set(self.data["inputs"])
+        if set(inputs) != expected:
+            raise NrtError(
+                "NRT_INVALID",
+                2,
+                f"input tensor names {sorted(inputs)} do not match the NEFF's {sorted(expected)}",
+            )
+        arrays = {}
+        for name, (shape, dtype) in self.data["inputs"].items():
+            tensor = inputs[name]
+            if tensor._ref.nbytes != _nbytes(shape, dtype):
+                raise NrtError("NRT_INVALID", 2, f"input {name!r}: wrong size")
+            arrays[name] = tensor._ref.view(_dtype(dtype)).reshape(tuple(shape))
+        if self._outputs is None:
+            self._outputs = self._compute(arrays)
+        return self._outputs
+
+    def _compute(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        declared = [(tuple(s), _dtype(d), n) for s, d, n in self.data["outputs"]]
+        dtype = declared[0][1] if declared else np.dtype(np.float32)
+        if self.data["kind"] == "numpy":
+            values = hardware.execute_numpy(
+                self.data["source"], self.data["func"], arrays, [d for _, d, _ in declared]
+            )
+        else:
+            with tempfile.TemporaryDirectory() as scratch:
+                kernel = Path(scratch) / "kernel.py"
+                kernel.write_text(self.data["source"])
+                values = hardware.execute_kernel(kernel, self.data["func"], arrays, dtype)
+        values = hardware.apply_fault(values, self._settings["device_fault"])
+        return {n: v.reshape(s) for (s, _, n), v in zip(declared, values, strict=True)}
+
+    def _deliver(
+        self, results: dict[str, np.ndarray], outputs: Mapping[str, NrtpyTensor] | None
+    ) -> dict[str, NrtpyTensor] | None:
+        if outputs is None:
+            # libnrt does not always report the dtype: raw bytes, as the tutorial warns.
+            return {
+                n: NrtpyTensor(
+                    np.ascontiguousarray(v).view(np.uint8).reshape(-1).copy(),
+                    v.shape,
+                    np.dtype(f"V{v.dtype.itemsize}"),
+                    n,
+                )
+                for n, v in results.items()
+            }
+        if set(outputs) != set(results):
+            raise NrtError("NRT_INVALID", 2, f"output names {sorted(outputs)} do not match")
+        for n, v in results.items():
+            outputs[n].write_from_numpy(v)
+        return None
+
+    def _seconds(self) -> float:
+        return float(self.data["profile"].get("total_time", 0.0))
+
+    def _noise(self, what: str, count: int) -> list[float]:
+        log = config.home() / config.CALLS_NAME if os.environ.get(config.HOME_ENV) else None
+        history = len(log.read_text().splitlines()) if log and log.exists() else 0
+        digest = hashlib.sha256(Path(self.path).read_bytes()).hexdigest()
+        return hardware.noise(
+            self.data["profile"],
+            float(self._settings["noise_pp"]),
+            f"{digest}:{what}:{history}",
+            count,
+        )
+
+
+class NrtpyModel(_Model):
+    """A NEFF loaded on a NeuronCore, with the device-side benchmark."""
+
+    def benchmark(
+        self,
+        inputs: Mapping[str, NrtpyTensor],
+        outputs: Mapping[str, NrtpyTensor] | None = None,
+        warmup_iter: int = 5,
+        benchmark_iter: int = 5,
+        mode: str = "device",
+    ) -> BenchmarkResult:
+        if mode not in ("device", "host"):
+            raise ValueError(f"mode must be 'device' or 'host', got {mode!r}")
+        if benchmark_iter < 1:
+            raise ValueError("benchmark_iter must be at least 1")
+        config.record_call(
+            "nrtpy", ["benchmark", self.path, mode, str(warmup_iter), str(benchmark_iter)]
+        )
+        results = self._execute(inputs)
+        if outputs is not None:
+            self._deliver(results, outputs)
+        launch = 0.0 if mode == "device" else 60e-6  # host timing adds the launch overhead
+        durations = [
+            1e3 * (self._seconds() * f + launch) for f in self._noise(mode, benchmark_iter)
+        ]
+        mean = sum(durations) / len(durations)
+        spread = (sum((d - mean) ** 2 for d in durations) / len(durations)) ** 0.5
+        return BenchmarkResult(
+            mean, min(durations), max(durations), spread, benchmark_iter, warmup_iter, durations
+        )
+
+
+def _dtype(name: str) -> np.dtype:
+    from kernelopt.workload import numpy_dtype
+
+    return numpy_dtype(name)
+
+
+def _nbytes(shape: Any, dtype: str) -> int:
+    return int(np.prod(shape)) * _dtype(dtype).itemsize

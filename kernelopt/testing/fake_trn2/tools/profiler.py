@@ -1,0 +1,193 @@
+"""Fake Neuron profiler CLI, as ``neuron-profile`` (Neuron Profiler User Guide) and
+``neuron-explorer`` (its successor; "Migration Guide from Neuron Profiler to
+Neuron Explorer" and "Profile a NKI Kernel"), which take the same commands:
+
+    capture -n FILE.neff -s PROFILE.ntff [--profile-nth-exec=N] [--enable-dge-notifs]
+        runs the NEFF on the visible NeuronCore and writes the trace; with
+        --profile-nth-exec=N the trace of the N-th execution goes to
+        PROFILE_exec_N.ntff
+    view -n FILE.neff -s PROFILE.ntff --output-format summary-json
+        prints the summary: one top-level key holding a flat dict, *_percent
+        fields as fractions, -1 where a metric is not available
+    --version
+
+The numbers come from the fake device's model stored in the NEFF and the
+traced execution's own (noisy) time stored in the NTFF.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from kernelopt.testing.fake_trn2 import config, hardware, neff
+
+# The summary-json fields the fake prints (docs/trn2.md, "Fake contract").
+SUMMARY_FIELDS = (
+    "total_time",
+    "total_active_time",
+    "mfu_estimated_percent",
+    "mfu_max_achievable_estimated_percent",
+    "mbu_estimated_percent",
+    "hfu_estimated_percent",
+    "tensor_engine_active_time",
+    "tensor_engine_active_time_percent",
+    "vector_engine_active_time",
+    "vector_engine_active_time_percent",
+    "scalar_engine_active_time",
+    "scalar_engine_active_time_percent",
+    "gpsimd_engine_active_time",
+    "gpsimd_engine_active_time_percent",
+    "dma_active_time",
+    "dma_active_time_percent",
+    "dma_transfer_total_bytes",
+    "dma_transfer_count",
+    "hbm_read_bytes",
+    "hbm_write_bytes",
+    "sbuf_read_bytes",
+    "psum_read_bytes",
+    "spill_save_bytes",
+    "spill_reload_bytes",
+    "matmul_instruction_count",
+    "neuroncore_cycle_count",
+    "nc_idx",
+    "nd_idx",
+    "instance_type",
+    "compiler_version",
+    "runtime_version",
+)
+CAPTURE_FLAGS = ("--profile-nth-exec", "--enable-dge-notifs")
+
+
+def _option(argv: list[str], *names: str) -> str | None:
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if name.startswith("--") and arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def _unknown(argv: list[str], known: tuple[str, ...]) -> list[str]:
+    flags = [a.split("=", 1)[0] for a in argv if a.startswith("-")]
+    allowed = {"-n", "--neff-path", "-s", "--session-file", *known}
+    return [f for f in flags if f not in allowed]
+
+
+def ntff_path(requested: str, nth: str | None) -> Path:
+    """Where capture writes: the -s name, or NAME_exec_N.ntff for --profile-nth-exec=N."""
+    path = Path(requested)
+    return path.with_name(f"{path.stem}_exec_{nth}{path.suffix}") if nth else path
+
+
+def summary(data: dict[str, Any], trace: dict[str, Any], settings: dict[str, Any]) -> dict:
+    model = dict(data["profile"])
+    modelled = float(model.get("total_time") or 0.0)
+    measured = float(trace["total_time"])
+    scale = modelled / measured if measured > 0 else 1.0
+    values: dict[str, Any] = {"total_time": measured}
+    for key in ("total_active_time",):
+        if key in model:
+            values[key] = float(model[key]) / scale
+    for key in ("mfu_estimated_percent", "hfu_estimated_percent", "mbu_estimated_percent"):
+        if key in model:
+            values[key] = float(model[key]) * scale
+    for key in SUMMARY_FIELDS:
+        if key not in values and key in model:
+            values[key] = model[key]
+        if key.endswith("_active_time") and f"{key}_percent" in model:
+            values[key] = float(model[f"{key}_percent"]) / 100.0 * measured
+    values["nc_idx"] = trace.get("nc_idx", 0)
+    values["nd_idx"] = trace.get("nd_idx", 0)
+    values["instance_type"] = settings["instance_type"]
+    values["compiler_version"] = data["compiler_version"]
+    values["runtime_version"] = settings["runtime_version"]
+    flat: dict[str, Any] = {}
+    for key in SUMMARY_FIELDS:
+        if key in settings["unavailable"] or key not in values:
+            flat[key] = -1
+        elif key.endswith("_percent"):
+            flat[key] = float(values[key]) / 100.0  # fractions in [0, 1] in real output
+        else:
+            flat[key] = values[key]
+    return flat
+
+
+def capture(tool: str, argv: list[str], settings: dict[str, Any]) -> int:
+    neff_file, requested = _option(argv, "-n", "--neff-path"), _option(argv, "-s", "--session-file")
+    if neff_file is None:
+        print(f"{tool} capture: -n NEFF is required", file=sys.stderr)
+        return 2
+    if _unknown(argv, CAPTURE_FLAGS):
+        print(f"{tool} capture: unknown flags {_unknown(argv, CAPTURE_FLAGS)}", file=sys.stderr)
+        return 2
+    cores = os.environ.get("NEURON_RT_VISIBLE_CORES", "")
+    if not cores:
+        print(f"{tool}: no NeuronCore visible to this process", file=sys.stderr)
+        return 1
+    try:
+        data = neff.read(neff_file, neff.NEFF_FORMAT)
+    except neff.FakeFileError as error:
+        print(f"{tool}: {error}", file=sys.stderr)
+        return 1
+    if settings["run_error"]:
+        print(f"{tool}: NRT_EXEC_ERROR: {settings['run_error']}", file=sys.stderr)
+        return 1
+    nth = _option(argv, "--profile-nth-exec")
+    target = ntff_path(requested or "profile.ntff", nth)
+    history = len((config.home() / config.CALLS_NAME).read_text().splitlines())
+    digest = hashlib.sha256(Path(neff_file).read_bytes()).hexdigest()
+    (factor,) = hardware.noise(
+        data["profile"], float(settings["noise_pp"]), f"{digest}:capture:{history}", 1
+    )
+    first = int(cores.split(",")[0].split("-")[0])
+    neff.write(
+        target,
+        neff.NTFF_FORMAT,
+        {
+            "neff": neff_file,
+            "total_time": float(data["profile"].get("total_time", 0.0)) * factor,
+            "exec": int(nth or 1),
+            "nc_idx": first % int(settings["cores_per_device"]),
+            "nd_idx": first // int(settings["cores_per_device"]),
+        },
+    )
+    print(f"profile written to {target}")
+    return 0
+
+
+def view(tool: str, argv: list[str], settings: dict[str, Any]) -> int:
+    neff_file, session = _option(argv, "-n", "--neff-path"), _option(argv, "-s", "--session-file")
+    if neff_file is None or session is None:
+        print(f"{tool} view: -n NEFF and -s NTFF are required by the fake", file=sys.stderr)
+        return 2
+    if _option(argv, "--output-format") != "summary-json":
+        print(f"{tool} view: the fake prints --output-format summary-json only", file=sys.stderr)
+        return 2
+    try:
+        data = neff.read(neff_file, neff.NEFF_FORMAT)
+        trace = neff.read(session, neff.NTFF_FORMAT)
+    except neff.FakeFileError as error:
+        print(f"{tool}: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps({Path(neff_file).stem: summary(data, trace, settings)}, indent=2))
+    return 0
+
+
+def main(tool: str, argv: list[str]) -> int:
+    settings = config.load()
+    config.record_call(tool, argv)
+    if argv[:1] == ["--version"]:
+        print(f"{tool} version {settings['tools_version']}")
+        return 0
+    if argv[:1] == ["capture"]:
+        return capture(tool, argv[1:], settings)
+    if argv[:1] == ["view"]:
+        return view(tool, argv[1:], settings)
+    print(f"{tool}: usage: capture|view -n NEFF -s NTFF ... (or --version)", file=sys.stderr)
+    return 2
