@@ -20,25 +20,24 @@ from kernelopt.committing import Committer
 from kernelopt.decide import Verdict
 from kernelopt.evaluation import Evaluated, Evaluator
 from kernelopt.executor import Executor, InProcess
-from kernelopt.history import AttemptRecord, HistoryError, RunRepo, RunState
+from kernelopt.history import HistoryError, RunRepo, RunState
 from kernelopt.measurement import INTERRUPTED, Measurement
 from kernelopt.program import Program
-from kernelopt.proposers.base import Candidate, Observation, Proposer, ProposerState
+from kernelopt.proposers.base import Candidate, Observation, Observations, Proposer, ProposerState
 from kernelopt.recorder import Recorder
-from kernelopt.records import AttemptResult, Pending, RunSummary
+from kernelopt.records import (
+    AttemptResult,
+    NothingToTry,
+    Pending,
+    RunStopped,
+    RunSummary,
+    resume_notice,
+)
 from kernelopt.recovery import recover
 from kernelopt.runlock import RunBusy, run_lock
 from kernelopt.sampling import NoDevice, Reporter, SilentReporter
 from kernelopt.stopping import candidates_left, stop_reason
 from kernelopt.targets.base import Target
-
-
-class RunStopped(RuntimeError):
-    """The run already stopped; its reason is the message."""
-
-
-class NothingToTry(RuntimeError):
-    """``try`` found no change in the worktree: no attempt is made."""
 
 
 class Runner:
@@ -74,7 +73,7 @@ class Runner:
             self.reporter,
             remeasure=remeasure,
         )
-        self._observations: dict[tuple[int, str], Observation] = {}
+        self.observations = Observations()
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -138,13 +137,8 @@ class Runner:
         return self._unmeasured(att, failure)
 
     def try_batch(self, candidates: list[Candidate]) -> list[AttemptResult]:
-        """Commit several candidates, measure them at once (one per device), decide in order.
-
-        Each is judged against the BEST of the batch's start. Once one is kept,
-        a noisy target's later ones are measured again against the new BEST
-        (their comparison no longer holds); a deterministic target's are
-        simply compared with it.
-        """
+        """Commit several candidates, measure them at once (one per device), decide in order;
+        after a keep, a noisy target's later ones are measured again against the new BEST."""
         root = self.repo.common_dir / "kernelopt" / "trees" / self.run_id
         committed = [self._commit(c, export_to=root) for c in candidates]
         pending = [(a, root / str(a.n)) for a in committed if isinstance(a, Pending)]
@@ -193,14 +187,7 @@ class Runner:
         if state.stop:
             return self.summary(f"already stopped: {state.stop.get('reason')}", stopped=True)
         if state.started:
-            best = state.best
-            self.reporter.event(
-                "resuming",
-                next=state.next_attempt,
-                best_attempt=best.attempt if best else None,
-                best_metric=best.metric if best else None,
-                consecutive_regressions=state.counters.consecutive_regressions,
-            )
+            self.reporter.event("resuming", **resume_notice(state))
         baseline = self.ensure_baseline()
         if baseline is not None and baseline.verdict != Verdict.BASELINE:
             return self.summary(
@@ -239,12 +226,8 @@ class Runner:
         return stop_reason(self.program, self.state, invoked, max_candidates)
 
     def proposer_state(self) -> ProposerState:
-        state = self._require_state()
-        return ProposerState.of(
-            state,
-            tuple(self._observation(r) for r in state.attempts),
-            better=self.program.better,
-            seed=self.program.seed,
+        return self.observations.state(
+            self._require_state(), self.program.better, self.program.seed
         )
 
     def summary(self, reason: str, *, stopped: bool = False, failed: bool = False) -> RunSummary:
@@ -297,16 +280,9 @@ class Runner:
         result, self.state = evaluated
         return result
 
-    def _observation(self, record: AttemptRecord) -> Observation:
-        """Built once per attempt: the loop asks for the whole history before every batch."""
-        key = (record.attempt, record.commit)
-        if key not in self._observations:
-            self._observations[key] = Observation.of(record)
-        return self._observations[key]
-
     def _observed(self, attempt: int) -> Observation:
         assert self.state is not None
-        return self._observation(next(r for r in self.state.attempts if r.attempt == attempt))
+        return self.observations.of(next(r for r in self.state.attempts if r.attempt == attempt))
 
     def _require_state(self) -> RunState:
         if self.state is None:
@@ -314,7 +290,7 @@ class Runner:
         assert self.state is not None
         if not self.state.started:
             raise HistoryError(
-                f"run {self.run_id} has no baseline yet: start it with `kernelopt run`"
+                f"run {self.run_id} has no baseline yet: start it with kernelopt run"
             )
         if self.state.stop:
             raise RunStopped(f"run {self.run_id} stopped: {self.state.stop.get('reason')}")

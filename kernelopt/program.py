@@ -49,7 +49,9 @@ class KnobFile:
 
 
 @dataclass(frozen=True)
-class Target:
+class TargetSpec:
+    """What program.md says is measured (`target:`); kernelopt.targets builds the Target."""
+
     kind: str
     workload: str | None = None
     kernel: str | None = None
@@ -127,7 +129,7 @@ class StopConfig:
 class Program:
     path: Path
     name: str
-    target: Target
+    target: TargetSpec
     metric: str
     better: str
     device: Device
@@ -338,7 +340,7 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
         )
     else:
         knob_file = None
-    target = Target(
+    target = TargetSpec(
         kind=t["kind"],
         workload=t.get("workload"),
         kernel=t.get("kernel"),

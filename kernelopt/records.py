@@ -186,3 +186,22 @@ def measured_on(measurement: dict[str, Any]) -> dict[str, Any]:
         "timing": measurement.get("timing") or extra.get("timing"),
         "profile": measurement.get("profile") or {},
     }
+
+
+class RunStopped(RuntimeError):
+    """The run already stopped; its reason is the message."""
+
+
+class NothingToTry(RuntimeError):
+    """``try`` found no change in the worktree: no attempt is made."""
+
+
+def resume_notice(state: RunState) -> dict[str, Any]:
+    """What a resumed run says first: where it goes on from, BEST and the counters."""
+    best = state.best
+    return {
+        "next": state.next_attempt,
+        "best_attempt": best.attempt if best else None,
+        "best_metric": best.metric if best else None,
+        "consecutive_regressions": state.counters.consecutive_regressions,
+    }

@@ -165,3 +165,22 @@ class Proposer(Protocol):
     def observe(self, results: list[Observation]) -> None:
         """Decided results of earlier candidates; optional to use."""
         ...
+
+
+class Observations:
+    """Observations of recorded attempts, each built once: the loop asks for the
+    whole history before every batch."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[int, str], Observation] = {}
+
+    def of(self, record: AttemptRecord) -> Observation:
+        key = (record.attempt, record.commit)
+        if key not in self._cache:
+            self._cache[key] = Observation.of(record)
+        return self._cache[key]
+
+    def state(self, run: RunState, better: str, seed: int) -> ProposerState:
+        """What a proposer sees of the run ``run``."""
+        history = tuple(self.of(r) for r in run.attempts)
+        return ProposerState.of(run, history, better=better, seed=seed)
