@@ -10,7 +10,7 @@ import yaml
 
 from kernelopt.durations import parse_duration
 from kernelopt.keys import Problem
-from kernelopt.schema import knob_space_problem, parse_percent, validate
+from kernelopt.schema import knob_space_problems, parse_percent, validate
 from kernelopt.validity import MetricRange
 
 # Metrics an nki target produces: the sim/profiler record fields plus short aliases.
@@ -318,8 +318,8 @@ def _knob_space_checks(knobs: Any) -> list[Problem]:
     space = knobs.get("space")
     if not isinstance(space, dict) or not space:
         problems.append(Problem("target.knobs.space", "missing: {NAME: [values], ...}"))
-    elif message := knob_space_problem(space):
-        problems.append(Problem("target.knobs.space", message))
+    else:
+        problems += knob_space_problems(space)
     return problems
 
 

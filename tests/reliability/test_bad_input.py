@@ -1,0 +1,82 @@
+"""Every bad input a user can give is one clear error, exit 2, before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git
+
+from kernelopt.program import ProgramError, load_program, split_front_matter
+
+
+def with_front(repo: BenchRepo, edit: Callable[[dict[str, Any]], None]) -> BenchRepo:
+    """The repository's program with its front matter edited, committed."""
+    text, body, _ = split_front_matter(repo.program.read_text())
+    front = yaml.safe_load(text or "")
+    edit(front)
+    repo.program.write_text("---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n" + body)
+    git(repo.root, "commit", "-q", "-am", "the program under test")
+    return repo
+
+
+def refused(cli: Cli, repo: BenchRepo, *expected: str) -> str:
+    """Run the program; assert exit 2 with ``expected`` in the message and nothing started."""
+    head = repo.rev("HEAD")
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    for text in expected:
+        assert text in result.output
+    assert repo.rev(repo.branch()) is None  # no run branch: no baseline was measured
+    assert git(repo.root, "for-each-ref", "refs/kernelopt/") == ""
+    assert repo.rev("HEAD") == head
+    assert git(repo.root, "status", "--porcelain") == ""
+    return result.output
+
+
+def set_space(space: dict[Any, Any]) -> Callable[[dict[str, Any]], None]:
+    return lambda front: front["target"]["knobs"].__setitem__("space", space)
+
+
+@pytest.mark.parametrize(
+    ("space", "key", "why"),
+    [
+        ({"X": [[1], [2]]}, "X", "strings or numbers"),
+        ({"X": [{"a": 1}]}, "X", "strings or numbers"),
+        ({"X": [None, 1]}, "X", "strings or numbers"),
+        ({"X": [1, True]}, "X", "booleans cannot be mixed"),
+        ({"X": [1, 1]}, "X", "listed twice"),
+        ({"X": [64, 64.0]}, "X", "listed twice"),
+        ({"X": []}, "X", "at least one value"),
+        ({"X": None}, "X", "at least one value"),
+        ({"X": [float("nan")]}, "X", "finite"),
+        ({1: [1, 2]}, "1", "must be a string"),
+    ],
+)
+def test_a_bad_knob_space_is_refused_naming_the_knob(
+    bench_repo: RepoFactory, cli: Cli, space: dict[Any, Any], key: str, why: str
+) -> None:
+    repo = with_front(bench_repo(), set_space(space))
+
+    refused(cli, repo, f"target.knobs.space.{key}:", why)
+
+
+def test_every_bad_knob_is_reported_at_once(bench_repo: RepoFactory) -> None:
+    repo = with_front(bench_repo(), set_space({"A": [], "B": [1, 2], "C": [[0]]}))
+
+    with pytest.raises(ProgramError) as info:
+        load_program(repo.program)
+
+    assert [p.path for p in info.value.problems] == ["target.knobs.space.A", "target.knobs.space.C"]
+
+
+def test_a_space_of_booleans_or_mixed_scalars_is_accepted(bench_repo: RepoFactory) -> None:
+    repo = with_front(bench_repo(), set_space({"X": [100, 80.5, "wrong"], "FLAG": [True, False]}))
+
+    program = load_program(repo.program)
+
+    assert program.target.knobs is not None
+    assert program.target.knobs.space == {"X": (100, 80.5, "wrong"), "FLAG": (True, False)}
