@@ -238,7 +238,11 @@ def _cross_checks(values: dict[str, Any], root: Path) -> list[Problem]:
     target = values["target"]
     if target["kind"] == "nki":
         return _nki_checks(target, values["metric"]["name"], root)
-    return _command_checks(target, values["metric"]["name"])
+    problems = _command_checks(target, values["metric"]["name"])
+    knobs = target.get("knobs")
+    if isinstance(knobs, dict) and isinstance(knobs.get("file"), str):
+        problems += _inside("target.knobs.file", knobs["file"], root)
+    return problems
 
 
 def _nki_checks(target: dict[str, Any], metric: str, root: Path) -> list[Problem]:
@@ -265,7 +269,20 @@ def _nki_checks(target: dict[str, Any], metric: str, root: Path) -> list[Problem
     return problems
 
 
+def _inside(key: str, rel: str | None, root: Path) -> list[Problem]:
+    """A path the run reads or writes must stay in the repository: candidates are commits of it."""
+    if not rel:
+        return []
+    if Path(rel).is_absolute() or ".." in Path(rel).parts:
+        return [Problem(key, f"must be a path inside the repository, relative to it: {rel}")]
+    if not (root / rel).resolve().is_relative_to(root.resolve()):
+        return [Problem(key, f"leads outside the repository (through a symlink): {rel}")]
+    return []
+
+
 def _exists(key: str, rel: str | None, root: Path) -> list[Problem]:
+    if outside := _inside(key, rel, root):
+        return outside
     if rel and not (root / rel).exists():
         return [Problem(key, f"file does not exist: {rel} (relative to {root})")]
     return []

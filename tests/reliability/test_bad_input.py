@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -80,3 +81,68 @@ def test_a_space_of_booleans_or_mixed_scalars_is_accepted(bench_repo: RepoFactor
 
     assert program.target.knobs is not None
     assert program.target.knobs.space == {"X": (100, 80.5, "wrong"), "FLAG": (True, False)}
+
+
+def set_knob_file(path: str) -> Callable[[dict[str, Any]], None]:
+    return lambda front: front["target"]["knobs"].__setitem__("file", path)
+
+
+@pytest.mark.parametrize("path", ["/tmp/knobs.json", "../knobs.json", "sub/../../knobs.json"])
+def test_a_knob_file_outside_the_tree_is_refused_before_the_baseline(
+    bench_repo: RepoFactory, cli: Cli, path: str
+) -> None:
+    repo = with_front(bench_repo(), set_knob_file(path))
+
+    refused(cli, repo, "target.knobs.file:", "inside the repository")
+
+
+def test_a_knob_file_behind_a_symlink_leaving_the_tree_is_refused(
+    bench_repo: RepoFactory, cli: Cli, tmp_path: Path
+) -> None:
+    repo = bench_repo()
+    (tmp_path / "elsewhere").mkdir()
+    (repo.root / "conf").symlink_to(tmp_path / "elsewhere")
+    git(repo.root, "add", "conf")
+    repo = with_front(repo, set_knob_file("conf/knobs.json"))
+
+    refused(cli, repo, "target.knobs.file:", "leads outside the repository")
+
+
+def test_a_knob_file_in_a_subfolder_is_accepted(bench_repo: RepoFactory) -> None:
+    repo = with_front(bench_repo(), set_knob_file("conf/knobs.json"))
+
+    assert load_program(repo.program).target.knobs.file == "conf/knobs.json"  # type: ignore[union-attr]
+
+
+def nki_program(root: Path, **paths: str) -> Path:
+    for name in ("workload.py", "kernel.py", "knobs.json"):
+        (root / name).write_text("")
+    front = {
+        "name": "k",
+        "target": {"kind": "nki", "workload": "workload.py", "kernel": "kernel.py", **paths},
+        "metric": {"name": "mfu", "better": "higher"},
+    }
+    path = root / "program.md"
+    path.write_text("---\n" + yaml.safe_dump(front) + "---\n")
+    return path
+
+
+@pytest.mark.parametrize("key", ["workload", "kernel", "knobs"])
+@pytest.mark.parametrize("where", ["absolute", "dotdot", "symlink"])
+def test_an_nki_path_outside_the_tree_is_refused(tmp_path: Path, key: str, where: str) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (tmp_path / "outside.py").write_text("")
+    (root / "link.py").symlink_to(tmp_path / "outside.py")
+    rel = {
+        "absolute": str(tmp_path / "outside.py"),
+        "dotdot": "../outside.py",
+        "symlink": "link.py",
+    }
+    program = nki_program(root, **{key: rel[where]})
+
+    with pytest.raises(ProgramError) as info:
+        load_program(program, root=root)
+
+    assert [p.path for p in info.value.problems] == [f"target.{key}"]
+    assert "repository" in info.value.problems[0].message
