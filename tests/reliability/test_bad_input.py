@@ -146,3 +146,30 @@ def test_an_nki_path_outside_the_tree_is_refused(tmp_path: Path, key: str, where
 
     assert [p.path for p in info.value.problems] == [f"target.{key}"]
     assert "repository" in info.value.problems[0].message
+
+
+@pytest.mark.parametrize(
+    "correct",
+    [
+        "-" * 990 + "err == 0",
+        "(0 + " * 150 + "err" + ")" * 150 + " == 0",
+        "not " * 200 + "err",
+        "abs(" * 120 + "err" + ")" * 120 + " == 0",
+    ],
+)
+def test_a_deeply_nested_correct_expression_is_refused_before_the_baseline(
+    bench_repo: RepoFactory, cli: Cli, correct: str
+) -> None:
+    repo = with_front(bench_repo(), lambda front: front["target"].__setitem__("correct", correct))
+
+    output = refused(cli, repo, "target.correct:", "too deeply nested")
+
+    assert len(output) < 400  # the error does not echo the whole expression
+
+
+def test_a_moderately_nested_correct_expression_still_holds(bench_repo: RepoFactory) -> None:
+    from kernelopt.targets.expr import parse_expression
+
+    expression = parse_expression("-" * 20 + "(" * 10 + "err" + ")" * 10 + " == 0")
+
+    assert expression.holds({"err": 0}) and not expression.holds({"err": 1})
