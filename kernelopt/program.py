@@ -148,6 +148,24 @@ class Program:
         return self.metric
 
 
+class _FrontMatterLoader(yaml.SafeLoader):
+    """Safe YAML without aliases. Front matter is a dozen short keys, so an alias
+    saves nothing, while a few nested ones ("billion laughs") expand into a value
+    whose every use (validation, error messages, notes) takes minutes and gigabytes.
+    Refusing them is one rule a user can read; a bound on expansion would be a
+    number to tune."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                "aliases (*name) are not allowed in front matter; write the value out",
+                self.peek_event().start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
 def split_front_matter(text: str) -> tuple[str | None, str, int]:
     """(front matter, body, line where the body starts); front matter None when absent."""
     lines = text.splitlines(keepends=True)
@@ -181,7 +199,7 @@ def load_program(path: str | Path, root: str | Path | None = None) -> Program:
             ],
         )
     try:
-        data = yaml.safe_load(front)
+        data = yaml.load(front, Loader=_FrontMatterLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 2}" if mark is not None else "front matter"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 import yaml
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git
 
+import kernelopt.cli  # noqa: F401 - imported here, so a time limit below measures no imports
 from kernelopt.program import ProgramError, load_program, split_front_matter
 
 
@@ -173,3 +175,35 @@ def test_a_moderately_nested_correct_expression_still_holds(bench_repo: RepoFact
     expression = parse_expression("-" * 20 + "(" * 10 + "err" + ")" * 10 + " == 0")
 
     assert expression.holds({"err": 0}) and not expression.holds({"err": 1})
+
+
+def billion_laughs(key: str) -> str:
+    """Front matter of about 800 bytes whose ``key`` expands to 9**9 strings."""
+    lines = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 9)]
+    return "---\nkernelopt: 1\n" + "\n".join(lines) + f"\n{key}: *l8\n---\nTune.\n"
+
+
+@pytest.mark.parametrize("key", ["name", "metric", "timeout"])
+def test_a_billion_laughs_front_matter_fails_fast(
+    bench_repo: RepoFactory, cli: Cli, key: str
+) -> None:
+    repo = bench_repo()
+    text = billion_laughs(key)
+    assert len(text) < 1000
+    repo.program.write_text(text)
+    git(repo.root, "commit", "-q", "-am", "a hostile program")
+    started = time.monotonic()
+
+    refused(cli, repo, "aliases (*name) are not allowed")
+
+    assert time.monotonic() - started < 1.0
+
+
+def test_anchors_without_aliases_are_still_plain_yaml(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    path = nki_program(root)
+    path.write_text(path.read_text().replace("name: k", "name: &n k"))
+
+    assert load_program(path, root=root).name == "k"
