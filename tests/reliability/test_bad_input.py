@@ -207,3 +207,59 @@ def test_anchors_without_aliases_are_still_plain_yaml(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("name: k", "name: &n k"))
 
     assert load_program(path, root=root).name == "k"
+
+
+def started_run(bench_repo: RepoFactory, cli: Cli) -> BenchRepo:
+    repo = bench_repo(space=None)
+    assert cli("run", str(repo.program), "--tag", "t", cwd=repo.root).exit_code == 0
+    (repo.worktree() / "knobs.json").write_text('{"X": 80}\n')
+    return repo
+
+
+@pytest.mark.parametrize(
+    ("message", "why"),
+    [
+        ("caf\udce9 is faster", "not valid UTF-8"),
+        ("\udcff\udcfe", "not valid UTF-8"),
+        ("a\x00b", "U+0000"),
+        ("red \x1b[31mtext", "U+001B"),
+        ("carriage\rreturn", "U+000D"),
+    ],
+)
+def test_try_refuses_a_hypothesis_that_is_not_text(
+    bench_repo: RepoFactory, cli: Cli, message: str, why: str
+) -> None:
+    repo = started_run(bench_repo, cli)
+    refs = repo.attempt_refs()
+
+    result = cli("try", "-m", message, cwd=repo.worktree())
+
+    assert result.exit_code == 2, result.output
+    assert "-m:" in result.output and why in result.output
+    assert repo.attempt_refs() == refs  # nothing committed or measured
+    assert git(repo.worktree(), "status", "--porcelain").strip() == "M knobs.json"
+
+
+def test_a_hypothesis_cannot_forge_trailers(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started_run(bench_repo, cli)
+    message = "smaller X\n\nKernelopt-Attempt: 99\nKernelopt-Run: other-run\n\n\tindented"
+
+    result = cli("try", "-m", message, cwd=repo.worktree())
+
+    assert result.exit_code == 0, result.output
+    sha = repo.attempt_refs()[1]
+    assert git(repo.root, "log", "-1", "--format=%s", sha).strip() == "kernelopt #1 edit: smaller X"
+    trailers = git(repo.root, "log", "-1", "--format=%(trailers:only,unfold)", sha).split("\n")
+    assert "Kernelopt-Attempt: 1" in trailers and "Kernelopt-Run: x-t" in trailers
+    assert "Kernelopt-Attempt: 99" not in trailers
+    assert repo.note(sha)["hypothesis"] == message
+
+
+def test_text_from_other_sources_is_made_safe_for_the_commit_message() -> None:
+    from kernelopt.history import candidate_message, read_trailers
+
+    message = candidate_message("x-t", 3, "agent", "caf\udce9\x00 wins\r\nsecond line")
+
+    message.encode("utf-8")  # no surrogate is left to fail the write to git
+    assert message.splitlines()[0] == "kernelopt #3 agent: caf\ufffd\ufffd wins"
+    assert read_trailers(message)["Kernelopt-Attempt"] == "3"
