@@ -346,7 +346,7 @@ def _knob_space_checks(knobs: Any) -> list[Problem]:
         problems.append(
             Problem("target.knobs", f"unknown keys {sorted(unknown)} (allowed: file, space)")
         )
-    if not isinstance(knobs.get("file"), str):
+    if not isinstance(knobs.get("file"), str) or not knobs["file"].strip():
         problems.append(
             Problem("target.knobs.file", "missing: the file the knob assignment is written to")
         )

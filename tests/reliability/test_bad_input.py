@@ -98,6 +98,14 @@ def test_a_knob_file_outside_the_tree_is_refused_before_the_baseline(
     refused(cli, repo, "target.knobs.file:", "inside the repository")
 
 
+def test_an_empty_knob_file_is_refused_before_the_baseline(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = with_front(bench_repo(), set_knob_file(""))
+
+    refused(cli, repo, "target.knobs.file:", "missing")
+
+
 def test_a_knob_file_behind_a_symlink_leaving_the_tree_is_refused(
     bench_repo: RepoFactory, cli: Cli, tmp_path: Path
 ) -> None:
