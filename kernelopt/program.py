@@ -310,7 +310,7 @@ def _command_checks(target: dict[str, Any], metric: str) -> list[Problem]:
     problems: list[Problem] = []
     if not target.get("command"):
         problems.append(Problem("target.command", "required for target kind 'command'"))
-    if target.get("correct"):
+    if target.get("correct") is not None:
         # Imported here: kernelopt.targets imports this module.
         from kernelopt.targets.expr import ExpressionError, parse_expression
 

@@ -177,6 +177,15 @@ def test_a_deeply_nested_correct_expression_is_refused_before_the_baseline(
     assert len(output) < 400  # the error does not echo the whole expression
 
 
+@pytest.mark.parametrize("correct", ["", "   "])
+def test_an_empty_correct_expression_is_refused_before_the_baseline(
+    bench_repo: RepoFactory, cli: Cli, correct: str
+) -> None:
+    repo = with_front(bench_repo(), lambda front: front["target"].__setitem__("correct", correct))
+
+    refused(cli, repo, "target.correct:", "non-empty")
+
+
 def test_a_moderately_nested_correct_expression_still_holds(bench_repo: RepoFactory) -> None:
     from kernelopt.targets.expr import parse_expression
 
