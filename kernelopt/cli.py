@@ -24,6 +24,7 @@ from kernelopt.exits import (
     exit_code_of,
 )
 from kernelopt.history import HistoryError, RunRepo, default_tag, find_repo, list_runs
+from kernelopt.hypothesis import hypothesis_problem
 from kernelopt.loop import NothingToTry, RunBusy, Runner, RunStopped
 from kernelopt.names import name_problem
 from kernelopt.output import (
@@ -220,6 +221,8 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
       $EDITOR ir/cpu_stencil/knobs.json
       kernelopt try -m "a larger block keeps the tile in L1" --json
     """
+    if (why := hypothesis_problem(hypothesis)) is not None:
+        raise UsageProblem(f"-m: {why}; the hypothesis is recorded in a commit message")
     try:
         repo_root, run_id = current_run(Path.cwd())
         prog = _load(program_path) if program_path else program_for_run(repo_root, run_id)

@@ -14,6 +14,7 @@ from typing import Any
 
 from kernelopt.decide import Verdict
 from kernelopt.history import RunRepo, RunState, read_trailers
+from kernelopt.hypothesis import safe_hypothesis
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.proposers.base import Candidate
 from kernelopt.records import Pending
@@ -96,7 +97,7 @@ class Committer:
             n,
             sha,
             candidate.kind,
-            candidate.hypothesis,
+            safe_hypothesis(candidate.hypothesis),
             candidate.knobs,
             candidate.signature,
             dict(candidate.extra),
@@ -112,7 +113,7 @@ class Committer:
         sha = self.repo.commit_attempt(n, kind, hypothesis, parent=parent)
         if sha is None:
             return Measurement.failure(FAILED, "no change: the worktree equals BEST_COMMIT")
-        return Pending(n, sha, kind, hypothesis, extra=dict(extra or {}))
+        return Pending(n, sha, kind, safe_hypothesis(hypothesis), extra=dict(extra or {}))
 
     def as_is(
         self, n: int, kind: str, hypothesis: str, parent: str, extra: dict[str, Any] | None = None
@@ -120,7 +121,7 @@ class Committer:
         """Commit whatever the worktree holds, even nothing (an attempt recorded unmeasured)."""
         sha = self.repo.commit_attempt(n, kind, hypothesis, allow_empty=True, parent=parent)
         assert sha is not None
-        return Pending(n, sha, kind, hypothesis, extra=dict(extra or {}))
+        return Pending(n, sha, kind, safe_hypothesis(hypothesis), extra=dict(extra or {}))
 
     def read(self, n: int, sha: str) -> Pending:
         """A committed, undecided attempt as its commit tells it, knobs included, so that

@@ -34,6 +34,7 @@ from kernelopt.gitcmd import (
     clear_stale_locks,
     write_note,
 )
+from kernelopt.hypothesis import safe_hypothesis
 
 LEDGER = "performance.md"
 
@@ -157,6 +158,7 @@ def candidate_message(
     hypothesis: str,
     trailers: Mapping[str, str] | None = None,
 ) -> str:
+    hypothesis = safe_hypothesis(hypothesis)
     first, _, rest = hypothesis.strip().partition("\n")
     subject = f"kernelopt #{attempt} {kind}: {first.strip() or '(no hypothesis given)'}"
     if len(subject) > 120:

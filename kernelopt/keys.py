@@ -133,10 +133,28 @@ duration_ok = parses(parse_duration)
 percent_ok = parses(parse_percent)
 
 
-def knob_space_ok(space: Any) -> str | None:
-    for name, values in space.items():
-        if not isinstance(values, list) or not values:
-            return f"knob {name!r} must list its values, e.g. {name}: [32, 64, 128]"
+def knob_values_ok(name: str, values: Any) -> str | None:
+    """A knob's values: a non-empty list of distinct scalars (str, int, float, or only booleans).
+
+    Each value is written to the knob file and compared with the others, so a
+    list, mapping or null has no meaning there, and ``1`` beside ``true`` (equal
+    in Python, different in JSON) would make two candidates one.
+    """
+    example = f"e.g. {name}: [32, 64, 128]"
+    if not isinstance(values, list) or not values:
+        return f"must list at least one value, {example}"
+    for value in values:
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"values must be finite numbers, found {value!r}"
+        if not isinstance(value, str | int | float | bool):
+            return f"values must be strings or numbers, found {type(value).__name__} {value!r}"
+    if any(isinstance(v, bool) for v in values) and not all(isinstance(v, bool) for v in values):
+        return f"booleans cannot be mixed with other values, found {values!r}"
+    seen: list[Any] = []
+    for value in values:
+        if value in seen:
+            return f"value {value!r} is listed twice"
+        seen.append(value)
     return None
 
 

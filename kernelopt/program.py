@@ -10,7 +10,7 @@ import yaml
 
 from kernelopt.durations import parse_duration
 from kernelopt.keys import Problem
-from kernelopt.schema import knob_space_problem, parse_percent, validate
+from kernelopt.schema import knob_space_problems, parse_percent, validate
 from kernelopt.validity import MetricRange
 
 # Metrics an nki target produces: the sim/profiler record fields plus short aliases.
@@ -154,6 +154,24 @@ class Program:
         return self.metric
 
 
+class _FrontMatterLoader(yaml.SafeLoader):
+    """Safe YAML without aliases. Front matter is a dozen short keys, so an alias
+    saves nothing, while a few nested ones ("billion laughs") expand into a value
+    whose every use (validation, error messages, notes) takes minutes and gigabytes.
+    Refusing them is one rule a user can read; a bound on expansion would be a
+    number to tune."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                "aliases (*name) are not allowed in front matter; write the value out",
+                self.peek_event().start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
 def split_front_matter(text: str) -> tuple[str | None, str, int]:
     """(front matter, body, line where the body starts); front matter None when absent."""
     lines = text.splitlines(keepends=True)
@@ -187,7 +205,7 @@ def load_program(path: str | Path, root: str | Path | None = None) -> Program:
             ],
         )
     try:
-        data = yaml.safe_load(front)
+        data = yaml.load(front, Loader=_FrontMatterLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 2}" if mark is not None else "front matter"
@@ -244,7 +262,11 @@ def _cross_checks(values: dict[str, Any], root: Path) -> list[Problem]:
     target = values["target"]
     if target["kind"] == "nki":
         return _nki_checks(target, values["metric"]["name"], root)
-    return _command_checks(target, values["metric"]["name"])
+    problems = _command_checks(target, values["metric"]["name"])
+    knobs = target.get("knobs")
+    if isinstance(knobs, dict) and isinstance(knobs.get("file"), str):
+        problems += _inside("target.knobs.file", knobs["file"], root)
+    return problems
 
 
 def _nki_checks(target: dict[str, Any], metric: str, root: Path) -> list[Problem]:
@@ -271,7 +293,20 @@ def _nki_checks(target: dict[str, Any], metric: str, root: Path) -> list[Problem
     return problems
 
 
+def _inside(key: str, rel: str | None, root: Path) -> list[Problem]:
+    """A path the run reads or writes must stay in the repository: candidates are commits of it."""
+    if not rel:
+        return []
+    if Path(rel).is_absolute() or ".." in Path(rel).parts:
+        return [Problem(key, f"must be a path inside the repository, relative to it: {rel}")]
+    if not (root / rel).resolve().is_relative_to(root.resolve()):
+        return [Problem(key, f"leads outside the repository (through a symlink): {rel}")]
+    return []
+
+
 def _exists(key: str, rel: str | None, root: Path) -> list[Problem]:
+    if outside := _inside(key, rel, root):
+        return outside
     if rel and not (root / rel).exists():
         return [Problem(key, f"file does not exist: {rel} (relative to {root})")]
     return []
@@ -317,15 +352,15 @@ def _knob_space_checks(knobs: Any) -> list[Problem]:
         problems.append(
             Problem("target.knobs", f"unknown keys {sorted(unknown)} (allowed: file, space)")
         )
-    if not isinstance(knobs.get("file"), str):
+    if not isinstance(knobs.get("file"), str) or not knobs["file"].strip():
         problems.append(
             Problem("target.knobs.file", "missing: the file the knob assignment is written to")
         )
     space = knobs.get("space")
     if not isinstance(space, dict) or not space:
         problems.append(Problem("target.knobs.space", "missing: {NAME: [values], ...}"))
-    elif message := knob_space_problem(space):
-        problems.append(Problem("target.knobs.space", message))
+    else:
+        problems += knob_space_problems(space)
     return problems
 
 

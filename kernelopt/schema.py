@@ -14,7 +14,7 @@ from kernelopt.keys import (
     Problem,
     Section,
     duration_ok,
-    knob_space_ok,
+    knob_values_ok,
     non_negative,
     parse_percent,
     percent_ok,
@@ -352,8 +352,16 @@ def validate(data: Any) -> tuple[dict[str, Any], list[Problem]]:
     return validate_section(data, SCHEMA)
 
 
-def knob_space_problem(space: Any) -> str | None:
-    return knob_space_ok(space)
+def knob_space_problems(space: dict[Any, Any]) -> list[Problem]:
+    """Every problem of a command target's knob space, each at target.knobs.space.NAME."""
+    problems: list[Problem] = []
+    for name, values in space.items():
+        where = f"target.knobs.space.{name}"
+        if not isinstance(name, str) or not name.strip():
+            problems.append(Problem(where, f"a knob's name must be a string, found {name!r}"))
+        elif message := knob_values_ok(name, values):
+            problems.append(Problem(where, message))
+    return problems
 
 
 __all__ = ["DEVICE_KINDS", "SCHEMA", "TARGET_KINDS", "parse_percent", "validate"]

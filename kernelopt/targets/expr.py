@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_LENGTH = 1000
+# The evaluator recurses once per level; a bound far below Python's recursion
+# limit keeps ``- - - ... x`` an error when parsed, not a crash when evaluated.
+MAX_DEPTH = 50
 
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
@@ -71,12 +74,25 @@ def parse_expression(text: str) -> Expression:
         raise ExpressionError(f"invalid expression {text!r}: {exc.msg}") from None
     except (RecursionError, MemoryError):
         raise ExpressionError(f"expression {text!r} is nested too deeply") from None
+    if _depth(tree) > MAX_DEPTH:
+        raise ExpressionError(f"expression too deeply nested (more than {MAX_DEPTH} levels)")
     names: set[str] = set()
     for node in ast.walk(tree):
         _check_node(node, text)
         if isinstance(node, ast.Name) and node.id not in _FUNCTIONS:
             names.add(node.id)
     return Expression(text=text, names=frozenset(names - set(_CONSTANT_NAMES)), tree=tree)
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deeply ``tree`` nests, counted without recursion."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _check_node(node: ast.AST, text: str) -> None:

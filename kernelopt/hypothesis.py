@@ -1,0 +1,38 @@
+"""A hypothesis as it is recorded: the subject and body of an attempt's commit.
+
+``kernelopt try -m`` refuses a hypothesis that is not valid UTF-8 (Python hands
+undecodable argv bytes over as surrogate escapes) or that holds control
+characters: the hypothesis is the user's own words, kept in history for good,
+so silently changing them would record something nobody wrote, and the shell
+or agent that sent them can fix the string and ask again. Text from other
+sources (an agent's hypothesis file, knob values) is made safe instead, so
+nothing can break the commit message or the trailers read back from it.
+Newlines and tabs are text: a first line and a body.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+_TEXT_CONTROLS = frozenset("\n\t")
+
+
+def _is_control(char: str) -> bool:
+    return char not in _TEXT_CONTROLS and unicodedata.category(char) in ("Cc", "Cs")
+
+
+def hypothesis_problem(text: str) -> str | None:
+    """Why ``text`` cannot be recorded as it is, or None when it can."""
+    for position, char in enumerate(text):
+        if unicodedata.category(char) == "Cs":
+            return f"it is not valid UTF-8 (undecodable byte at character {position})"
+        if _is_control(char):
+            return f"it holds the control character U+{ord(char):04X} at character {position}"
+    return None
+
+
+def safe_hypothesis(text: str) -> str:
+    """``text`` with every undecodable byte and control character (but newline and tab)
+    replaced by U+FFFD, and line ends made plain newlines."""
+    text = text.replace("\r\n", "\n")
+    return "".join("\ufffd" if _is_control(char) else char for char in text)
