@@ -157,6 +157,7 @@ class NkiSimTarget(Target):
             "mac_count": mac_count,
             # What bounds the time and the top TensorE stalls, with source lines.
             "explain": report.explanation,
+            "timing": "model",  # the cost model's estimate, not a clock
         }
         if report.error is not None or not report.correct:
             status = INCORRECT if report.error_kind in (None, "numerics") else FAILED

@@ -170,3 +170,26 @@ def test_a_compile_error_is_a_failed_attempt_with_the_compilers_message(
     code, data = _try(root, env, "kernel_psum_oom.py", "hold every accumulator in PSUM")
     assert code == 13 and data["verdict"] == "failed", data
     assert "psum" in data["error"].lower()
+
+
+def test_try_and_log_json_carry_the_profile_device_host_and_timing(
+    current: tuple[Path, FakeTrn2, dict[str, str]],
+) -> None:
+    root, fake, env = current
+    assert kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env).returncode == 0
+    worktree = root / ".git" / "kernelopt" / "worktrees" / "trn-t"
+    kernel = worktree / "ir" / "small" / "kernel.py"
+    kernel.write_text(kernel.read_text() + "\n# the same kernel, measured again\n")
+    proc = kernelopt(worktree, "try", "-m", "a comment only", "--json", env=env)
+    answer = json.loads(proc.stdout)
+    rows = json.loads(kernelopt(root, "log", "--run", "trn-t", "--json", env=env).stdout)
+    note = _note(root, answer["attempt"])["measurement"]
+    for data in (answer, rows[answer["attempt"]]):
+        assert data["timing"] == "device"
+        assert data["device"] == note["device"] and data["device"].startswith("neuron")
+        assert data["host"] == "localhost"
+        # The profiler's own field names, as the note has them.
+        assert data["profile"] == note["profile"]
+        assert 0 < data["profile"]["mfu_estimated_percent"] <= 100
+        assert "tensor_engine_active_time_percent" in data["profile"]
+    assert rows[0]["timing"] == "device" and rows[0]["profile"]
