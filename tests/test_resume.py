@@ -79,9 +79,14 @@ def settle(repo: BenchRepo) -> None:
     """Let a git process orphaned by the kill finish its transaction."""
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
+        # kernelopt's own run lock is a file that stays; git's lock files go. The
+        # orphaned git may remove folders while we look: a vanished one holds no lock.
         locks = [
-            p for p in (repo.root / ".git").rglob("*.lock") if "kernelopt" not in p.parts
-        ]  # kernelopt's own run lock is a file that stays; git's lock files go
+            Path(folder, name)
+            for folder, _, names in os.walk(repo.root / ".git")
+            for name in names
+            if name.endswith(".lock") and "kernelopt" not in Path(folder).parts
+        ]
         if not locks:
             return
         time.sleep(0.05)
