@@ -137,3 +137,28 @@ def test_without_screen_keys_no_candidate_is_screened(tmp_path: Path) -> None:
     assert not (root / ".git" / "kernelopt" / "screen").exists()
     rows = json.loads(kernelopt(root, "log", "--screened", "--json", env=env).stdout)
     assert rows == []
+
+
+def test_sim_calibrate_fits_the_runs_measurements_and_sim_uses_the_file(
+    screened_run: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = screened_run
+    out = root.parent / "calibration.json"
+    proc = kernelopt(
+        root, "sim", "calibrate", "--run", "trn-t", "--json", "--out", str(out), env=env
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    figures = json.loads(proc.stdout)
+    assert figures["pairs"] == len(notes(root)) == 5
+    for key in ("error_before", "error_after"):
+        assert figures[key] >= 0
+    assert figures["spearman"] is None or -1 <= figures["spearman"] <= 1
+    assert figures["params"] and json.loads(out.read_text())["params"] == figures["params"]
+    small = root / "ir" / "small"
+    args = ["sim", str(small / "kernel.py"), "--workload", str(small / "workload.py"), "--json"]
+    default = json.loads(kernelopt(root, *args, env=env).stdout)
+    calibrated = kernelopt(root, *args, "--calibration", str(out), env=env)
+    assert calibrated.returncode == 0, calibrated.stderr
+    assert json.loads(calibrated.stdout)["total_time"] != default["total_time"]
+    plain = kernelopt(root, "sim", "calibrate", "--run", "trn-t", "--out", str(out), env=env)
+    assert "error_after:" in plain.stdout and "spearman:" in plain.stdout
