@@ -211,8 +211,10 @@ def load_program(path: str | Path, root: str | Path | None = None) -> Program:
     # sound, so one pass shows a missing file beside a bad noise threshold.
     if not any(p.path.split(".", 1)[0] in ("", "target", "metric") for p in problems):
         problems += _cross_checks(values, root)
-    if not any(p.path.startswith("search") for p in problems):
-        problems += _screen_checks(values["search"]["screen"], values["target"]["kind"])
+    screen = ((values.get("search") or {}) if isinstance(values, dict) else {}).get("screen")
+    if isinstance(screen, dict) and not any(p.path.startswith("search") for p in problems):
+        target = values.get("target")
+        problems += _screen_checks(screen, target.get("kind") if isinstance(target, dict) else None)
     if problems:
         raise ProgramError(path, problems)
     return _with_workload_defaults(_build(path, values, body, data), root)
@@ -251,7 +253,7 @@ def _find_root(path: Path) -> Path:
     return path.resolve().parent
 
 
-def _screen_checks(screen: dict[str, Any], target_kind: str) -> list[Problem]:
+def _screen_checks(screen: dict[str, Any], target_kind: str | None) -> list[Problem]:
     """search.screen needs both numbers (top at most pool) and an nki target."""
     pool, top = screen.get("pool"), screen.get("top")
     if pool is None and top is None:
@@ -263,7 +265,7 @@ def _screen_checks(screen: dict[str, Any], target_kind: str) -> list[Problem]:
         return [Problem(f"search.screen.{missing}", "required when search.screen is set")]
     if top > pool:
         return [Problem("search.screen.top", f"at most search.screen.pool ({pool}), got {top}")]
-    if target_kind != "nki":
+    if target_kind not in ("nki", None):  # None: the missing target is reported already
         return [Problem("search.screen", "screens knob candidates of nki targets only")]
     return []
 
