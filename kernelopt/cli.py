@@ -337,8 +337,13 @@ def _run_repo(run_id: str | None) -> RunRepo:
     help="What was learned: kept, regressed, failed ideas and why.",
 )
 @click.option("--plain", is_flag=True, help="One plain line per attempt, no table or colours.")
+@click.option(
+    "--screened",
+    is_flag=True,
+    help="The candidates screening estimated on sim and did not measure (search.screen).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Every attempt as a JSON list.")
-def log(run_id: str | None, lessons_only: bool, plain: bool, as_json: bool) -> None:
+def log(run_id: str | None, lessons_only: bool, plain: bool, screened: bool, as_json: bool) -> None:
     """Every attempt of a run, kept or not, with verdicts and numbers.
 
     Discarded attempts stay reachable: `git checkout <commit>` shows one.
@@ -348,7 +353,15 @@ def log(run_id: str | None, lessons_only: bool, plain: bool, as_json: bool) -> N
       kernelopt log
       kernelopt log --run cpu_stencil-nov22 --json
       kernelopt log --lessons
+      kernelopt log --screened
     """
+    if screened:
+        from kernelopt.proposers.screen import ScreenLog, screened_lines
+
+        repo = _run_repo(run_id)
+        rows = ScreenLog.of_run(repo.common_dir, repo.run_id).screened_out()
+        click.echo(json.dumps(rows, indent=1) if as_json else "\n".join(screened_lines(rows)))
+        return
     state = _run_repo(run_id).load_state()
     if lessons_only:
         data = lessons([Observation.of(r) for r in state.attempts])

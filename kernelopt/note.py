@@ -136,6 +136,8 @@ def build_note(
     if verdict != Verdict.BASELINE and judgement.gain is not None:
         note["basis"] = basis(note["samples"], ctx.previous_best)
     note.update(att.extra)
+    if isinstance(note.get("screen"), dict):  # the sim estimate beside what was measured
+        note["screen"] = {**note["screen"], "measured": judgement.metric}
     if verdict == Verdict.BASELINE:
         note["reference"] = reference
     if measure_s is not None:

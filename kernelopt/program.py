@@ -126,6 +126,15 @@ class StopConfig:
 
 
 @dataclass(frozen=True)
+class ScreenConfig:
+    """search.screen: ``pool`` candidates estimated on sim per round, the ``top`` best measured."""
+
+    pool: int
+    top: int
+    calibration: str | None = None
+
+
+@dataclass(frozen=True)
 class Program:
     path: Path
     name: str
@@ -140,6 +149,7 @@ class Program:
     timeout_s: float
     body: str
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    screen: ScreenConfig | None = None
 
     @property
     def metric_range(self) -> MetricRange:
@@ -219,6 +229,10 @@ def load_program(path: str | Path, root: str | Path | None = None) -> Program:
     # sound, so one pass shows a missing file beside a bad noise threshold.
     if not any(p.path.split(".", 1)[0] in ("", "target", "metric") for p in problems):
         problems += _cross_checks(values, root)
+    screen = ((values.get("search") or {}) if isinstance(values, dict) else {}).get("screen")
+    if isinstance(screen, dict) and not any(p.path.startswith("search") for p in problems):
+        target = values.get("target")
+        problems += _screen_checks(screen, target.get("kind") if isinstance(target, dict) else None)
     if problems:
         raise ProgramError(path, problems)
     return _with_workload_defaults(_build(path, values, body, data), root)
@@ -255,6 +269,23 @@ def _find_root(path: Path) -> Path:
         if (parent / ".git").exists():
             return parent
     return path.resolve().parent
+
+
+def _screen_checks(screen: dict[str, Any], target_kind: str | None) -> list[Problem]:
+    """search.screen needs both numbers (top at most pool) and an nki target."""
+    pool, top = screen.get("pool"), screen.get("top")
+    if pool is None and top is None:
+        if screen.get("calibration"):
+            return [Problem("search.screen.calibration", "only with search.screen.pool and top")]
+        return []
+    if pool is None or top is None:
+        missing = "pool" if pool is None else "top"
+        return [Problem(f"search.screen.{missing}", "required when search.screen is set")]
+    if top > pool:
+        return [Problem("search.screen.top", f"at most search.screen.pool ({pool}), got {top}")]
+    if target_kind not in ("nki", None):  # None: the missing target is reported already
+        return [Problem("search.screen", "screens knob candidates of nki targets only")]
+    return []
 
 
 def _cross_checks(values: dict[str, Any], root: Path) -> list[Problem]:
@@ -407,10 +438,17 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
         stop=stop,
         strategy=v["search"]["strategy"],
         seed=v["search"]["seed"],
+        screen=_screen(v["search"]["screen"]),
         timeout_s=parse_duration(v["timeout"]),
         body=body.strip() + "\n",
         raw=raw,
     )
+
+
+def _screen(s: dict[str, Any]) -> ScreenConfig | None:
+    if s.get("pool") is None:
+        return None
+    return ScreenConfig(pool=s["pool"], top=s["top"], calibration=s.get("calibration"))
 
 
 def _device(d: dict[str, Any]) -> Device:

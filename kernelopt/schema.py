@@ -335,6 +335,28 @@ SCHEMA = Section(
                     choices=("auto", "sweep", "random"),
                 ),
                 "seed": Key("int", "seed for sampled candidates", default=0),
+                "screen": Section(
+                    "sim screening of nki knob candidates on device neuron (docs/screening.md); absent: every candidate is measured",
+                    {
+                        "pool": Key(
+                            "int",
+                            "candidates drawn, CPU-checked and estimated on sim each round",
+                            default=None,
+                            check=positive,
+                        ),
+                        "top": Key(
+                            "int",
+                            "candidates of the pool with the best estimates that are committed and measured (at most pool)",
+                            default=None,
+                            check=positive,
+                        ),
+                        "calibration": Key(
+                            "str",
+                            "a calibration file (`kernelopt sim calibrate`) whose Trn2 parameters the estimates use",
+                            default=None,
+                        ),
+                    },
+                ),
             },
         ),
         "timeout": Key(

@@ -157,6 +157,24 @@ def make_proposer(program: Program, root: Path, start: str = "HEAD") -> Proposer
     )
 
 
+def make_screening(
+    program: Program, root: Path, start: str, runner: Runner, inner: Proposer
+) -> Proposer:
+    """``inner`` behind sim screening (search.screen), recorded under the run's git directory."""
+    from kernelopt.proposers.screen import ScreenLog, screening_for
+    from kernelopt.sim.calibration import CalibrationError
+
+    assert program.target.workload
+    workload = committed_text(root, start, program.target.workload)
+    if workload is None:
+        workload = (root / program.target.workload).read_text()
+    log = ScreenLog.of_run(runner.repo.common_dir, runner.run_id)
+    try:
+        return screening_for(inner, program, root, workload, log)
+    except CalibrationError as exc:
+        raise SessionError(f"{program.path}: search.screen.calibration: {exc}") from None
+
+
 @dataclass(frozen=True)
 class AgentCommand:
     """An agent to drive: its command line and how long one round may take."""
@@ -210,7 +228,10 @@ class Session:
         else:
             # A run's recorded baseline (a failed one is measured again from HEAD).
             baseline = runner.repo.load_state().baseline if runner.repo.exists() else None
-            proposer = make_proposer(program, root, baseline.commit if baseline else "HEAD")
+            start = baseline.commit if baseline else "HEAD"
+            proposer = make_proposer(program, root, start)
+            if proposer is not None and program.screen is not None and device == "neuron":
+                proposer = make_screening(program, root, start, runner, proposer)
         return cls(program, root, runner.run_id, device, reason, runner, proposer)
 
     @classmethod

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kernelopt.sim.calibration import CalibrationError, load_params
 from kernelopt.sim.check import SimReport, check_kernel
 from kernelopt.sim.explain import Explanation
 from kernelopt.workload import WorkloadError, load_workload
@@ -43,7 +44,7 @@ def _format(value: Any) -> str:
     return str(value)
 
 
-@click.command("sim")
+@click.command("check", hidden=True)
 @click.argument("kernel_py", type=_PATH)
 @click.option(
     "--workload",
@@ -74,9 +75,15 @@ def _format(value: Any) -> str:
     help="Also print what bounds the time (an engine or a dependency chain) and the "
     "top three TensorE stalls with the source lines that cause them.",
 )
+@click.option(
+    "--calibration",
+    type=_PATH,
+    default=None,
+    help="A calibration file (kernelopt sim calibrate) whose Trn2 parameters the estimate uses.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON record.")
 @click.pass_context
-def sim_command(
+def check_command(
     ctx: click.Context,
     kernel_py: Path,
     workload_py: Path,
@@ -84,6 +91,7 @@ def sim_command(
     precision: str,
     compiler_args: tuple[str, ...],
     explain: bool,
+    calibration: Path | None,
     as_json: bool,
 ) -> None:
     """Run KERNEL_PY in the NKI simulator, check it against the workload's
@@ -104,9 +112,14 @@ def sim_command(
         workload = load_workload(workload_py, require=("f_numpy", "INPUT_SPECS"))
     except WorkloadError as exc:
         raise click.BadParameter(str(exc), param_hint="--workload") from None
+    try:
+        params = load_params(calibration)
+    except CalibrationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--calibration") from None
     report = check_kernel(
         kernel_py,
         workload,
+        params=params,
         func=func,
         precision=precision,
         compiler_args=compiler_args,
@@ -129,3 +142,84 @@ def sim_command(
             for line in Explanation.from_json(report.explanation).lines():
                 click.echo(f"  {line}")
     ctx.exit(0 if report.correct else 1)
+
+
+class _SimGroup(click.Group):
+    """``kernelopt sim KERNEL_PY ...`` checks a kernel; ``kernelopt sim calibrate`` fits the model."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["check", *args]  # the kernel check, as `kernelopt sim` has always been
+        return super().parse_args(ctx, args)
+
+
+@click.group("sim", cls=_SimGroup)
+def sim_command() -> None:
+    """Run a kernel in the NKI simulator (`kernelopt sim KERNEL_PY --workload W`, see
+    `kernelopt sim check --help`), or fit the cost model to a run's device
+    measurements (`kernelopt sim calibrate`).
+
+    \b
+    Example:
+        kernelopt sim ir/matmul/kernel.py --workload ir/matmul/workload.py --json
+        kernelopt sim calibrate --run matmul-nov24 --json
+        kernelopt sim kernel.py --workload workload.py --calibration calibration.json
+    """
+
+
+sim_command.add_command(check_command)
+
+
+@sim_command.command("calibrate")
+@click.option("--run", "run_id", default=None, help="The run (default: the worktree or only run).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where the calibration file goes (default: <git dir>/kernelopt/calibration/RUN.json).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON record.")
+def calibrate_command(run_id: str | None, out: Path | None, as_json: bool) -> None:
+    """Fit the cost model's named Trn2 parameters (DMA fixed cost and bandwidth,
+    sync latency) to a run's (sim estimate, device MFU) pairs, with k-fold
+    cross-validation; print error_before, error_after (mean absolute MFU error
+    on held-out pairs, percentage points) and spearman, and write a calibration
+    file for `kernelopt sim --calibration` and search.screen.calibration.
+
+    \b
+    Example:
+        kernelopt sim calibrate --run matmul-nov24
+        kernelopt sim calibrate --json --out calibration.json
+    """
+    from kernelopt.history import HistoryError, RunRepo
+    from kernelopt.session import SessionError, resolve_run
+    from kernelopt.sim.calibrate import CalibrationProblem, calibrate, run_pairs
+    from kernelopt.sim.calibration import write_calibration
+
+    try:
+        root, run = resolve_run(Path.cwd(), run_id)
+        pairs = run_pairs(root, run)
+        params, figures = calibrate(pairs)
+    except (SessionError, HistoryError, CalibrationProblem) as exc:
+        raise click.UsageError(str(exc)) from None
+    path = out or RunRepo(root, run).common_dir / "kernelopt" / "calibration" / f"{run}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figures = {"run": run, **figures}
+    write_calibration(path, params, figures)
+    record = {**figures, "params": params, "calibration": str(path)}
+    if as_json:
+        click.echo(json.dumps(record, indent=1, sort_keys=True))
+        return
+    for key in (
+        "run",
+        "pairs",
+        "folds",
+        "error_before",
+        "error_after",
+        "spearman_before",
+        "spearman",
+    ):
+        click.echo(f"{key + ':':<16} {_format(record[key])}")
+    for name, value in params.items():
+        click.echo(f"{name + ':':<16} {_format(value)}")
+    click.echo(f"calibration:     {path}")

@@ -1,0 +1,164 @@
+"""Screening (search.screen) on the fake Trn2 device, end to end: pools estimated on
+sim, the best measured, the rest recorded and listed by `kernelopt log --screened`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks_support.gitrepo import git
+from benchmarks_support.gitrepo import run_kernelopt as kernelopt
+
+from kernelopt.ir.knobs_io import ir_for_workload, knobs_text
+from kernelopt.ir.render import render_ir
+from kernelopt.testing.fake_trn2 import FakeTrn2
+
+KERNELS = Path(__file__).resolve().parents[1] / "neuron" / "kernels"
+
+PROGRAM = """---
+name: trn
+target:
+  kind: nki
+  workload: ir/small/workload.py
+  kernel: ir/small/kernel.py
+  knobs: ir/small/knobs.json
+metric: {{name: mfu, better: higher}}
+device:
+  kind: neuron
+  hosts: [localhost]
+  python: {python}
+  poll: 0.2s
+  max_wait: 2s
+  neuron:
+    activate: {activate}
+    compile_timeout: 60s
+    iterations: 10
+decide: {{noise: 1%, confirm: 1, max_samples: 2, correctness_seeds: 1}}
+search: {{seed: 3{screen}}}
+stop: {{max_candidates: {candidates}}}
+timeout: 2m
+---
+Tune the small kernel on Trainium2.
+"""
+
+
+def make_repo(tmp_path: Path, screen: str = "", candidates: int = 4) -> tuple[Path, dict[str, str]]:
+    """A repository with a knob-tuned small matmul and the fake Trn2 toolchain (older SDK)."""
+    fake = FakeTrn2(tmp_path / "fake-trn2").install(sdk="older")
+    fake.configure(monitor_period_s=0.1)
+    root = tmp_path / "repo"
+    small = root / "ir" / "small"
+    small.mkdir(parents=True)
+    (root / "programs").mkdir()
+    shutil.copy(KERNELS / "workload.py", small / "workload.py")
+    ir = ir_for_workload(small / "workload.py")
+    (small / "knobs.json").write_text(knobs_text(ir))
+    (small / "kernel.py").write_text(render_ir(ir))
+    program = PROGRAM.format(
+        python=sys.executable, activate=fake.activate_path, screen=screen, candidates=candidates
+    )
+    (root / "programs" / "trn.md").write_text(program)
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "setup")
+    env = {"PATH": f"{fake.bin_dir}:{os.environ['PATH']}"}
+    env["KERNELOPT_LOCK_DIR"] = str(tmp_path / "locks")
+    return root, env
+
+
+def notes(root: Path) -> list[dict[str, Any]]:
+    refs = git(root, "for-each-ref", "--format=%(refname)", "refs/kernelopt/trn-t/attempts")
+    found = [
+        json.loads(git(root, "notes", "--ref", "refs/notes/kernelopt", "show", ref))
+        for ref in refs.split()
+    ]
+    return sorted(found, key=lambda n: n["attempt"])
+
+
+SCREEN = ", screen: {pool: 6, top: 2}"
+
+
+@pytest.fixture(scope="module")
+def screened_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    root, env = make_repo(tmp_path_factory.mktemp("screened"), SCREEN, candidates=4)
+    proc = kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root, env
+
+
+def test_every_measured_candidate_carries_its_sim_estimate_beside_the_device_figure(
+    screened_run: tuple[Path, dict[str, str]],
+) -> None:
+    root, _ = screened_run
+    measured = [n for n in notes(root) if n["verdict"] != "baseline"]
+    assert len(measured) == 4
+    for note in measured:
+        screen = note["screen"]
+        assert screen["pool"] >= 2 and 1 <= screen["rank"] <= 2
+        assert 0 < screen["estimate"] <= 100
+        assert screen["measured"] == note["metric"]
+        assert note["measurement"]["device"].startswith("neuron")
+        # The device is not the simulator: its figure differs from the estimate.
+        assert screen["measured"] != pytest.approx(screen["estimate"], abs=1e-9)
+
+
+def test_log_screened_lists_the_candidates_that_were_not_measured(
+    screened_run: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = screened_run
+    proc = kernelopt(root, "log", "--screened", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert rows and all(not r["chosen"] for r in rows)
+    measured = {n["signature"] for n in notes(root)}
+    assert not measured & {r["signature"] for r in rows}
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert ok and all(isinstance(r["estimate"], float) and r["knobs"] for r in ok)
+    # Within a round, every screened-out estimate is no better than the measured ones.
+    for note in notes(root)[1:]:
+        same_round = [r for r in ok if r["round"] == note["screen"]["round"]]
+        assert all(r["estimate"] <= note["screen"]["estimate"] for r in same_round)
+    plain = kernelopt(root, "log", "--screened", env=env)
+    assert plain.returncode == 0 and "screened" in plain.stdout
+
+
+def test_without_screen_keys_no_candidate_is_screened(tmp_path: Path) -> None:
+    root, env = make_repo(tmp_path, "", candidates=2)
+    proc = kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all("screen" not in n for n in notes(root))
+    assert not (root / ".git" / "kernelopt" / "screen").exists()
+    rows = json.loads(kernelopt(root, "log", "--screened", "--json", env=env).stdout)
+    assert rows == []
+
+
+def test_sim_calibrate_fits_the_runs_measurements_and_sim_uses_the_file(
+    screened_run: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = screened_run
+    out = root.parent / "calibration.json"
+    proc = kernelopt(
+        root, "sim", "calibrate", "--run", "trn-t", "--json", "--out", str(out), env=env
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    figures = json.loads(proc.stdout)
+    assert figures["pairs"] == len(notes(root)) == 5
+    for key in ("error_before", "error_after"):
+        assert figures[key] >= 0
+    assert figures["spearman"] is None or -1 <= figures["spearman"] <= 1
+    assert figures["params"] and json.loads(out.read_text())["params"] == figures["params"]
+    small = root / "ir" / "small"
+    args = ["sim", str(small / "kernel.py"), "--workload", str(small / "workload.py"), "--json"]
+    default = json.loads(kernelopt(root, *args, env=env).stdout)
+    calibrated = kernelopt(root, *args, "--calibration", str(out), env=env)
+    assert calibrated.returncode == 0, calibrated.stderr
+    assert json.loads(calibrated.stdout)["total_time"] != default["total_time"]
+    plain = kernelopt(root, "sim", "calibrate", "--run", "trn-t", "--out", str(out), env=env)
+    assert "error_after:" in plain.stdout and "spearman:" in plain.stdout
