@@ -16,6 +16,14 @@ for every valid state and is checked by the tests):
 Every shipped workload is scored unless --workload names some; "wins" counts
 the seeds where kernelopt is at least as good as random at that budget.
 
+With --runs, each shipped nki program is instead run as `kernelopt run` runs it,
+its stop rules included, once per seed (`--seeds 3`: seeds 0..2; default 10),
+and the table shows per seed the best reached, candidates used, the attempt
+that reached the best, how the run ended, measured regressions and ties,
+against the best known state (tuning_runs.py):
+
+    python benchmarks/tuning.py --runs [--seeds 3] [--program matmul ...]
+
 Goal: >= 95 % of the reference best within 200 candidates, and ahead of
 random at equal budget.
 """
@@ -184,9 +192,21 @@ def main() -> None:
     parser.add_argument("--workload", dest="workloads", action="append", default=None)
     parser.add_argument("--budgets", type=int, nargs="+", default=[50, 200])
     parser.add_argument("--reference", type=int, default=1500)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=None)
+    parser.add_argument("--runs", action="store_true", help="run each shipped nki program")
+    parser.add_argument("--program", dest="programs", action="append", default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.runs:
+        from tuning_runs import print_runs, run_programs
+
+        # One number means that many seeds (0..N-1); several name the seeds.
+        seeds = args.seeds or [10]
+        seeds = list(range(seeds[0])) if len(seeds) == 1 else seeds
+        results = run_programs(seeds, args.reference, args.programs)
+        print(json.dumps(results, indent=1)) if args.json else print_runs(results)
+        return
+    args.seeds = args.seeds or [0]
     results = {
         w: score_workload(w, args.budgets, args.reference, args.seeds)
         for w in args.workloads or SHIPPED

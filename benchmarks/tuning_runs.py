@@ -1,0 +1,172 @@
+"""The user's experience as the benchmark: each shipped nki program run as `kernelopt run` runs it.
+
+Imported by `benchmarks/tuning.py --runs`. Every seed is a full run (baseline,
+the program's stop rules, the decide rule, git notes) through `Session` on a
+temporary copy of this repository, with only `search.seed` changed. On sim the
+measurements are deterministic, so a seed changes only the proposer.
+
+The best known state of a workload is the best of a large random enumeration
+of fitting states (cached by the workload's, the IR's and the simulator's
+source) and of every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelopt.program import load_program
+from kernelopt.session import Session
+
+REPO = Path(__file__).resolve().parent.parent
+CACHE = Path(tempfile.gettempdir()) / "kernelopt-tuning-best-known.json"
+
+
+def shipped_programs() -> list[Path]:
+    """Every program under programs/ whose target is nki."""
+    return [
+        p for p in sorted((REPO / "programs").glob("*.md")) if load_program(p).target.kind == "nki"
+    ]
+
+
+def scratch_repo(where: Path) -> Path:
+    """A committed copy of this checkout's tracked files (what a user would have cloned)."""
+    files = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout.split("\0")
+    for rel in filter(None, files):
+        src = REPO / rel
+        if src.is_file():
+            (where / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, where / rel)
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=where, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=where, check=True)
+    subprocess.run([*git, "commit", "-qm", "shipped"], cwd=where, check=True)
+    return where
+
+
+def ending(reason: str) -> str:
+    """How a run ended, in one word."""
+    text = reason.lower()
+    for key, word in (
+        ("target", "target"),
+        ("budget", "budget"),
+        ("regression", "regressions"),
+        ("nothing left", "exhausted"),
+    ):
+        if key in text:
+            return word
+    return reason
+
+
+def one_run(repo: Path, program_path: Path, seed: int) -> dict[str, Any]:
+    """Run ``program_path`` with ``search.seed = seed`` to its end; what the user would see."""
+    program = dataclasses.replace(load_program(repo / program_path.relative_to(REPO)), seed=seed)
+    session = Session.create(program, tag=f"seed{seed}", worktree=str(repo.parent / f"wt-{seed}"))
+    t0 = time.monotonic()
+    summary = session.runner.run(session.proposer)
+    state = session.runner.repo.load_state()
+    verdicts = [a.verdict for a in state.attempts if a.verdict != "baseline"]
+    best = state.best
+    return {
+        "seed": seed,
+        "best": summary.best_metric,
+        "candidates": len(verdicts),
+        "reached_at": best.attempt if best is not None else None,
+        "end": ending(summary.reason),
+        "reason": summary.reason,
+        "regressions": verdicts.count("regression"),
+        "ties": verdicts.count("tie"),
+        "baseline": summary.baseline_metric,
+        "seconds": time.monotonic() - t0,
+    }
+
+
+def _cache_key(workload: Path, reference: int) -> str:
+    digest = hashlib.sha1(workload.read_bytes())
+    for folder in ("kernelopt/sim", "kernelopt/ir"):
+        for src in sorted((REPO / folder).rglob("*.py")):
+            digest.update(src.read_bytes())
+    return f"{workload.name}:{reference}:{digest.hexdigest()[:16]}"
+
+
+def best_known(workload: Path, reference: int) -> float:
+    """Best sim MFU of ``reference`` fitting random states (cached across invocations)."""
+    from tuning import Scorer, random_search  # the enumeration the other mode uses
+
+    from kernelopt.workload import load_workload
+
+    cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
+    key = _cache_key(workload, reference)
+    if key not in cache:
+        loaded = load_workload(workload)
+        curve = random_search(loaded, Scorer(loaded), reference, 1_000_003, fit_only=True)
+        cache[key] = curve[-1] if curve else 0.0
+        CACHE.write_text(json.dumps(cache, indent=1))
+    return float(cache[key])
+
+
+def run_programs(seeds: list[int], reference: int, only: list[str] | None) -> list[dict[str, Any]]:
+    results = []
+    for path in shipped_programs():
+        if only and path.stem not in only:
+            continue
+        program = load_program(path)
+        t0 = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="kernelopt-runs-") as tmp:
+            repo = scratch_repo(Path(tmp) / "repo")
+            runs = [one_run(repo, path, s) for s in seeds]
+        assert program.target.workload
+        known = best_known(REPO / program.target.workload, reference)
+        known = max([known] + [r["best"] or 0.0 for r in runs])
+        results.append(
+            {
+                "program": str(path.relative_to(REPO)),
+                "target": program.stop.target,
+                "max_candidates": program.stop.max_candidates,
+                "best_known": known,
+                "runs": runs,
+                "seconds": time.monotonic() - t0,
+            }
+        )
+    return results
+
+
+def print_runs(results: list[dict[str, Any]]) -> None:
+    print("each shipped nki program run as `kernelopt run` runs it (sim), one row per search.seed")
+    for res in results:
+        known, target = res["best_known"], res["target"]
+        print(
+            f"\n{res['program']}: best known {known:.2f}, target {target}, "
+            f"budget {res['max_candidates']} ({res['seconds']:.0f}s)"
+        )
+        print(
+            f"{'seed':>4} {'best':>7} {'ratio':>6} {'cands':>5} {'at':>4} {'end':>12} "
+            f"{'regr':>4} {'ties':>4}"
+        )
+        for r in res["runs"]:
+            best = r["best"] or 0.0
+            print(
+                f"{r['seed']:>4} {best:>7.2f} {best / known:>6.1%} {r['candidates']:>5} "
+                f"{r['reached_at'] or 0:>4} {r['end']:>12} {r['regressions']:>4} {r['ties']:>4}"
+            )
+        runs = res["runs"]
+        good = sum(
+            (r["best"] or 0) >= 0.98 * known or (target is not None and (r["best"] or 0) >= target)
+            for r in runs
+        )
+        print(
+            f"within 2% of best known or at target: {good}/{len(runs)}; "
+            f"median reached at {statistics.median(r['reached_at'] or 0 for r in runs):g}; "
+            f"regressions mean {statistics.mean(r['regressions'] for r in runs):.1f}, "
+            f"ties mean {statistics.mean(r['ties'] for r in runs):.1f}"
+        )
