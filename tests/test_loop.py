@@ -341,12 +341,12 @@ def test_target_reached_and_candidate_budget_end_the_run(bench_repo: RepoFactory
 def test_a_lucky_best_sample_does_not_make_an_equal_candidate_a_regression(
     bench_repo: RepoFactory, cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    # The baseline's only sample reads 50 instead of 100; the candidate (100.0,
+    # The baseline's only sample reads 50 instead of 100; the candidate ("split:100:100",
     # another tree with the same speed) must be judged against BEST re-measured.
     lucky = tmp_path / "lucky"
     lucky.touch()
     monkeypatch.setenv("BENCH_LUCKY_FILE", str(lucky))
-    repo = bench_repo(space=[100, 100.0])
+    repo = bench_repo(space=[100, "split:100:100"])
 
     run(cli, repo, "--max-candidates", "1")
 
