@@ -16,9 +16,9 @@ import shlex
 import socket
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 from kernelopt.hosts.base import Host, HostError
+from kernelopt.hosts.children import process_start_ticks
 
 DEFAULT_LOCK_DIR = "/tmp/kernelopt-locks"
 
@@ -55,18 +55,6 @@ class LockOwner:
 
 def _machine() -> str:
     return socket.gethostname().replace(" ", "_") or "unknown"
-
-
-def process_start_ticks(pid: int) -> int | None:
-    """Start time of `pid` in clock ticks since boot; None when it does not exist."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return 0  # exists but unreadable: alive, start unknown
-    fields = text[text.rfind(")") + 2 :].split()
-    return int(fields[19]) if len(fields) > 19 else 0
 
 
 class DeviceLock:

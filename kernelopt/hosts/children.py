@@ -20,17 +20,20 @@ import threading
 from pathlib import Path
 
 _lock = threading.Lock()
-_live: dict[int, str] = {}  # pgid -> start time of its leader
+_live: dict[int, int] = {}  # pgid -> start time of its leader (clock ticks since boot)
 _record: Path | None = None
 
 
-def start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot), or None if it is gone."""
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of `pid` in clock ticks since boot; None when it does not exist."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return 0  # exists but unreadable: alive, start unknown
+    fields = text[text.rfind(")") + 2 :].split()
+    return int(fields[19]) if len(fields) > 19 else 0
 
 
 def track(record: Path | None) -> None:
@@ -43,7 +46,7 @@ def track(record: Path | None) -> None:
 
 def started(pgid: int) -> None:
     with _lock:
-        _live[pgid] = start_time(pgid) or ""
+        _live[pgid] = process_start_ticks(pgid) or 0
         _write()
 
 
@@ -71,12 +74,12 @@ def reap(record: Path) -> list[int]:
         return []
     killed = []
     for line in lines:
-        pgid_text, _, started_at = line.partition(":")
-        if not pgid_text.isdigit():
+        pgid_text, _, started_text = line.partition(":")
+        if not (pgid_text.isdigit() and started_text.isdigit()):
             continue
-        pgid = int(pgid_text)
-        if pgid == os.getpgrp() or not started_at or start_time(pgid) != started_at:
-            continue  # gone, or the pid now belongs to another process
+        pgid, started_at = int(pgid_text), int(started_text)
+        if pgid == os.getpgrp() or not started_at or process_start_ticks(pgid) != started_at:
+            continue  # gone, start unknown, or the pid now belongs to another process
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
             killed.append(pgid)
