@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from kernelopt.note import describe_basis
 from kernelopt.records import AttemptResult, RunSummary
 
 
@@ -130,11 +131,9 @@ def format_result(r: AttemptResult, metric: str) -> str:
     if r.gain is None:
         parts = [verdict, f"{metric} {format_metric(r.metric)}"]
     elif basis.get("against") == "remeasured":
-        pairs = basis["pairs"]
         beside = f"{format_metric(r.metric)} vs {format_metric(basis['best'])}"
         parts = [
-            f"{verdict} {r.gain * 100:+.2f}% vs BEST re-measured beside it "
-            f"({pairs} pair{'s' if pairs != 1 else ''}: {beside})",
+            f"{verdict} {r.gain * 100:+.2f}% {describe_basis(basis, beside)}",
             f"recorded BEST {format_metric(r.previous_best)}",
         ]
     else:
