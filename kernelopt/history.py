@@ -396,12 +396,8 @@ class RunRepo:
 
     def bring_back(self, sha: str) -> None:
         """Put ``sha``'s tree in the worktree as an uncommitted change on top of HEAD."""
+        # Files the commit added come back untracked, files it deleted go again.
         self.wt("restore", f"--source={sha}", "--worktree", "--", ".")
-        # Files the commit added are not in HEAD's index: restore leaves them out.
-        for path in self.wt("diff", "--name-only", "--diff-filter=A", "HEAD", sha).splitlines():
-            target = self.worktree / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(self.wt.raw("show", f"{sha}:{path}"))
 
     def reset_to(self, sha: str) -> None:
         """Point the branch and worktree at ``sha``, dropping leftovers of a candidate."""
