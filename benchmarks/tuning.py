@@ -22,7 +22,11 @@ and the table shows per seed the best reached, candidates used, the attempt
 that reached the best, how the run ended, measured regressions and ties,
 against the best known state (tuning_runs.py):
 
-    python benchmarks/tuning.py --runs [--seeds 3] [--program matmul ...]
+    python benchmarks/tuning.py --runs [--seeds 3] [--program matmul ...] [--trace-only]
+
+--trace-only times each kernel with the simulator's cost model but without
+its array math (about five times faster; the same figures), and checks the
+numerics of every run's best kernel in full afterwards.
 
 Goal: >= 95 % of the reference best within 200 candidates, and ahead of
 random at equal budget.
@@ -195,6 +199,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=None)
     parser.add_argument("--runs", action="store_true", help="run each shipped nki program")
     parser.add_argument("--program", dest="programs", action="append", default=None)
+    parser.add_argument(
+        "--trace-only",
+        action="store_true",
+        help="--runs: time kernels without array math; each run's best is checked in full",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.runs:
@@ -203,7 +212,7 @@ def main() -> None:
         # One number means that many seeds (0..N-1); several name the seeds.
         seeds = args.seeds or [10]
         seeds = list(range(seeds[0])) if len(seeds) == 1 else seeds
-        results = run_programs(seeds, args.reference, args.programs)
+        results = run_programs(seeds, args.reference, args.programs, args.trace_only)
         print(json.dumps(results, indent=1)) if args.json else print_runs(results)
         return
     args.seeds = args.seeds or [0]

@@ -18,6 +18,7 @@ import json
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -72,15 +73,21 @@ class MeasuredOnce:
     """Sim is deterministic: a kernel source measured once (in any run or invocation)
     is not simulated again. Cached on disk by the tree's kernel, workload and the
     simulator's source, so the runs' decisions are exactly what a fresh simulation
-    would give."""
+    would give.
 
-    def __init__(self) -> None:
+    With ``trace_only`` a kernel is timed by the simulator without its array
+    math (the same cost model, about five times faster) and the numerics check
+    is left out: every run's best kernel is then checked in full at the end
+    (``check_best``), so a wrong kernel cannot hide behind a figure.
+    """
+
+    def __init__(self, trace_only: bool = False) -> None:
         from kernelopt.targets.nki import NkiSimTarget
 
-        self.original = NkiSimTarget.measure
+        self.original = _trace_only if trace_only else NkiSimTarget.measure
         self.path = Path(tempfile.gettempdir()) / "kernelopt-tuning-measured"
         self.path.mkdir(exist_ok=True)
-        self.code = _code_digest()
+        self.code = _code_digest() + ("-trace" if trace_only else "")
         cache = self
 
         def measure(target: Any, tree: Path, env: Any = None) -> Any:
@@ -100,6 +107,52 @@ class MeasuredOnce:
         measured = self.original(target, tree, env)
         file.write_text(json.dumps(measured.to_json()))
         return measured
+
+
+def _trace_only(target: Any, tree: Path, env: Any = None) -> Any:
+    """The simulator's timing of ``tree``'s kernel, in this process, without array math."""
+    from kernelopt.measurement import Measurement
+    from kernelopt.sim import SimError, run_kernel
+    from kernelopt.sim.check import SimReport
+    from kernelopt.targets.nki import _mac_count
+    from kernelopt.workload import load_workload, make_inputs
+
+    started = time.monotonic()
+    workload = load_workload(tree / target.workload, require=("f_numpy", "INPUT_SPECS"))
+    macs = _mac_count(workload)
+    inputs = make_inputs(workload.input_specs, 0)
+    try:
+        run = run_kernel(
+            tree / target.kernel,
+            inputs,
+            func=target.func,
+            compute=False,
+            mac_count=macs,
+            compiler_args=target.compiler_args,
+        )
+    except SimError as exc:
+        return Measurement.failure("failed", str(exc), device=target.device)
+    report = SimReport(
+        True, None, None, run.profile, func=run.func, explanation=run.explain().to_json()
+    )
+    return target.measurement_of(report, macs, time.monotonic() - started)
+
+
+def check_best(repo: Path, run: dict[str, Any], program: Any) -> str:
+    """The full simulator check (numerics included) of a run's best kernel."""
+    from kernelopt.history import committed_text
+    from kernelopt.sim import check_kernel
+    from kernelopt.workload import load_workload
+
+    if not run.get("best_commit"):
+        return "baseline"
+    with tempfile.TemporaryDirectory() as tmp:
+        for rel in (program.target.kernel, program.target.workload):
+            (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / rel).write_text(committed_text(repo, run["best_commit"], rel) or "")
+        workload = load_workload(Path(tmp) / program.target.workload)
+        report = check_kernel(Path(tmp) / program.target.kernel, workload)
+    return "correct" if report.correct else f"WRONG: {report.error}"
 
 
 def _code_digest() -> str:
@@ -129,6 +182,7 @@ def one_run(repo: Path, program_path: Path, seed: int) -> dict[str, Any]:
         "regressions": verdicts.count("regression"),
         "ties": verdicts.count("tie"),
         "baseline": summary.baseline_metric,
+        "best_commit": best.commit if best is not None else None,
         "seconds": time.monotonic() - t0,
     }
 
@@ -154,9 +208,11 @@ def best_known(workload: Path, reference: int) -> float:
     return float(cache[key])
 
 
-def run_programs(seeds: list[int], reference: int, only: list[str] | None) -> list[dict[str, Any]]:
+def run_programs(
+    seeds: list[int], reference: int, only: list[str] | None, trace_only: bool = False
+) -> list[dict[str, Any]]:
     results = []
-    MeasuredOnce()
+    MeasuredOnce(trace_only)
     for path in shipped_programs():
         if only and path.stem not in only:
             continue
@@ -164,7 +220,12 @@ def run_programs(seeds: list[int], reference: int, only: list[str] | None) -> li
         t0 = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="kernelopt-runs-") as tmp:
             repo = scratch_repo(Path(tmp) / "repo")
-            runs = [one_run(repo, path, s) for s in seeds]
+            runs = []
+            for seed in seeds:
+                runs.append(one_run(repo, path, seed))
+                if trace_only:
+                    runs[-1]["checked"] = check_best(repo, runs[-1], program)
+                print(_row(runs[-1], None), file=sys.stderr, flush=True)
         assert program.target.workload
         known = best_known(REPO / program.target.workload, reference)
         known = max([known] + [r["best"] or 0.0 for r in runs])
@@ -181,6 +242,16 @@ def run_programs(seeds: list[int], reference: int, only: list[str] | None) -> li
     return results
 
 
+def _row(r: dict[str, Any], known: float | None) -> str:
+    best = r["best"] or 0.0
+    ratio = f"{best / known:>6.1%}" if known else f"{'':>6}"
+    checked = f" {r['checked']}" if "checked" in r else ""
+    return (
+        f"{r['seed']:>4} {best:>7.2f} {ratio} {r['candidates']:>5} "
+        f"{r['reached_at'] or 0:>4} {r['end']:>12} {r['regressions']:>4} {r['ties']:>4}{checked}"
+    )
+
+
 def print_runs(results: list[dict[str, Any]]) -> None:
     print("each shipped nki program run as `kernelopt run` runs it (sim), one row per search.seed")
     for res in results:
@@ -194,11 +265,7 @@ def print_runs(results: list[dict[str, Any]]) -> None:
             f"{'regr':>4} {'ties':>4}"
         )
         for r in res["runs"]:
-            best = r["best"] or 0.0
-            print(
-                f"{r['seed']:>4} {best:>7.2f} {best / known:>6.1%} {r['candidates']:>5} "
-                f"{r['reached_at'] or 0:>4} {r['end']:>12} {r['regressions']:>4} {r['ties']:>4}"
-            )
+            print(_row(r, known))
         runs = res["runs"]
         good = sum(
             (r["best"] or 0) >= 0.98 * known or (target is not None and (r["best"] or 0) >= target)

@@ -15,12 +15,15 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Measurement
 from kernelopt.program import Program
 from kernelopt.targets.base import Target
 from kernelopt.workload import WorkloadError, load_workload
+
+if TYPE_CHECKING:
+    from kernelopt.sim.check import SimReport
 
 _ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 
@@ -147,7 +150,12 @@ class NkiSimTarget(Target):
             compiler_args=self.compiler_args,
             explain=True,
         )
-        elapsed = time.monotonic() - started
+        return self.measurement_of(report, mac_count, time.monotonic() - started)
+
+    def measurement_of(
+        self, report: SimReport, mac_count: int | None, elapsed: float
+    ) -> Measurement:
+        """The measurement a simulator report makes (metrics from its profile)."""
         extra = {
             "max_abs_error": report.max_abs_error,
             "max_rel_l2_error": report.max_rel_l2_error,
