@@ -48,6 +48,7 @@ from kernelopt.ir.render import render_ir
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
 from kernelopt.ir.sample import knob_signature
 from kernelopt.proposers.base import KNOB, Candidate, Observation, ProposerState
+from kernelopt.proposers.evidence import FLAT_TIES, Evidence, exact_tie
 from kernelopt.proposers.moves import (
     SWEEP_WIDTH,
     describe_change,
@@ -75,6 +76,7 @@ MODEL_POOL = 128  # fresh joint draws the model ranks alongside the perturbation
 NEAR_SHARE = 1  # perturbations in a model-led batch; the rest are ranked fresh draws
 EXPLORE = 2  # unranked fresh draws per model-led batch, so the model keeps learning
 UNUSABLE = frozenset({"failed", "incorrect", "diverged"})
+MAX_DEFERRED = 64  # states predicted far worse set aside per batch before taking the least bad
 
 
 def _dma_bound(profile: dict[str, Any]) -> bool | None:
@@ -115,17 +117,29 @@ class NkiKnobProposer:
         self.fruitless_sweeps = 0
         self.last_improved = False
         self.exhaustive: Iterator[KernelIR] | None = None
+        self.evidence = Evidence(self._featured)
+        self.deferred: dict[str, KernelIR] = {}  # predicted far worse than BEST: later, if ever
+        self.sweeping: str | None = None  # the knob the queue sweeps, if it is a sweep
+        self.flat = 0  # exact ties of BEST in the current sweep
+        self.best_metric: float | None = None
 
     # --- the two verbs ------------------------------------------------------------------
 
     def observe(self, results: list[Observation]) -> None:
         # Sticky until the next refill reads it: results may arrive one at a time.
         self.last_improved = self.last_improved or any(r.verdict == "keep" for r in results)
+        for r in results:
+            if self.sweeping and r.verdict == "tie" and exact_tie(r.metric, self.best_metric):
+                self.flat += 1
+                if self.flat >= FLAT_TIES:
+                    self.queue.clear()  # the knob does not move this kernel: cross the plateau
 
     def propose(self, state: ProposerState) -> list[Candidate] | None:
         tried = set(state.tried) | self.proposed
         self._learn_sources(state.history)
         best = self._best(state)
+        self.best_metric = state.best_metric
+        self.evidence.refit(self._measured(state), state.better)
         want = max(1, state.batch_size)
         if not self.started:
             # Batch 0: a floor per rewrite variant before any feedback exists.
@@ -143,8 +157,8 @@ class NkiKnobProposer:
         if self.last_improved:
             self.queue.clear()  # settings queued around the old best are stale now
         batch: list[Candidate] = []
-        stale = 0
-        while len(batch) < want:
+        stale = deferred = 0
+        while len(batch) < want and deferred < MAX_DEFERRED:
             if not self.queue and not self._refill(best, tried, state):
                 stale += 1
                 if stale > 3:
@@ -152,13 +166,32 @@ class NkiKnobProposer:
                 continue
             ir = self.queue.popleft()
             sig = knob_signature(ir)
-            if sig in tried:
+            if sig in tried or sig in self.deferred:
                 continue
-            tried.add(sig)
-            self.proposed.add(sig)
-            self.sources.add(source_key(ir))
-            batch.append(self._candidate(best, ir, sig))
+            if self.evidence.far_worse(ir, state.best_metric):
+                self.deferred[sig] = ir
+                deferred += 1
+                continue
+            batch.append(self._take(best, ir, tried))
+        while len(batch) < want and (ir := self._least_bad(tried, state.best_metric)) is not None:
+            batch.append(self._take(best, ir, tried))
         return batch or None
+
+    def _take(self, best: KernelIR | None, ir: KernelIR, tried: set[str]) -> Candidate:
+        sig = knob_signature(ir)
+        tried.add(sig)
+        self.proposed.add(sig)
+        self.sources.add(source_key(ir))
+        self.deferred.pop(sig, None)
+        return self._candidate(best, ir, sig)
+
+    def _least_bad(self, tried: set[str], best: float | None) -> KernelIR | None:
+        """The set-aside state predicted best now (the model has learnt since)."""
+        waiting = [ir for sig, ir in self.deferred.items() if sig not in tried]
+        if not waiting:
+            return None
+        gains = self.evidence.gain(waiting, best)
+        return waiting[int(np.argmax(gains))] if gains is not None else waiting[0]
 
     # --- what the run has taught ---------------------------------------------------------
 
@@ -214,6 +247,15 @@ class NkiKnobProposer:
                 elites.append(ir)
         return elites
 
+    def _measured(self, state: ProposerState) -> list[tuple[KernelIR, float]]:
+        """Every measured knob state the model can learn from, with its metric."""
+        pairs = []
+        for obs in self._ranked(state):
+            ir = self._ir(obs.knobs)
+            if ir is not None:
+                pairs.append((ir, float(obs.metric)))
+        return pairs
+
     def _featured(self, ir: KernelIR) -> dict[str, float]:
         sig = knob_signature(ir)
         if sig not in self.features:
@@ -250,6 +292,7 @@ class NkiKnobProposer:
 
     def _refill(self, best: KernelIR | None, tried: set[str], state: ProposerState) -> bool:
         """Queue the next sweep or joint batch; False when nothing new could be found."""
+        self.sweeping = None
         if self.exhaustive is not None:
             return self._from_exhaustive(tried)
         if best is not None:
@@ -266,6 +309,7 @@ class NkiKnobProposer:
                 fresh = [ir for ir in sweep(best, knob, self.rng) if self._worth(ir, tried)]
                 if fresh:
                     self.queue.extend(fresh[:SWEEP_WIDTH])
+                    self.sweeping, self.flat = knob, 0
                     return True
                 self.knob_index += 1
                 self.fruitless_sweeps += 1

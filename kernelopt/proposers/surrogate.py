@@ -74,27 +74,56 @@ def features(ir: KernelIR) -> dict[str, float]:
     return named
 
 
-def fit(
-    seen: list[dict[str, float]], metrics: list[float]
-) -> Callable[[list[dict[str, float]]], np.ndarray]:
-    """Ridge regression on the features and their pairwise products (knobs interact).
+class Ridge:
+    """Ridge regression on the features and, with ``products``, their pairwise
+    products (knobs interact; a few measurements can only support the features alone).
 
     Solved in the dual (a few hundred states, a thousand product features), so
-    fitting costs well under the time of one measurement.
+    fitting costs well under the time of one measurement. Read as Bayesian
+    linear regression, it also says how sure a prediction is (``sd``): a state
+    whose features the run has not measured keeps its prior uncertainty, whose
+    scale is the spread of the measured metrics.
     """
-    names = sorted({k for f in seen for k in f})
-    upper = np.triu_indices(len(names))
 
-    def expand(rows: list[dict[str, float]]) -> np.ndarray:
-        x = np.array([[f.get(n, 0.0) for n in names] for f in rows])
-        return np.hstack([x, (x[:, :, None] * x[:, None, :])[:, upper[0], upper[1]]])
+    def __init__(self, seen: list[dict[str, float]], metrics: list[float], products: bool) -> None:
+        self.names = sorted({k for f in seen for k in f})
+        self.products = products
+        self.upper = np.triu_indices(len(self.names))
+        self.train = self._expand(seen)
+        y = np.asarray(metrics, dtype=float)
+        self.offset = float(y.mean())
+        gram = self.train @ self.train.T
+        self.inverse = np.linalg.inv(gram + RIDGE * np.eye(len(y)))
+        self.weights = self.train.T @ (self.inverse @ (y - self.offset))
+        size = float(np.mean(np.diag(gram))) if len(y) else 0.0
+        self.scale = float(y.var()) / size if size > 0 else 0.0
 
-    train = expand(seen)
-    y = np.asarray(metrics, dtype=float)
-    mean = float(y.mean())
-    alpha = np.linalg.solve(train @ train.T + RIDGE * np.eye(len(y)), y - mean)
+    def _expand(self, rows: list[dict[str, float]]) -> np.ndarray:
+        x = np.array([[f.get(n, 0.0) for n in self.names] for f in rows]).reshape(len(rows), -1)
+        if not self.products:
+            return x
+        pairs = (x[:, :, None] * x[:, None, :])[:, self.upper[0], self.upper[1]]
+        return np.hstack([x, pairs])
 
-    def predict(rows: list[dict[str, float]]) -> np.ndarray:
-        return expand(rows) @ (train.T @ alpha) + mean
+    def mean(self, rows: list[dict[str, float]]) -> np.ndarray:
+        return self._expand(rows) @ self.weights + self.offset
 
-    return predict
+    def sd(self, rows: list[dict[str, float]]) -> np.ndarray:
+        """The predictions' standard deviation, unmeasured features counted in full."""
+        cross = self._expand(rows) @ self.train.T
+        explained = np.einsum("ij,jk,ik->i", cross, self.inverse, cross)
+        own = []
+        for row in rows:
+            squares = np.array(list(row.values()), dtype=float) ** 2
+            total = float(squares.sum())
+            if self.products:  # the sum of (x_i x_j)^2 over i <= j
+                total += (total**2 + float((squares**2).sum())) / 2
+            own.append(total)
+        return np.sqrt(np.maximum(self.scale * (np.asarray(own) - explained), 0.0))
+
+
+def fit(
+    seen: list[dict[str, float]], metrics: list[float], products: bool = True
+) -> Callable[[list[dict[str, float]]], np.ndarray]:
+    """The mean prediction of a `Ridge` fitted to ``seen``."""
+    return Ridge(seen, metrics, products).mean
