@@ -29,7 +29,6 @@ FAR = math.log(1.25)  # predicted this far below BEST (a log ratio): not measure
 LINEAR_MIN = 4  # measured states before the additive model predicts anything
 PRODUCTS_MIN = 24  # measured states before the pairwise products join the model
 SURE = 1.0  # standard deviations of optimism a prediction gets before it counts
-KAPPA = 1.0  # standard deviations of optimism when choosing what to measure next
 FLAT_TIES = 2  # exact ties of one knob's sweep that make the rest of it a plateau
 EXACT = 1e-9  # relative difference below which two figures are the same
 
@@ -59,12 +58,10 @@ class Evidence:
         predicted = self.model.mean([self.featured(ir) for ir in irs])
         return predicted - self.sign * math.log(best)
 
-    def optimistic(self, irs: Sequence[KernelIR], best: float | None) -> np.ndarray | None:
-        """Predicted log gain over ``best`` plus KAPPA standard deviations (an upper bound)."""
+    def best_of(self, irs: Sequence[KernelIR], best: float | None) -> KernelIR:
+        """The state predicted best among ``irs`` (the first without a model)."""
         gains = self.gain(irs, best)
-        if gains is None or self.model is None:
-            return None
-        return gains + KAPPA * self.model.sd([self.featured(ir) for ir in irs])
+        return irs[int(np.argmax(gains))] if gains is not None else irs[0]
 
     def far_worse(self, ir: KernelIR, best: float | None) -> bool:
         """Predicted more than FAR below BEST even at one standard deviation up."""

@@ -173,8 +173,11 @@ class NkiKnobProposer:
                 deferred += 1
                 continue
             batch.append(self._take(best, ir, tried))
-        while len(batch) < want and (ir := self._least_bad(tried, state.best_metric)) is not None:
-            batch.append(self._take(best, ir, tried))
+        while len(batch) < want:
+            waiting = [ir for sig, ir in self.deferred.items() if sig not in tried]
+            if not waiting:
+                break  # the set-aside state predicted best now (the model has learnt since)
+            batch.append(self._take(best, self.evidence.best_of(waiting, state.best_metric), tried))
         return batch or None
 
     def _take(self, best: KernelIR | None, ir: KernelIR, tried: set[str]) -> Candidate:
@@ -184,14 +187,6 @@ class NkiKnobProposer:
         self.sources.add(source_key(ir))
         self.deferred.pop(sig, None)
         return self._candidate(best, ir, sig)
-
-    def _least_bad(self, tried: set[str], best: float | None) -> KernelIR | None:
-        """The set-aside state predicted best now (the model has learnt since)."""
-        waiting = [ir for sig, ir in self.deferred.items() if sig not in tried]
-        if not waiting:
-            return None
-        gains = self.evidence.gain(waiting, best)
-        return waiting[int(np.argmax(gains))] if gains is not None else waiting[0]
 
     # --- what the run has taught ---------------------------------------------------------
 
@@ -249,12 +244,8 @@ class NkiKnobProposer:
 
     def _measured(self, state: ProposerState) -> list[tuple[KernelIR, float]]:
         """Every measured knob state the model can learn from, with its metric."""
-        pairs = []
-        for obs in self._ranked(state):
-            ir = self._ir(obs.knobs)
-            if ir is not None:
-                pairs.append((ir, float(obs.metric)))
-        return pairs
+        pairs = [(self._ir(o.knobs), float(o.metric)) for o in self._ranked(state)]
+        return [(ir, metric) for ir, metric in pairs if ir is not None]
 
     def _featured(self, ir: KernelIR) -> dict[str, float]:
         sig = knob_signature(ir)
