@@ -234,6 +234,16 @@ class Session:
                 proposer = make_screening(program, root, start, runner, proposer)
         return cls(program, root, runner.run_id, device, reason, runner, proposer)
 
+    def close(self, finished: bool = False) -> None:
+        """Stop the proposer's background work (screening's estimate workers).
+
+        ``finished``: a normal end, not Ctrl-C or an error. Closing twice is harmless.
+        """
+        from kernelopt.proposers.screen import ScreeningProposer
+
+        if isinstance(self.proposer, ScreeningProposer):
+            self.proposer.close(wait=finished)
+
     @classmethod
     def attach(
         cls,

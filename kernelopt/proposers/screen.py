@@ -13,10 +13,17 @@ with its knobs, estimate, and status (``incorrect`` when the CPU check failed:
 recorded, never measured, never dropped). The inner proposer sees them as
 observations with verdict ``screened`` (or their failure), so it does not draw
 them again, and a resumed run reads them back from the record.
+
+With an `EstimatePool` as estimator, once a round is handed out the next pool
+is guessed (drawn from a copy of the inner proposer, as if nothing in the round
+wins) and estimated in the background while the device measures; the real
+next pool is drawn as always, and only its estimates not already made are
+computed.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -24,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.proposers.base import KNOB, Candidate, Observation, Proposer, ProposerState
-from kernelopt.sim.estimate import EstimateJob, estimate_all
+from kernelopt.sim.estimate import EstimateJob, EstimatePool, estimate_all
 
 SCREENED = "screened"
 MAX_EMPTY_POOLS = 5  # pools in a row with no correct kernel before the round gives up
@@ -108,19 +115,44 @@ class ScreeningProposer:
     def propose(self, state: ProposerState) -> list[Candidate] | None:
         self._restore()
         for _ in range(MAX_EMPTY_POOLS):
-            inner_state = replace(
-                state,
-                batch_size=self.screen.pool,
-                history=state.history + tuple(self.seen),
-                tried=state.tried | {o.signature for o in self.seen if o.signature},
-            )
-            batch = self.inner.propose(inner_state)
+            batch = self.inner.propose(self._inner_state(state))
             if not batch:
                 return batch
             chosen = self._screened(batch)
             if chosen:
+                self._ahead(state, chosen)
                 return chosen
         return []
+
+    def close(self, wait: bool = False) -> None:
+        """Stop the background work (``wait``: finish what is worth finishing; nothing yet)."""
+        if isinstance(self.estimator, EstimatePool):
+            self.estimator.close()
+
+    def _ahead(self, state: ProposerState, chosen: list[Candidate]) -> None:
+        """Start estimating the next pool as a copy of the inner proposer would draw it
+        if nothing handed out now wins; the inner proposer itself is not touched."""
+        if not isinstance(self.estimator, EstimatePool):
+            return  # no background workers
+        try:
+            shadow = copy.deepcopy(self.inner)
+        except (TypeError, copy.Error):  # a proposer that cannot be copied: no guess
+            return
+        handed = frozenset(c.signature for c in chosen if c.signature)
+        guess = shadow.propose(self._inner_state(state, handed))
+        jobs = [self.screen.job(c) for c in guess or []]
+        self.estimator.start([job for job in jobs if job is not None])
+
+    def _inner_state(
+        self, state: ProposerState, handed: frozenset[str] = frozenset()
+    ) -> ProposerState:
+        """What the inner proposer sees: a pool's size, the screened-out ones as tried."""
+        return replace(
+            state,
+            batch_size=self.screen.pool,
+            history=state.history + tuple(self.seen),
+            tried=state.tried | {o.signature for o in self.seen if o.signature} | handed,
+        )
 
     def _restore(self) -> None:
         """A resumed run: what earlier pools screened out, and the round they reached."""
@@ -211,7 +243,7 @@ def screening_for(
         )
 
     screen = Screen(cfg.pool, cfg.top, program.better, log, job, cfg.calibration)
-    return ScreeningProposer(inner, screen)
+    return ScreeningProposer(inner, screen, EstimatePool())
 
 
 def screened_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
