@@ -163,7 +163,7 @@ def run(
     try:
         with session.runner.locked():
             summary = session.runner.run(session.proposer, max_candidates)
-            session.close(finished=True)
+            session.close(finished=True)  # a refit under way is finished and recorded
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
     except HistoryError as exc:  # git refused a step: say which, resume later

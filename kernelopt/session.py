@@ -170,7 +170,8 @@ def make_screening(
         workload = (root / program.target.workload).read_text()
     log = ScreenLog.of_run(runner.repo.common_dir, runner.run_id)
     try:
-        return screening_for(inner, program, root, workload, log)
+        run = (runner.repo.common_dir, runner.run_id)
+        return screening_for(inner, program, root, workload, log, run)
     except CalibrationError as exc:
         raise SessionError(f"{program.path}: search.screen.calibration: {exc}") from None
 
@@ -235,9 +236,10 @@ class Session:
         return cls(program, root, runner.run_id, device, reason, runner, proposer)
 
     def close(self, finished: bool = False) -> None:
-        """Stop the proposer's background work (screening's estimate workers).
+        """Stop the proposer's background work (screening's workers, a running refit).
 
-        ``finished``: a normal end, not Ctrl-C or an error. Closing twice is harmless.
+        After a normal end (``finished``) a refit under way is finished and
+        recorded; after Ctrl-C or an error it is stopped. Closing twice is harmless.
         """
         from kernelopt.proposers.screen import ScreeningProposer
 
