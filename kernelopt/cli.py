@@ -163,6 +163,7 @@ def run(
     try:
         with session.runner.locked():
             summary = session.runner.run(session.proposer, max_candidates)
+            session.close(finished=True)  # a refit under way is finished and recorded
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
     except HistoryError as exc:  # git refused a step: say which, resume later
@@ -176,6 +177,8 @@ def run(
             f"  resume with: kernelopt run {program}" + (f" --tag {tag}" if tag else ""), err=True
         )
         sys.exit(EXIT_CTRL_C)
+    finally:
+        session.close()  # stops what is still running after an interrupt or an error
     print_summary(summary, as_json, program)
     if summary.failed:
         sys.exit(1)

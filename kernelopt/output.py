@@ -211,6 +211,10 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         value = format_metric(ref["metric"]) if ref["metric"] is not None else f"n/a ({ref['why']})"
         lines.append(f"reference  {ref['what']}: {value}")
     lines.append(f"attempts   {data['attempts']}")
+    if data.get("calibration"):
+        from kernelopt.proposers.live_calibration import live_summary
+
+        lines.append(f"screening  {live_summary(data['calibration'])}")
     lines.append(f"regressions in a row {data['consecutive_regressions']}")
     for r in data["recent_regressions"]:
         gain = (r.get("gain") or 0) * 100

@@ -116,6 +116,7 @@ class ScreenConfig:
     pool: int
     top: int
     calibration: str | None = None
+    refit_every: int = 5  # device measurements between live refits; 0: none
 
 
 @dataclass(frozen=True)
@@ -308,7 +309,9 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
 def _screen(s: dict[str, Any]) -> ScreenConfig | None:
     if s.get("pool") is None:
         return None
-    return ScreenConfig(pool=s["pool"], top=s["top"], calibration=s.get("calibration"))
+    return ScreenConfig(
+        pool=s["pool"], top=s["top"], calibration=s.get("calibration"), refit_every=s["refit_every"]
+    )
 
 
 def _device(d: dict[str, Any]) -> Device:

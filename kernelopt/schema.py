@@ -355,6 +355,12 @@ SCHEMA = Section(
                             "a calibration file (`kernelopt sim calibrate`) whose Trn2 parameters the estimates use",
                             default=None,
                         ),
+                        "refit_every": Key(
+                            "int",
+                            "with metric mfu, refit the estimates' Trn2 parameters to the run's device measurements after every this many new ones (0: never)",
+                            default=5,
+                            check=non_negative,
+                        ),
                     },
                 ),
             },

@@ -170,7 +170,8 @@ def make_screening(
         workload = (root / program.target.workload).read_text()
     log = ScreenLog.of_run(runner.repo.common_dir, runner.run_id)
     try:
-        return screening_for(inner, program, root, workload, log)
+        run = (runner.repo.common_dir, runner.run_id)
+        return screening_for(inner, program, root, workload, log, run)
     except CalibrationError as exc:
         raise SessionError(f"{program.path}: search.screen.calibration: {exc}") from None
 
@@ -233,6 +234,17 @@ class Session:
             if proposer is not None and program.screen is not None and device == "neuron":
                 proposer = make_screening(program, root, start, runner, proposer)
         return cls(program, root, runner.run_id, device, reason, runner, proposer)
+
+    def close(self, finished: bool = False) -> None:
+        """Stop the proposer's background work (screening's workers, a running refit).
+
+        After a normal end (``finished``) a refit under way is finished and
+        recorded; after Ctrl-C or an error it is stopped. Closing twice is harmless.
+        """
+        from kernelopt.proposers.screen import ScreeningProposer
+
+        if isinstance(self.proposer, ScreeningProposer):
+            self.proposer.close(wait=finished)
 
     @classmethod
     def attach(

@@ -13,7 +13,10 @@ from kernelopt.records import measured_on
 
 
 def status_view(repo: RunRepo, state: RunState) -> dict[str, Any]:
-    """Where a run stands: BEST, its metric and profile, the baseline, counters, stop."""
+    """Where a run stands: BEST, its metric and profile, the baseline, counters, stop;
+    with a screened run's live refit, how far the model is from the device."""
+    from kernelopt.proposers.live_calibration import read_live
+
     best = state.best
     base = state.baseline
     counters = state.counters
@@ -34,6 +37,7 @@ def status_view(repo: RunRepo, state: RunState) -> dict[str, Any]:
         "stopped": state.stop is not None,
         "stop_reason": state.stop.get("reason") if state.stop else None,
         "best_profile": (best.measurement.get("profile") if best else None) or {},
+        "calibration": read_live(repo.common_dir, repo.run_id),
     }
 
 

@@ -13,10 +13,18 @@ with its knobs, estimate, and status (``incorrect`` when the CPU check failed:
 recorded, never measured, never dropped). The inner proposer sees them as
 observations with verdict ``screened`` (or their failure), so it does not draw
 them again, and a resumed run reads them back from the record.
+
+With an `EstimatePool` as estimator, once a round is handed out the next pool
+is guessed (drawn from a copy of the inner proposer, as if nothing in the round
+wins) and estimated in the background while the device measures; the real
+next pool is drawn as always, and only its estimates not already made are
+computed. With a `LiveCalibration` (`live_calibration.py`), the measured
+candidates refit the model as the run goes, and later pools use the refit.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -24,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.proposers.base import KNOB, Candidate, Observation, Proposer, ProposerState
-from kernelopt.sim.estimate import EstimateJob, estimate_all
+from kernelopt.proposers.live_calibration import LiveCalibration
+from kernelopt.sim.estimate import EstimateJob, EstimatePool, estimate_all
 
 SCREENED = "screened"
 MAX_EMPTY_POOLS = 5  # pools in a row with no correct kernel before the round gives up
@@ -94,33 +103,73 @@ class Screen:
 class ScreeningProposer:
     """A proposer whose candidates are screened on sim before they reach the loop."""
 
-    def __init__(self, inner: Proposer, screen: Screen, estimator: Callable = estimate_all):
+    def __init__(
+        self,
+        inner: Proposer,
+        screen: Screen,
+        estimator: Callable = estimate_all,
+        live: LiveCalibration | None = None,
+    ):
         self.inner = inner
         self.screen = screen
         self.estimator = estimator
+        self.live = live
         self.seen: list[Observation] = []
         self.round = 0
         self.restored = False
 
     def observe(self, results: list[Observation]) -> None:
         self.inner.observe(results)
+        if self.live is not None:
+            self.live.observe(results)
 
     def propose(self, state: ProposerState) -> list[Candidate] | None:
         self._restore()
+        if self.live is not None:
+            self.live.before_round()
         for _ in range(MAX_EMPTY_POOLS):
-            inner_state = replace(
-                state,
-                batch_size=self.screen.pool,
-                history=state.history + tuple(self.seen),
-                tried=state.tried | {o.signature for o in self.seen if o.signature},
-            )
-            batch = self.inner.propose(inner_state)
+            batch = self.inner.propose(self._inner_state(state))
             if not batch:
                 return batch
             chosen = self._screened(batch)
             if chosen:
+                self._ahead(state, chosen)
                 return chosen
         return []
+
+    def close(self, wait: bool = False) -> None:
+        """Stop background work: a running refit (finished first when ``wait``), the workers."""
+        try:
+            if self.live is not None:
+                self.live.close(wait)
+        finally:
+            if isinstance(self.estimator, EstimatePool):
+                self.estimator.close()
+
+    def _ahead(self, state: ProposerState, chosen: list[Candidate]) -> None:
+        """Start estimating the next pool as a copy of the inner proposer would draw it
+        if nothing handed out now wins; the inner proposer itself is not touched."""
+        if not isinstance(self.estimator, EstimatePool) or (self.live and self.live.busy):
+            return  # no background workers, or the next pool's parameters are not known yet
+        try:
+            shadow = copy.deepcopy(self.inner)
+        except (TypeError, copy.Error):  # a proposer that cannot be copied: no guess
+            return
+        handed = frozenset(c.signature for c in chosen if c.signature)
+        guess = shadow.propose(self._inner_state(state, handed))
+        jobs = [self.screen.job(c) for c in guess or []]
+        self.estimator.start([job for job in jobs if job is not None])
+
+    def _inner_state(
+        self, state: ProposerState, handed: frozenset[str] = frozenset()
+    ) -> ProposerState:
+        """What the inner proposer sees: a pool's size, the screened-out ones as tried."""
+        return replace(
+            state,
+            batch_size=self.screen.pool,
+            history=state.history + tuple(self.seen),
+            tried=state.tried | {o.signature for o in self.seen if o.signature} | handed,
+        )
 
     def _restore(self) -> None:
         """A resumed run: what earlier pools screened out, and the round they reached."""
@@ -132,6 +181,8 @@ class ScreeningProposer:
         self.seen = [observation_of(e) for e in entries if not e.get("chosen")]
         if self.seen:
             self.inner.observe(self.seen)
+        if self.live is not None:
+            self.live.restore()
 
     def _screened(self, batch: list[Candidate]) -> list[Candidate]:
         """The batch's unscreenable candidates, then the ``top`` best estimates."""
@@ -163,11 +214,14 @@ class ScreeningProposer:
                 "chosen": i in top,
                 "calibration": self.screen.calibration,
             }
+            if self.live is not None:  # the attempt of the refit whose parameters were used
+                entry["refit"] = self.live.refit_at
             entries.append(entry)
             if i in top:
-                section = {
-                    k: entry[k] for k in ("estimate", "rank", "pool", "round", "calibration")
-                }
+                if self.live is not None and isinstance(pooled[i][1], EstimateJob):
+                    self.live.remember(candidate.signature, pooled[i][1].kernel_text)
+                keys = ("estimate", "rank", "pool", "round", "calibration", "refit")
+                section = {k: entry[k] for k in keys if k in entry}
                 chosen.append(
                     (rank[i], replace(candidate, extra={**candidate.extra, "screen": section}))
                 )
@@ -180,9 +234,19 @@ class ScreeningProposer:
 
 
 def screening_for(
-    inner: Proposer, program: Any, root: Path, workload_text: str, log: ScreenLog
+    inner: Proposer,
+    program: Any,
+    root: Path,
+    workload_text: str,
+    log: ScreenLog,
+    run: tuple[Path, str] | None = None,
 ) -> ScreeningProposer:
-    """The screening wrapper a program's ``search.screen`` asks for (calibration read once)."""
+    """The screening wrapper a program's ``search.screen`` asks for (calibration read once).
+
+    With ``run`` (the git common directory and the run's id) and an MFU metric,
+    the run's measurements refit the model as it goes (`live_calibration.py`).
+    """
+    from kernelopt.proposers.live_calibration import live_for
     from kernelopt.sim.calibration import read_overrides
 
     cfg = program.screen
@@ -192,6 +256,7 @@ def screening_for(
         path = Path(cfg.calibration)
         overrides = read_overrides(path if path.is_absolute() else Path(root) / path)
     target, decide = program.target, program.decide
+    live = live_for(program, root, *run, workload_text, overrides) if run else None
 
     def job(candidate: Candidate) -> EstimateJob | None:
         kernel = candidate.files.get(target.kernel)
@@ -207,11 +272,11 @@ def screening_for(
             rtol=decide.rtol,
             rel_l2=decide.rel_l2,
             compiler_args=tuple(program.device.neuron.compiler_args),
-            params=overrides,
+            params=live.params if live is not None else overrides,
         )
 
     screen = Screen(cfg.pool, cfg.top, program.better, log, job, cfg.calibration)
-    return ScreeningProposer(inner, screen)
+    return ScreeningProposer(inner, screen, EstimatePool(), live)
 
 
 def screened_lines(rows: Sequence[dict[str, Any]]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import kernelopt.report.plots as plots
 from kernelopt.history import HistoryError, RunRepo, RunState
@@ -49,8 +50,11 @@ def write_report(
     *,
     facts: ProgramFacts | None = None,
     embed: bool = False,
+    calibration: Mapping[str, Any] | None = None,
 ) -> Report:
-    """Write ``out/index.html`` and its PNGs for ``state``; returns what was written."""
+    """Write ``out/index.html`` and its PNGs for ``state``; returns what was written.
+
+    ``calibration``: a screened run's live calibration figures, shown when given."""
     if not state.attempts:
         raise ReportError(
             f"run {state.run_id} has no recorded attempts yet: nothing to report "
@@ -74,7 +78,8 @@ def write_report(
     )
     context: Mapping[str, str] = {"program": facts.program} if facts.program else {}
     index = out / INDEX
-    index.write_text(render_page(frames, figures, out, embed=embed, context=context))
+    page = render_page(frames, figures, out, embed=embed, context=context, calibration=calibration)
+    index.write_text(page)
     pngs = [
         p
         for p in (figures.metric, figures.gains, figures.classes, figures.counters, figures.profile)
@@ -117,7 +122,15 @@ def report_for_run(
     repo_root: str | Path, run_id: str, out: str | Path | None = None, *, embed: bool = False
 ) -> Report:
     """Load a run from its repository and write its report (to ``out`` or the default)."""
+    from kernelopt.proposers.live_calibration import read_live
+
     root = Path(repo_root)
     repo = RunRepo(root, run_id)
     target = Path(out) if out is not None else default_report_dir(repo)
-    return write_report(repo.load_state(), target, facts=program_facts(root, run_id), embed=embed)
+    return write_report(
+        repo.load_state(),
+        target,
+        facts=program_facts(root, run_id),
+        embed=embed,
+        calibration=read_live(repo.common_dir, run_id),
+    )

@@ -202,44 +202,59 @@ def calibrate(
     return {n: float(getattr(final, n)) for n in names}, figures
 
 
-def run_pairs(root: Path, run_id: str) -> list[Traced]:
-    """The run's measured attempts (device MFU) with their committed kernels traced."""
+def traced_text(
+    attempt: int,
+    measured: float,
+    kernel_text: str,
+    workload_text: str,
+    func: str | None,
+    compiler_args: Sequence[str],
+) -> Traced | None:
+    """A pair from the texts of a kernel and its workload; None when the simulator cannot
+    trace it (then it is no pair)."""
     import tempfile
 
-    from kernelopt.history import RunRepo, committed_text
-    from kernelopt.session import program_for_run
     from kernelopt.sim.errors import SimError
     from kernelopt.workload import WorkloadError, load_workload
+
+    with tempfile.TemporaryDirectory(prefix="kernelopt-calibrate-") as tmp:
+        kernel, workload = Path(tmp) / "kernel.py", Path(tmp) / "workload.py"
+        kernel.write_text(kernel_text)
+        workload.write_text(workload_text)
+        try:
+            loaded = load_workload(workload, require=("f_numpy", "INPUT_SPECS"))
+            return trace_kernel(attempt, measured, kernel, loaded, func, compiler_args)
+        except (SimError, WorkloadError):
+            return None
+
+
+def run_pairs(root: Path, run_id: str) -> list[Traced]:
+    """The run's measured attempts (device MFU) with their committed kernels traced."""
+    from kernelopt.history import RunRepo, committed_text
+    from kernelopt.session import program_for_run
 
     program = program_for_run(root, run_id)
     target = program.target
     if target.kind != "nki" or not target.kernel or not target.workload:
         raise CalibrationProblem(f"run {run_id} does not tune an nki kernel")
     pairs = []
-    with tempfile.TemporaryDirectory(prefix="kernelopt-calibrate-") as tmp:
-        for record in RunRepo(root, run_id).load_state().attempts:
-            m = record.measurement
-            mfu = (m.get("metrics") or {}).get("mfu")
-            kernel = committed_text(root, record.commit, target.kernel)
-            workload_text = committed_text(root, record.commit, target.workload)
-            if m.get("status") != "ok" or not isinstance(mfu, int | float) or not kernel:
-                continue
-            folder = Path(tmp) / str(record.attempt)
-            folder.mkdir()
-            (folder / "kernel.py").write_text(kernel)
-            (folder / "workload.py").write_text(workload_text or "")
-            try:
-                workload = load_workload(folder / "workload.py", require=("f_numpy", "INPUT_SPECS"))
-                pairs.append(
-                    trace_kernel(
-                        record.attempt,
-                        float(mfu),
-                        folder / "kernel.py",
-                        workload,
-                        target.func,
-                        program.device.neuron.compiler_args,
-                    )
-                )
-            except (SimError, WorkloadError):
-                continue  # the simulator cannot estimate it: no pair
+    for record in RunRepo(root, run_id).load_state().attempts:
+        m = record.measurement
+        mfu = (m.get("metrics") or {}).get("mfu")
+        if m.get("status") != "ok" or not isinstance(mfu, int | float):
+            continue
+        kernel = committed_text(root, record.commit, target.kernel)
+        workload_text = committed_text(root, record.commit, target.workload)
+        if not kernel:
+            continue
+        pair = traced_text(
+            record.attempt,
+            float(mfu),
+            kernel,
+            workload_text or "",
+            target.func,
+            program.device.neuron.compiler_args,
+        )
+        if pair is not None:
+            pairs.append(pair)
     return pairs

@@ -4,14 +4,19 @@ Each job is one rendered kernel: it is checked against the workload's numpy
 oracle on the CPU (the same gate as the sim device and the Trn2 path's CPU
 check) and, when correct, its time estimated by the cost model. Jobs run in a
 process pool; where one cannot start, in this process.
+
+`EstimatePool` keeps its worker processes for a whole run and knows each
+job's estimate by the job's content (kernel text, parameters, workload), so a
+job started ahead of time (while the device measures) is not estimated again
+when it is asked for.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,3 +98,101 @@ def estimate_all(jobs: Sequence[EstimateJob], workers: int | None = None) -> lis
         except (BrokenProcessPool, OSError):
             pass  # no worker processes here: the same estimates, one at a time
     return [estimate(job) for job in jobs]
+
+
+def job_key(job: EstimateJob) -> Hashable:
+    """What an estimate depends on: every field of the job, parameters included."""
+    return (
+        job.kernel_text,
+        tuple(sorted(job.params.items())),
+        job.workload_text,
+        job.metric,
+        job.func,
+        job.seeds,
+        job.atol,
+        job.rtol,
+        job.rel_l2,
+        job.compiler_args,
+    )
+
+
+class EstimatePool:
+    """Worker processes kept for a run; each distinct job estimated once.
+
+    ``start(jobs)`` hands jobs to the workers and returns at once; ``__call__``
+    returns every job's estimate in order, waiting for those already started
+    and starting the rest. Started jobs not asked for by the next call are
+    cancelled then (they were a guess at the next pool), so what is kept stays
+    one round's worth. Where workers cannot start or die, jobs run here.
+    ``computed`` counts the jobs estimated, ``hits`` those asked for that had
+    been started ahead.
+    """
+
+    def __init__(
+        self, workers: int | None = None, run: Callable[[EstimateJob], dict[str, Any]] = estimate
+    ) -> None:
+        self.workers = workers or os.cpu_count() or 1
+        self.run = run
+        self.computed = 0
+        self.hits = 0
+        self._executor: ProcessPoolExecutor | None = None
+        self._local = self.workers <= 1
+        self._started: dict[Hashable, Future[dict[str, Any]]] = {}
+
+    def start(self, jobs: Sequence[EstimateJob]) -> None:
+        """Estimate ``jobs`` in the background (nothing without worker processes)."""
+        if not self._local:
+            self._start(jobs)
+
+    def __call__(self, jobs: Sequence[EstimateJob]) -> list[dict[str, Any]]:
+        wanted = {job_key(job): job for job in jobs}
+        self._cancel(set(self._started) - set(wanted))  # guesses that did not come true
+        self.hits += len(set(self._started) & set(wanted))
+        self._start(list(wanted.values()))
+        done = {key: self._result(key, job) for key, job in wanted.items()}
+        self._started.clear()
+        return [done[job_key(job)] for job in jobs]
+
+    def close(self) -> None:
+        """Cancel what has not started, wait for what has, stop the workers."""
+        self._cancel(set(self._started))
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def _start(self, jobs: Sequence[EstimateJob]) -> None:
+        for job in jobs:
+            key = job_key(job)
+            if key not in self._started:
+                self._started[key] = self._submit(job)
+
+    def _cancel(self, keys: set[Hashable]) -> None:
+        for key in keys:
+            if self._started.pop(key).cancel():
+                self.computed -= 1  # never ran
+
+    def _submit(self, job: EstimateJob) -> Future[dict[str, Any]]:
+        self.computed += 1
+        if not self._local:
+            try:
+                if self._executor is None:
+                    self._executor = ProcessPoolExecutor(max_workers=self.workers)
+                return self._executor.submit(self.run, job)
+            except (BrokenProcessPool, OSError, RuntimeError):
+                self._give_up_workers()
+        future: Future[dict[str, Any]] = Future()
+        future.set_result(self.run(job))
+        return future
+
+    def _result(self, key: Hashable, job: EstimateJob) -> dict[str, Any]:
+        try:
+            return self._started[key].result()
+        except BrokenProcessPool:  # a worker died: the same estimate, here
+            self._give_up_workers()
+            return self.run(job)
+
+    def _give_up_workers(self) -> None:
+        self._local = True
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +165,129 @@ def test_sim_calibrate_fits_the_runs_measurements_and_sim_uses_the_file(
     assert json.loads(calibrated.stdout)["total_time"] != default["total_time"]
     plain = kernelopt(root, "sim", "calibrate", "--run", "trn-t", "--out", str(out), env=env)
     assert "error_after:" in plain.stdout and "spearman:" in plain.stdout
+
+
+LIVE = ", screen: {pool: 4, top: 2, refit_every: 2}"
+
+
+def _live(root: Path) -> dict[str, Any]:
+    return json.loads((root / ".git" / "kernelopt" / "calibration" / "trn-t.live.json").read_text())
+
+
+def _measured_up_to(root: Path, attempt: int) -> int:
+    """Attempts the device measured up to ``attempt`` (a fit's pairs), the baseline included."""
+    ok = [n for n in notes(root) if n["measurement"]["status"] == "ok"]
+    return len([n for n in ok if n["attempt"] <= attempt])
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], dict]:
+    """A screened run refitted live, stopped after 6 candidates and then resumed for 4;
+    also the live figures and the last attempt when the first invocation ended."""
+    root, env = make_repo(tmp_path_factory.mktemp("live"), LIVE, candidates=20)
+    args = ("run", "programs/trn.md", "--tag", "t", "--max-candidates")
+    first = kernelopt(root, *args, "6", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    before = {**_live(root), "last_attempt": max(n["attempt"] for n in notes(root))}
+    again = kernelopt(root, *args, "4", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    return root, env, before
+
+
+def test_a_screened_run_refits_the_model_to_its_measurements_across_a_resume(
+    live_run: tuple[Path, dict[str, str], dict],
+) -> None:
+    root, _, before = live_run
+    after = _live(root)
+    for figures in (before, after):
+        assert figures["pairs"] >= 4 and figures["params"]
+        # Every measured attempt up to the refit is a pair, the baseline included.
+        assert figures["pairs"] == _measured_up_to(root, figures["refit_at_attempt"])
+    # A refit after the resume had the first invocation's measurements as pairs too.
+    assert after["refit_at_attempt"] > before["last_attempt"]
+    # Pools drawn after a refit were estimated with it, and their notes say which.
+    refits = {n["screen"].get("refit") for n in notes(root) if "screen" in n}
+    assert before["refit_at_attempt"] in refits and None in refits
+
+
+def test_status_and_report_show_the_live_figures(
+    live_run: tuple[Path, dict[str, str], dict],
+) -> None:
+    root, env, _ = live_run
+    figures = _live(root)
+    data = json.loads(kernelopt(root, "status", "--json", env=env).stdout)
+    assert data["calibration"] == figures
+    human = kernelopt(root, "status", env=env).stdout
+    line = next(x for x in human.splitlines() if "sim vs device" in x)
+    assert f"ρ {figures['spearman']:.2f}" in line
+    assert f"error {figures['error_after']:.2f} pp over {figures['pairs']} measurements" in line
+    assert f"refit at attempt {figures['refit_at_attempt']}" in line
+    out = root.parent / "report"
+    assert kernelopt(root, "report", "--out", str(out), env=env).returncode == 0
+    page = (out / "index.html").read_text()
+    assert "Screening model" in page and f"refit at attempt {figures['refit_at_attempt']}" in page
+
+
+def test_a_run_without_screening_shows_no_live_figures(tmp_path: Path) -> None:
+    root, env = make_repo(tmp_path, "", candidates=1)
+    assert kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env).returncode == 0
+    assert json.loads(kernelopt(root, "status", "--json", env=env).stdout)["calibration"] is None
+    assert "sim vs device" not in kernelopt(root, "status", env=env).stdout
+    out = tmp_path / "report"
+    assert kernelopt(root, "report", "--out", str(out), env=env).returncode == 0
+    assert "Screening model" not in (out / "index.html").read_text()
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found |= {int(p) for p in (task / "children").read_text().split()}
+        except OSError:
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_ctrl_c_in_a_screened_run_leaves_no_estimate_worker_behind(tmp_path: Path) -> None:
+    root, env = make_repo(tmp_path, LIVE, candidates=30)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelopt.cli", "run", "programs/trn.md", "--tag", "t"],
+        cwd=root,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    screen = root / ".git" / "kernelopt" / "screen" / "trn-t.jsonl"
+    children: set[int] = set()
+    deadline = time.monotonic() + 120
+    # Past the third round: the workers run, a guess was estimated ahead, a refit started.
+    while time.monotonic() < deadline and proc.poll() is None:
+        children |= _children(proc.pid)
+        rounds = (
+            {json.loads(x)["round"] for x in screen.read_text().splitlines()}
+            if screen.exists()
+            else set()
+        )
+        if len(rounds) >= 3:
+            break
+        time.sleep(0.05)
+    children |= _children(proc.pid)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)  # the runner only, as `kill -INT` would
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert children
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in children if _alive(p)]

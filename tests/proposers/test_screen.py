@@ -100,7 +100,12 @@ search: {{screen: {screen}}}
 
 @pytest.mark.parametrize(
     ("screen", "problem"),
-    [("{pool: 4}", "search.screen.top"), ("{pool: 2, top: 3}", "search.screen.top")],
+    [
+        ("{pool: 4}", "search.screen.top"),
+        ("{pool: 2, top: 3}", "search.screen.top"),
+        ("{pool: 4, top: 2, refit_every: -1}", "search.screen.refit_every: must be 0 or more"),
+        ("{pool: 4, top: 2, refit_every: often}", "search.screen.refit_every"),
+    ],
 )
 def test_screen_keys_must_name_pool_and_a_smaller_top(
     tmp_path: Path, screen: str, problem: str
@@ -114,3 +119,4 @@ def test_screen_keys_must_name_pool_and_a_smaller_top(
     (tmp_path / "p.md").write_text(PROGRAM.format(screen="{pool: 8, top: 2}"))
     screened = load_program(tmp_path / "p.md", root=tmp_path).screen
     assert screened is not None and (screened.pool, screened.top) == (8, 2)
+    assert screened.refit_every == 5  # the default

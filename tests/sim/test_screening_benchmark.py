@@ -1,4 +1,5 @@
-"""benchmarks/screening.py at a small size: both searches and the calibration figures run."""
+"""benchmarks/screening.py and live_refit.py at a small size: both searches, the
+calibration figures and a timed refit run."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = ROOT / "tests" / "neuron" / "kernels" / "workload.py"
 
 
-def _bench_module():
+def _bench_module(name: str = "screening"):
     spec = importlib.util.spec_from_file_location(
-        "screening_bench", ROOT / "benchmarks" / "screening.py"
+        f"{name}_bench", ROOT / "benchmarks" / f"{name}.py"
     )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -32,3 +33,9 @@ def test_screened_and_plain_searches_measure_within_budget_and_calibration_helps
     # Noise-free measurements of a device whose parameters differ: the fit narrows the gap.
     errors = bench_mod.calibration_errors(bench, plain, bench_mod.held_out(bench, 6))
     assert errors[0] > 0 and min(errors[10], errors[20]) < errors[0]
+
+
+def test_a_timed_live_refit_on_a_few_pairs_narrows_the_gap() -> None:
+    (row,) = _bench_module("live_refit").timed_refits(WORKLOAD, [5])
+    assert row["pairs"] == 5 and row["seconds"] > 0
+    assert row["error_after"] < row["error_before"]
