@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,7 +155,18 @@ def make_proposer(program: Program, root: Path, start: str = "HEAD") -> Proposer
         kernel_path=target.kernel,
         seed=program.seed,
         baseline_kernel=committed_text(root, start, target.kernel) if target.kernel else None,
+        baseline_knobs=_knobs_at(root, start, target.knobs.file),
     )
+
+
+def _knobs_at(root: Path, rev: str, path: str) -> dict[str, Any] | None:
+    """The knob file as committed at ``rev`` (None when absent or not a JSON object)."""
+    text = committed_text(root, rev, path)
+    try:
+        knobs = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return knobs if isinstance(knobs, dict) else None
 
 
 def make_screening(

@@ -70,8 +70,10 @@ def knobs_of(ir: KernelIR, dma_bound: bool = False) -> list[str]:
     others = [f"buffer_scopes.{b.name}" for b in ir.buffers if b.role != "load"]
     blocks = [f"ltiles_per_block.{d.name}" for d in ir.dims if len(d.divisors()) > 1]
     if dma_bound:
-        # Reload traffic dominates: bigger blocks and wider load buffers cut it.
-        return blocks + loads + ["loop_order"] + others
+        # Reload traffic dominates: bigger blocks and wider load buffers cut it, and
+        # a block size only matters to the loads held per block (blocking moves both).
+        blocking = [f"blocking.{d.name}" for d in ir.dims if len(d.divisors()) > 1]
+        return blocking + blocks + loads + ["loop_order"] + others
     return ["loop_order"] + blocks + loads + others
 
 
@@ -88,6 +90,8 @@ def sweep(best: KernelIR, knob: str, rng: random.Random) -> Iterator[KernelIR]:
             fixed = repair(best.with_knobs(loop_order=draw_loop_order(best, rng)))
             if fixed is not None:
                 yield fixed
+    elif knob.startswith("blocking."):
+        yield from _blocking(best, best.dim[knob.split(".", 1)[1]])
     elif knob.startswith("ltiles_per_block."):
         dim = best.dim[knob.split(".", 1)[1]]
         current = best.ltiles_per_block[dim.name]
@@ -107,6 +111,31 @@ def sweep(best: KernelIR, knob: str, rng: random.Random) -> Iterator[KernelIR]:
             cand = best.with_knobs(buffer_scopes={**best.buffer_scopes, name: option})
             if not derive(cand)[1]:
                 yield cand
+
+
+def _blocking(best: KernelIR, dim: Any) -> Iterator[KernelIR]:
+    """Bigger blocks of ``dim`` with the loads that hold one tile of it held per block."""
+    scopes = {
+        b.name: {
+            d: (Scope.PER_BLOCK if d == dim.name and s == Scope.PER_TILE else s)
+            for d, s in best.buffer_scopes[b.name].items()
+        }
+        for b in best.buffers
+    }
+    for b in best.buffers:
+        if b.role != "load":
+            scopes[b.name] = dict(best.buffer_scopes[b.name])
+    if scopes == best.buffer_scopes:
+        return  # no load holds a tile of dim: the plain block-size sweep covers it
+    current = best.ltiles_per_block[dim.name]
+    for n in sorted(dim.divisors(), key=lambda n: (abs(n - current), n)):
+        if n > current:
+            cand = best.with_knobs(
+                ltiles_per_block={**best.ltiles_per_block, dim.name: n}, buffer_scopes=scopes
+            )
+            fixed = repair(cand)
+            if fixed is not None:
+                yield fixed
 
 
 def nudge(ir: KernelIR, knob: str, rng: random.Random) -> KernelIR:

@@ -17,6 +17,11 @@ proposer alternates three modes, as a tuner reading profiles would:
   both; before that a DMA-bound best prefers perturbations that load less;
 - back to sweeping as soon as a perturbation or draw wins.
 
+Whatever the mode, a state the run's own measurements predict far worse
+than BEST (`evidence.py`: sure of it, not merely guessing) is set aside while
+better-predicted states remain, and a sweep whose settings measure exactly
+BEST's figure twice is a plateau: the rest of it is skipped.
+
 Every candidate is valid, rendered, and new by signature. States whose
 buffers would not fit SBUF/PSUM even in the estimate, and states that render
 to a kernel already proposed, are left for last (proposed only once
@@ -98,6 +103,7 @@ class NkiKnobProposer:
         kernel_path: str = "ir/matmul/kernel.py",
         seed: int = 0,
         baseline_kernel: str | None = None,
+        baseline_knobs: dict[str, Any] | None = None,
     ) -> None:
         self.base = workload if isinstance(workload, KernelIR) else ir_for_workload(workload)
         self.variants = dict(enumerate_rewrite_combinations(self.base, list(REWRITES.values())))
@@ -111,6 +117,11 @@ class NkiKnobProposer:
         self.sources: set[str] = set()  # rendered kernels already proposed (or tried)
         if baseline_kernel is not None:  # what the baseline measured: never a candidate
             self.sources.add(hashlib.sha1(baseline_kernel.encode()).hexdigest())
+        # The baseline's knob state, when the knob file renders exactly the baseline kernel
+        # (a hand-edited kernel has no knob state): the search starts from it.
+        self.baseline_ir = self._ir(baseline_knobs) if baseline_knobs else None
+        if self.baseline_ir is not None and render_ir(self.baseline_ir) != baseline_kernel:
+            self.baseline_ir = None
         self.known: set[str] = set()  # history signatures whose kernels are in ``sources``
         self.started = False
         self.knob_index = 0
@@ -153,7 +164,7 @@ class NkiKnobProposer:
                 for ir in first:
                     self.proposed.add(knob_signature(ir))
                     self.sources.add(source_key(ir))
-                return [self._candidate(None, ir, knob_signature(ir)) for ir in first]
+                return [self._candidate(None, ir) for ir in first]
         if self.last_improved:
             self.queue.clear()  # settings queued around the old best are stale now
         batch: list[Candidate] = []
@@ -186,7 +197,11 @@ class NkiKnobProposer:
         self.proposed.add(sig)
         self.sources.add(source_key(ir))
         self.deferred.pop(sig, None)
-        return self._candidate(best, ir, sig)
+        return self._candidate(best, ir)
+
+    def _candidate(self, best: KernelIR | None, ir: KernelIR) -> Candidate:
+        against = best or self.variants[ir.variant]
+        return candidate_of(ir, against, best is None, self.knobs_path, self.kernel_path)
 
     # --- what the run has taught ---------------------------------------------------------
 
@@ -208,7 +223,10 @@ class NkiKnobProposer:
         return ir if not derive(ir)[1] else None
 
     def _best(self, state: ProposerState) -> KernelIR | None:
-        return self._ir(state.best_knobs) if state.best_knobs else None
+        if state.best_knobs:
+            return self._ir(state.best_knobs)
+        best = state.best
+        return self.baseline_ir if best is not None and best.verdict == "baseline" else None
 
     def _ranked(self, state: ProposerState) -> list[Observation]:
         """Measured knob states, best first, one per signature."""
@@ -245,6 +263,9 @@ class NkiKnobProposer:
     def _measured(self, state: ProposerState) -> list[tuple[KernelIR, float]]:
         """Every measured knob state the model can learn from, with its metric."""
         pairs = [(self._ir(o.knobs), float(o.metric)) for o in self._ranked(state)]
+        base = state.baseline
+        if self.baseline_ir is not None and base is not None and base.metric is not None:
+            pairs.append((self.baseline_ir, float(base.metric)))
         return [(ir, metric) for ir, metric in pairs if ir is not None]
 
     def _featured(self, ir: KernelIR) -> dict[str, float]:
@@ -418,21 +439,21 @@ class NkiKnobProposer:
 
     def _from_exhaustive(self, tried: set[str]) -> bool:
         assert self.exhaustive is not None
-        for ir in self.exhaustive:
-            if knob_signature(ir) not in tried:
-                self.queue.append(ir)
-                return True
-        return False
+        ir = next((ir for ir in self.exhaustive if knob_signature(ir) not in tried), None)
+        if ir is not None:
+            self.queue.append(ir)
+        return ir is not None
 
-    def _candidate(self, best: KernelIR | None, ir: KernelIR, sig: str) -> Candidate:
-        if best is None:
-            hypothesis = describe_change(self.variants[ir.variant], ir, against="default")
-        else:
-            hypothesis = describe_change(best, ir)
-        return Candidate(
-            kind=KNOB,
-            hypothesis=hypothesis,
-            files={self.knobs_path: knobs_text(ir), self.kernel_path: render_ir(ir)},
-            knobs=knobs_to_json(ir),
-            signature=sig,
-        )
+
+def candidate_of(
+    ir: KernelIR, against: KernelIR, from_default: bool, knobs_path: str, kernel_path: str
+) -> Candidate:
+    """``ir`` as a knob candidate: its knob file and rendered kernel, and what changed."""
+    how = "default" if from_default else "best"
+    return Candidate(
+        kind=KNOB,
+        hypothesis=describe_change(against, ir, against=how),
+        files={knobs_path: knobs_text(ir), kernel_path: render_ir(ir)},
+        knobs=knobs_to_json(ir),
+        signature=knob_signature(ir),
+    )
