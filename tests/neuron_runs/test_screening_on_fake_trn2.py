@@ -132,10 +132,19 @@ def test_log_screened_lists_the_candidates_that_were_not_measured(
     assert plain.returncode == 0 and "screened" in plain.stdout
 
 
-def test_without_screen_keys_no_candidate_is_screened(tmp_path: Path) -> None:
-    root, env = make_repo(tmp_path, "", candidates=2)
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A run of the same program without search.screen (one candidate)."""
+    root, env = make_repo(tmp_path_factory.mktemp("plain"), "", candidates=1)
     proc = kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root, env
+
+
+def test_without_screen_keys_no_candidate_is_screened(
+    plain_run: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = plain_run
     assert all("screen" not in n for n in notes(root))
     assert not (root / ".git" / "kernelopt" / "screen").exists()
     rows = json.loads(kernelopt(root, "log", "--screened", "--json", env=env).stdout)
@@ -228,9 +237,10 @@ def test_status_and_report_show_the_live_figures(
     assert "Screening model" in page and f"refit at attempt {figures['refit_at_attempt']}" in page
 
 
-def test_a_run_without_screening_shows_no_live_figures(tmp_path: Path) -> None:
-    root, env = make_repo(tmp_path, "", candidates=1)
-    assert kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env).returncode == 0
+def test_a_run_without_screening_shows_no_live_figures(
+    plain_run: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    root, env = plain_run
     assert json.loads(kernelopt(root, "status", "--json", env=env).stdout)["calibration"] is None
     assert "sim vs device" not in kernelopt(root, "status", env=env).stdout
     out = tmp_path / "report"
