@@ -41,7 +41,7 @@ device:
     activate: {activate}
     compile_timeout: 60s
     iterations: 10
-decide: {{noise: 1%, confirm: 1, max_samples: 2, correctness_seeds: 1}}
+decide: {{noise: 1%, confirm: 1, max_samples: 1, correctness_seeds: 1}}
 search: {{seed: 3{screen}}}
 stop: {{max_candidates: {candidates}}}
 timeout: 2m
