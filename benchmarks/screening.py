@@ -40,6 +40,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from kernelopt.ir import ir_for_workload, render_ir, sample  # noqa: E402
+from kernelopt.ir.knobs_io import knobs_to_json  # noqa: E402
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations  # noqa: E402
 from kernelopt.proposers.base import Candidate, Observation, ProposerState  # noqa: E402
 from kernelopt.proposers.nki import NkiKnobProposer  # noqa: E402
@@ -99,7 +100,12 @@ def _source(candidate: Candidate) -> str:
 
 def search(bench: Bench, seed: int, budget: int, screen: tuple[int, int, int] | None) -> list:
     """(source, true MFU, measured MFU) of each device measurement, in order."""
-    inner = NkiKnobProposer(bench.path, seed=seed)
+    base_ir = ir_for_workload(bench.path)
+    baseline = render_ir(base_ir)
+    # As `kernelopt run` builds it: the baseline's kernel and knob state known.
+    inner = NkiKnobProposer(
+        bench.path, seed=seed, baseline_kernel=baseline, baseline_knobs=knobs_to_json(base_ir)
+    )
     proposer = inner
     params = [DEFAULT_PARAMS]
     if screen is not None:
@@ -109,13 +115,13 @@ def search(bench: Bench, seed: int, budget: int, screen: tuple[int, int, int] | 
         proposer = ScreeningProposer(
             inner, cfg, lambda sources: [bench.estimate(s, params[0]) for s in sources]
         )
-    baseline = render_ir(ir_for_workload(bench.path))
     measured = [(baseline, bench.true_mfu(baseline), bench.measured(baseline, seed, 0))]
     best, best_knobs = measured[0][2], None
-    history: list[Observation] = []
+    history = [Observation(0, "knob", "baseline", best, None, None)]
     while len(measured) < budget:
         state = ProposerState(best, best_knobs, "higher", tuple(history), seed=seed)
-        state = dataclasses.replace(state, tried=frozenset(o.signature for o in history))
+        tried = frozenset(o.signature for o in history if o.signature)
+        state = dataclasses.replace(state, tried=tried)
         batch = proposer.propose(state)
         if not batch:
             break
