@@ -144,7 +144,7 @@ class ScreeningProposer:
                 self.live.close(wait)
         finally:
             if isinstance(self.estimator, EstimatePool):
-                self.estimator.close()
+                self.estimator.close(wait)
 
     def _ahead(self, state: ProposerState, chosen: list[Candidate]) -> None:
         """Start estimating the next pool as a copy of the inner proposer would draw it

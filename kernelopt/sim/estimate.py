@@ -153,12 +153,21 @@ class EstimatePool:
         self._started.clear()
         return [done[job_key(job)] for job in jobs]
 
-    def close(self) -> None:
-        """Cancel what has not started, wait for what has, stop the workers."""
+    def close(self, wait: bool = True) -> None:
+        """Cancel what has not started and stop the workers: after what has started
+        finishes (``wait``), or at once (an interrupt: estimates are worth nothing then)."""
         self._cancel(set(self._started))
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        # The worker processes, before shutdown forgets them (no public handle exists).
+        workers = list((getattr(executor, "_processes", None) or {}).values())
+        if not wait:
+            for process in workers:
+                process.terminate()
+        executor.shutdown(wait=True, cancel_futures=True)
+        for process in workers:
+            process.join(timeout=5)
 
     def _start(self, jobs: Sequence[EstimateJob]) -> None:
         for job in jobs:

@@ -117,3 +117,26 @@ def test_guessing_ahead_changes_no_candidate_and_saves_estimates(tmp_path: Path)
     assert ahead == plain
     assert pool.hits > 0
     assert multiprocessing.active_children() == []
+
+
+def _slow(job: EstimateJob) -> dict[str, Any]:
+    import time
+
+    time.sleep(60)
+    return {"status": "ok", "estimate": 1.0, "error": "", "profile": {}}
+
+
+def test_an_interrupted_pool_stops_its_workers_at_once_a_finished_one_waits() -> None:
+    import time
+
+    pool = EstimatePool(workers=2, run=_slow)
+    pool.start([EstimateJob(workload_text="w", kernel_text=k, metric="mfu") for k in "ab"])
+    deadline = time.monotonic() + 10
+    while pool._executor is not None and not pool._executor._processes:
+        assert time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.05)
+    workers = list(pool._executor._processes.values()) if pool._executor else []
+    started = time.monotonic()
+    pool.close(wait=False)  # Ctrl-C: the estimates under way are worth nothing now
+    assert time.monotonic() - started < 10
+    assert workers and not any(p.is_alive() for p in workers)
