@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git
+from benchmarks_support.signals import as_foreground
 
 from kernelopt.history import RunRepo, read_trailers
 from kernelopt.program import load_program
@@ -59,6 +60,7 @@ def start_run(repo: BenchRepo, pid_file: Path | None) -> subprocess.Popen[str]:
         env["BENCH_PID_FILE"] = str(pid_file)
     proc = subprocess.Popen(
         ["kernelopt", "run", str(repo.program), "--tag", "t"],
+        preexec_fn=as_foreground,
         cwd=repo.root,
         env=env,
         stdout=subprocess.PIPE,
@@ -307,6 +309,7 @@ def test_ctrl_c_during_try_exits_with_the_interrupted_code(
     env = {**os.environ, "BENCH_PID_FILE": str(pid_file)}
     proc = subprocess.Popen(
         ["kernelopt", "try", "-m", "interrupted", "--json"],
+        preexec_fn=as_foreground,
         cwd=repo.worktree(),
         env=env,
         stdout=subprocess.PIPE,

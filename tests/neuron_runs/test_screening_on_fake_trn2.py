@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from benchmarks_support.gitrepo import git
 from benchmarks_support.gitrepo import run_kernelopt as kernelopt
+from benchmarks_support.signals import as_foreground
 
 from kernelopt.ir.knobs_io import ir_for_workload, knobs_text
 from kernelopt.ir.render import render_ir
@@ -270,6 +271,7 @@ def test_ctrl_c_in_a_screened_run_leaves_no_estimate_worker_behind(tmp_path: Pat
     root, env = make_repo(tmp_path, LIVE, candidates=30)
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernelopt.cli", "run", "programs/trn.md", "--tag", "t"],
+        preexec_fn=as_foreground,
         cwd=root,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,

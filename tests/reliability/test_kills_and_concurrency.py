@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git, make_repo
+from benchmarks_support.signals import as_foreground
 
 from kernelopt.history import NOTES_REF, RunRepo
 
@@ -52,6 +53,7 @@ def kernelopt(repo: BenchRepo, *args: str, env: dict[str, str] | None = None) ->
     return subprocess.Popen(
         [sys.executable, "-m", "kernelopt.cli", *args],
         cwd=repo.root,
+        preexec_fn=as_foreground,  # some tests interrupt it as Ctrl-C would
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
