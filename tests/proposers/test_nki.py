@@ -201,8 +201,11 @@ def _drive(
     metric: Callable[[dict], float],
     budget: int,
     profile: Callable[[dict], dict] | None = None,
+    until: float | None = None,
 ) -> list[tuple[Candidate, dict | None]]:
-    """The runner's keep rule on a deterministic metric; returns (candidate, best) pairs."""
+    """The runner's keep rule on a deterministic metric; returns (candidate, best) pairs.
+
+    With ``until``, the run ends once a candidate reaches that metric (a target)."""
     tried: set[str] = set()
     history: list[Observation] = []
     best, best_knobs = None, None
@@ -238,6 +241,8 @@ def _drive(
             proposer.observe([obs])
             if kept:
                 best, best_knobs = value, c.knobs
+            if until is not None and value >= until:
+                return seen
     return seen
 
 
@@ -288,7 +293,7 @@ def test_the_search_finds_an_optimum_that_needs_three_knobs_together() -> None:
         return score + (3.0 if score == 3.0 else 0.0)
 
     for seed in (0, 1):
-        seen = _drive(_proposer(seed=seed), metric, 150)
+        seen = _drive(_proposer(seed=seed), metric, 150, until=6.0)
         assert max(metric(c.knobs) for c, _ in seen) == 6.0, f"seed {seed} missed the optimum"
 
 
