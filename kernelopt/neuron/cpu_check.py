@@ -74,7 +74,7 @@ def check(spec: CheckSpec) -> dict[str, Any]:
     }
     if report.correct:
         return {**record, "status": "ok", "sim": sim}
-    if report.error_kind not in (None, "numerics"):
+    if not report.wrong_numbers:
         return {
             **record,
             "status": "skipped",
@@ -83,7 +83,7 @@ def check(spec: CheckSpec) -> dict[str, Any]:
         }
     seed = report.worst_seed if report.worst_seed is not None else spec.seeds[0]
     worst = _worst_element(spec, workload, seed)
-    message = report.error or "numerics differ from f_numpy"
+    message = report.problem
     if worst is not None:
         message = f"{message}; worst: {worst['describe']}"
     return {

@@ -34,6 +34,18 @@ class SimReport:
     # With explain=True: what bounds the time and the top stalls (Explanation.to_json()).
     explanation: dict[str, Any] | None = None
 
+    @property
+    def problem(self) -> str | None:
+        """What is wrong with the kernel, in a sentence (None when it is correct)."""
+        if self.correct and self.error is None:
+            return None
+        return self.error or "numerics differ from f_numpy"
+
+    @property
+    def wrong_numbers(self) -> bool:
+        """Wrong because its outputs differ, not because the kernel could not run."""
+        return self.problem is not None and self.error_kind in (None, "numerics")
+
 
 def _fp32(array: np.ndarray) -> np.ndarray:
     return array.astype(np.float32) if array.dtype.kind in "fV" else array

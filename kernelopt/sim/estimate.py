@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelopt.measurement import FAILED, INCORRECT
+
 # Profile fields kept beside an estimate: what bounds the kernel, in a few numbers.
 PROFILE_KEYS = (
     "total_time",
@@ -77,10 +79,9 @@ def estimate(job: EstimateJob) -> dict[str, Any]:
             compiler_args=job.compiler_args,
         )
     profile = {k: report.profile[k] for k in PROFILE_KEYS if k in report.profile}
-    if report.error is not None or not report.correct:
-        status = "incorrect" if report.error_kind in (None, "numerics") else "failed"
-        error = report.error or "numerics differ from f_numpy"
-        return {"status": status, "estimate": None, "error": error, "profile": profile}
+    if report.problem is not None:
+        status = INCORRECT if report.wrong_numbers else FAILED
+        return {"status": status, "estimate": None, "error": report.problem, "profile": profile}
     value = report.profile.get(ALIASES.get(job.metric, job.metric))
     if not isinstance(value, int | float):
         error = f"the simulator gives no {job.metric!r}"

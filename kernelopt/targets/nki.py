@@ -167,12 +167,11 @@ class NkiSimTarget(Target):
             "explain": report.explanation,
             "timing": "model",  # the cost model's estimate, not a clock
         }
-        if report.error is not None or not report.correct:
-            status = INCORRECT if report.error_kind in (None, "numerics") else FAILED
+        if report.problem is not None:
             return Measurement(
-                status=status,
+                status=INCORRECT if report.wrong_numbers else FAILED,
                 profile=dict(report.profile),
-                error=report.error or "numerics differ from f_numpy",
+                error=report.problem,
                 device=self.device,
                 duration_s=elapsed,
                 deterministic=True,
