@@ -15,7 +15,7 @@ from typing import Any
 
 from kernelopt.ir.derive import derive
 from kernelopt.ir.footprint import fits
-from kernelopt.ir.model import SCOPES, KernelIR, Scope
+from kernelopt.ir.model import SCOPES, Dim, KernelIR, PhysicalBuffer, Scope
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.sample import draw_loop_order, knob_signature, sample
 from kernelopt.ir.validate import apply_fix, validity_report
@@ -113,29 +113,24 @@ def sweep(best: KernelIR, knob: str, rng: random.Random) -> Iterator[KernelIR]:
                 yield cand
 
 
-def _blocking(best: KernelIR, dim: Any) -> Iterator[KernelIR]:
+def _blocking(best: KernelIR, dim: Dim) -> Iterator[KernelIR]:
     """Bigger blocks of ``dim`` with the loads that hold one tile of it held per block."""
+
+    def blocked(buf: PhysicalBuffer, d: str, scope: Scope) -> Scope:
+        per_tile = buf.role == "load" and d == dim.name and scope == Scope.PER_TILE
+        return Scope.PER_BLOCK if per_tile else scope
+
     scopes = {
-        b.name: {
-            d: (Scope.PER_BLOCK if d == dim.name and s == Scope.PER_TILE else s)
-            for d, s in best.buffer_scopes[b.name].items()
-        }
+        b.name: {d: blocked(b, d, s) for d, s in best.buffer_scopes[b.name].items()}
         for b in best.buffers
     }
-    for b in best.buffers:
-        if b.role != "load":
-            scopes[b.name] = dict(best.buffer_scopes[b.name])
     if scopes == best.buffer_scopes:
         return  # no load holds a tile of dim: the plain block-size sweep covers it
-    current = best.ltiles_per_block[dim.name]
-    for n in sorted(dim.divisors(), key=lambda n: (abs(n - current), n)):
-        if n > current:
-            cand = best.with_knobs(
-                ltiles_per_block={**best.ltiles_per_block, dim.name: n}, buffer_scopes=scopes
-            )
-            fixed = repair(cand)
-            if fixed is not None:
-                yield fixed
+    for n in sorted(n for n in dim.divisors() if n > best.ltiles_per_block[dim.name]):
+        blocks = {**best.ltiles_per_block, dim.name: n}
+        fixed = repair(best.with_knobs(ltiles_per_block=blocks, buffer_scopes=scopes))
+        if fixed is not None:
+            yield fixed
 
 
 def nudge(ir: KernelIR, knob: str, rng: random.Random) -> KernelIR:
