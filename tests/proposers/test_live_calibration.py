@@ -196,3 +196,10 @@ def test_a_run_without_live_figures_reads_as_none(tmp_path: Path, figures: Any) 
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(figures))
     assert read_live(tmp_path, "r") is None
+
+
+def test_the_summary_says_when_the_rank_correlation_is_undefined() -> None:
+    # spearman is None when the held-out predictions (or the measurements) are all equal.
+    figures = {"spearman": None, "error_after": 0.5, "pairs": 4, "refit_at_attempt": 4}
+    assert live_summary(figures).startswith("sim vs device: ρ n/a, error 0.50 pp over 4")
+    assert "ρ 0.25," in live_summary({**figures, "spearman": 0.25})
