@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from kernelopt.hosts.base import Host
 from kernelopt.hosts.local import LocalHost
-from kernelopt.hosts.ssh import SSHHost
 
 LOCAL_NAMES = ("local", "localhost")
 
@@ -23,6 +22,8 @@ def open_hosts(
     connects until the first command."""
     if not names:
         return [LocalHost()]
+    from kernelopt.hosts.ssh import SSHHost  # paramiko: only when a host may be remote
+
     duplicates = sorted({name for name in names if list(names).count(name) > 1})
     if duplicates:
         raise ValueError(f"host listed more than once: {', '.join(duplicates)}")

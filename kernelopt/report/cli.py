@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from kernelopt.history import HistoryError
-from kernelopt.report.build import ReportError, report_for_run
 from kernelopt.session import SessionError, resolve_run
 
 
@@ -40,6 +39,8 @@ def report_command(run_id: str | None, out: str | None, embed: bool, as_json: bo
       kernelopt report
       kernelopt report cpu_stencil-nov22 --out /tmp/r --json
     """
+    from kernelopt.report.build import ReportError, report_for_run  # pandas, matplotlib
+
     try:
         repo_root, run_id = resolve_run(Path.cwd(), run_id, "`kernelopt report RUN`")
         report = report_for_run(repo_root, run_id, out, embed=embed)

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 Row = dict[str, Any]
 
 # A key is identifier-like so that it can be named in a correctness expression.
@@ -61,6 +59,8 @@ def newest_fresh(root: Path, pattern: str, before: Mapping[Path, FileStamp]) -> 
 
 
 def read_csv(path: Path) -> tuple[Row, ...]:
+    import pandas as pd  # here, not at the top: every CLI start would pay for it
+
     try:
         # Hand-written benchmarks often emit "n, time_us" or a byte-order mark.
         frame = pd.read_csv(path, skipinitialspace=True, encoding="utf-8-sig")
