@@ -33,6 +33,7 @@ EXTRA_FIELDS = (
     "check",
     "worst",
     "max_abs_error",
+    "neff_reused_from",
 )
 _TIMES = ("compile_started", "compile_finished", "measure_started", "measure_finished")
 

@@ -31,6 +31,7 @@ from kernelopt.hosts.base import Host, HostError
 from kernelopt.hosts.local import LocalHost
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.neuron import remote
+from kernelopt.neuron.builds import Build, Builds, build_key
 from kernelopt.neuron.calls import SLACK_S, DriverCalls, ProbeError, artifact_paths
 from kernelopt.neuron.cpu_check import CheckSpec, in_record, run_cpu_check
 from kernelopt.neuron.facts import VISIBLE_CORES_ENV
@@ -76,12 +77,14 @@ class _Prepared:
     data: bytes
     key: str
     macs: int
+    digest: str  # of the kernel and workload sources
 
 
 @dataclass(frozen=True)
 class _Compiled:
     directory: str | None
     record: dict[str, Any]
+    build: str | None = None  # the key to keep a fresh build under, once its NEFF is fetched
 
 
 @dataclass(frozen=True)
@@ -243,9 +246,7 @@ class NeuronTarget(Target):
         prepared = self._prepare(Path(tree))
         if isinstance(prepared, Measurement):
             return prepared
-        prepared = _Prepared(
-            prepared.tree, prepared.data, f"reference-{prepared.key}", prepared.macs
-        )
+        prepared = replace(prepared, key=f"reference-{prepared.key}")
         lease = self._lease()
         if isinstance(lease, Measurement):
             return lease
@@ -298,8 +299,9 @@ class NeuronTarget(Target):
         digest = hashlib.sha256()
         for rel in (self.kernel, self.workload):
             digest.update((tree / rel).read_bytes())
-        key = f"{digest.hexdigest()[:12]}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 10**6:06d}"
-        return _Prepared(tree, remote.pack_tree(tree), key, _mac_count(workload))
+        hexdigest = digest.hexdigest()
+        key = f"{hexdigest[:12]}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 10**6:06d}"
+        return _Prepared(tree, remote.pack_tree(tree), key, _mac_count(workload), hexdigest)
 
     def _plan(self, host: Host) -> SdkPlan:
         """The host's SDK path, probed once per host for this target (a run, a try)."""
@@ -322,7 +324,13 @@ class NeuronTarget(Target):
         return run_cpu_check(spec, cwd=p.tree, timeout=self.settings.compile_timeout_s)
 
     def _compile(self, host: Host, sdk: SdkPlan, p: _Prepared) -> _Compiled:
-        """The CPU check, then (when it does not stop the candidate) the compile."""
+        """The CPU check, then (when it does not stop the candidate) the compile; or
+        the NEFF of an identical build made before (`builds.py`)."""
+        key = self._build_key(sdk, p)
+        build = self.builds.get(key)
+        reused = self._reuse(host, p, build) if build is not None else None
+        if reused is not None:
+            return reused
         found, incorrect = in_record(self._check(p))
         if incorrect is not None:
             return _Compiled(None, incorrect)
@@ -337,7 +345,43 @@ class NeuronTarget(Target):
             return _Compiled(
                 None, {**found, "stage": "ship", "status": "failed", "error": str(exc)}
             )
-        return _Compiled(directory, {**found, **self.calls.compile(host, sdk, directory)})
+        record = {**found, **self.calls.compile(host, sdk, directory)}
+        return _Compiled(directory, record, key)
+
+    @property
+    def builds(self) -> Builds:
+        return Builds(self.results_dir / "builds")
+
+    def _build_key(self, sdk: SdkPlan, p: _Prepared) -> str:
+        """Everything the CPU check and the compile depend on."""
+        s = self.settings
+        return build_key(
+            p.digest,
+            [self.kernel, self.workload, self.func],
+            [self.seeds, self.atol, self.rtol, self.rel_l2],
+            sdk.to_json(),
+            [s.activate, s.lnc, s.opt, list(s.compiler_args), list(s.pipeline_options)],
+        )
+
+    def _reuse(self, host: Host, p: _Prepared, build: Build) -> _Compiled | None:
+        """The tree shipped with the build's NEFF (and compile log) already in out/;
+        None when the kept files cannot be read (the caller builds afresh)."""
+        try:
+            files = {name: path.read_bytes() for name, path in build.files.items()}
+        except OSError:
+            return None
+        try:
+            directory = remote.ship_tree(host, p.data)
+        except HostError as exc:
+            return _Compiled(None, {"stage": "ship", "status": "failed", "error": str(exc)})
+        try:
+            for name, path in artifact_paths(directory).items():
+                if name in files:
+                    host.put_bytes(files[name], path)
+        except HostError as exc:
+            host.remove_tree(directory)
+            return _Compiled(None, {"stage": "ship", "status": "failed", "error": str(exc)})
+        return _Compiled(directory, build.as_reused())
 
     def _measure(self, lease: HeldDevice, sdk: SdkPlan, p: _Prepared, c: _Compiled) -> Measurement:
         """Run, check, time and profile one compiled NEFF: the one path for candidates
@@ -356,6 +400,8 @@ class NeuronTarget(Target):
             if c.directory is not None:
                 wanted = artifact_paths(c.directory)
                 artifacts = remote.fetch(host, wanted, self.results_dir / p.key)
+                if c.build is not None:
+                    self.builds.put(c.build, c.record, artifacts, origin=p.key)
         finally:
             if c.directory is not None:
                 host.remove_tree(c.directory)

@@ -278,6 +278,9 @@ def test_compiles_overlap_measurements_and_the_device_measures_in_order(
 ) -> None:
     fake.configure(compile_delay_s=1.0)
     trees = [make_tree() for _ in range(3)]
+    for i, tree in enumerate(trees):  # three different candidates: none reuses another's build
+        with (tree / "ir" / "small" / "kernel.py").open("a") as kernel:
+            kernel.write(f"# candidate {i}\n")
     results = make_target(compile_workers=2).measure_batch(trees)
 
     assert [m.status for m in results] == ["ok", "ok", "ok"], [m.error for m in results]

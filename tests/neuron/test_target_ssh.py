@@ -22,6 +22,7 @@ def test_a_candidate_is_measured_on_an_ssh_host(
         hosts=(ssh_host,), pipeline_options=("enable-instruction-scheduling=false",)
     )
     m = target.measure(make_tree())
+    compiles = len(fake.calls("nki.compiler.driver"))
 
     assert m.status == "ok", m.error
     assert m.host == "trn-1" and m.device == "neuron:0@0"
@@ -31,6 +32,10 @@ def test_a_candidate_is_measured_on_an_ssh_host(
     assert Path(m.artifacts["ntff"]).parent == target.results_dir / m.extra["key"]
     to_neff = fake.calls("nki.compiler.driver")[-1]
     assert to_neff["args"] == ["compile_bir_to_neff", "enable-instruction-scheduling=false"]
+    # Measured again (BEST beside a challenger): its NEFF goes back over SSH, no compile.
+    again = target.measure(make_tree())
+    assert again.status == "ok" and again.extra["neff_reused_from"] == m.extra["key"]
+    assert len(fake.calls("nki.compiler.driver")) == compiles
 
 
 def test_a_compile_failure_over_ssh_carries_the_compilers_message(
