@@ -192,14 +192,14 @@ def _measured_up_to(root: Path, attempt: int) -> int:
 
 @pytest.fixture(scope="module")
 def live_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], dict]:
-    """A screened run refitted live, stopped after 6 candidates and then resumed for 4;
+    """A screened run refitted live, stopped after 5 candidates and then resumed for 3;
     also the live figures and the last attempt when the first invocation ended."""
     root, env = make_repo(tmp_path_factory.mktemp("live"), LIVE, candidates=20)
     args = ("run", "programs/trn.md", "--tag", "t", "--max-candidates")
-    first = kernelopt(root, *args, "6", env=env)
+    first = kernelopt(root, *args, "5", env=env)
     assert first.returncode == 0, first.stdout + first.stderr
     before = {**_live(root), "last_attempt": max(n["attempt"] for n in notes(root))}
-    again = kernelopt(root, *args, "4", env=env)
+    again = kernelopt(root, *args, "3", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     return root, env, before
 
