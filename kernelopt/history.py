@@ -35,6 +35,7 @@ from kernelopt.gitcmd import (
     write_note,
 )
 from kernelopt.hypothesis import safe_hypothesis
+from kernelopt.runlock import worktree_admin
 
 LEDGER = "performance.md"
 
@@ -231,16 +232,19 @@ class RunRepo:
         """
         if self.worktree.exists() and (self.worktree / ".git").exists():
             return
-        self.git("worktree", "prune")
+        if not self.exists() and not self.git.ok(
+            "rev-parse", "--verify", "-q", f"{start}^{{commit}}"
+        ):
+            raise HistoryError(
+                f"{self.root}: {start} names no commit; commit something first (kernelopt tunes committed code)"
+            )
         self.worktree.parent.mkdir(parents=True, exist_ok=True)
-        if self.exists():
-            self.git("worktree", "add", "-q", str(self.worktree), self.branch)
-        else:
-            if not self.git.ok("rev-parse", "--verify", "-q", f"{start}^{{commit}}"):
-                raise HistoryError(
-                    f"{self.root}: {start} names no commit; commit something first (kernelopt tunes committed code)"
-                )
-            self.git("worktree", "add", "-q", "-b", self.branch, str(self.worktree), start)
+        with worktree_admin(self.common_dir):  # another run's prune must not meet this add
+            self.git("worktree", "prune")
+            if self.exists():
+                self.git("worktree", "add", "-q", str(self.worktree), self.branch)
+            else:
+                self.git("worktree", "add", "-q", "-b", self.branch, str(self.worktree), start)
 
     def clear_stale_locks(self) -> list[Path]:
         """Remove git lock files a dead process left in this run's refs and worktree.

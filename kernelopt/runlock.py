@@ -56,3 +56,22 @@ def run_lock(common_dir: Path, run_id: str) -> Iterator[Held]:
         children.track(None)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+@contextlib.contextmanager
+def worktree_admin(common_dir: Path) -> Iterator[None]:
+    """Hold the repository's worktree administration (blocking) for the block.
+
+    ``git worktree prune`` removes a ``.git/worktrees/<name>`` entry that a
+    concurrent ``git worktree add`` has created but not yet marked as being
+    initialised, and that add then fails. Runs of one repository starting at
+    once therefore prune and add one at a time.
+    """
+    lock_dir = Path(common_dir) / "kernelopt" / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_dir / "worktrees.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock

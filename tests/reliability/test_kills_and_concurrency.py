@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import multiprocessing.synchronize
 import os
 import signal
 import subprocess
@@ -47,6 +48,31 @@ def test_notes_written_by_many_processes_at_once_are_all_kept(tmp_path: Path) ->
         assert json.loads(git(root, "notes", "--ref", NOTES_REF, "show", sha))["sha"] == sha
     # No scratch refs are left behind.
     assert git(root, "for-each-ref", "refs/notes/kernelopt-scratch") == ""
+
+
+def _add_worktrees(root: str, runs: list[str], start: multiprocessing.synchronize.Event) -> None:
+    start.wait(10)
+    for run in runs:
+        RunRepo(root, run).ensure_worktree()
+
+
+def test_runs_starting_at_once_each_get_their_worktree(tmp_path: Path) -> None:
+    # One run's `git worktree prune` used to remove the entry another run's
+    # `git worktree add` had just created, and that add failed.
+    root = make_repo(tmp_path / "repo")
+    git(root, "commit", "-q", "--allow-empty", "-m", "start")
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Event()
+    runs = [[f"p{p}-r{r}" for r in range(10)] for p in range(6)]
+    procs = [ctx.Process(target=_add_worktrees, args=(str(root), mine, start)) for mine in runs]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * len(procs)
+    for run in (run for mine in runs for run in mine):
+        assert (RunRepo(root, run).worktree / ".git").is_file()
 
 
 def kernelopt(repo: BenchRepo, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
