@@ -74,3 +74,24 @@ def test_spearman_ranks_with_ties() -> None:
     assert spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
     assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
     assert spearman([1, 1, 1], [1, 2, 3]) is None
+
+
+def test_a_fit_schedules_each_pair_once_per_parameter_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kernelopt.sim.schedule as schedule_module
+
+    pairs = _pairs(tmp_path, 6)
+    expected = calibrate(pairs)
+    fresh = [dataclasses.replace(p) for p in pairs]  # the same pairs, nothing estimated yet
+    scheduled: list[tuple[int, object]] = []
+    real = schedule_module.schedule
+
+    def counting(trace, allocations, params, **options):  # type: ignore[no-untyped-def]
+        scheduled.append((id(trace), params))
+        return real(trace, allocations, params, **options)
+
+    monkeypatch.setattr(schedule_module, "schedule", counting)
+    assert calibrate(fresh) == expected
+    # Folds and the final fit try many of the same parameter sets: each is scheduled once.
+    assert len(scheduled) == len(set(scheduled)) > len(pairs)
