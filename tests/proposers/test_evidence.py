@@ -6,9 +6,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from benchmarks_support.drive import drive
+
 from kernelopt.ir import ir_from_knobs, knob_signature, sample
 from kernelopt.ir.knobs_io import ir_for_workload
-from kernelopt.proposers.base import Observation, ProposerState
 from kernelopt.proposers.evidence import Evidence, exact_tie
 from kernelopt.proposers.nki import NkiKnobProposer
 from kernelopt.proposers.surrogate import Ridge, features
@@ -69,31 +70,8 @@ def ir_knobs(ir) -> dict:
 def _run(metric, budget: int, seed: int = 0) -> list[tuple[str, float, str]]:
     """The proposer driven by the runner's deterministic keep/tie/regression rule."""
     proposer = NkiKnobProposer(MATMUL, knobs_path=KNOBS, kernel_path=KERNEL, seed=seed)
-    history: list[Observation] = []
-    best = best_knobs = None
-    seen: list[tuple[str, float, str]] = []
-    while len(seen) < budget:
-        state = ProposerState(
-            best_metric=best,
-            best_knobs=best_knobs,
-            better="higher",
-            history=tuple(history),
-            tried=frozenset(o.signature for o in history if o.signature),
-        )
-        batch = proposer.propose(state)
-        if not batch:
-            break
-        for c in batch:
-            value = metric(c.knobs)
-            if best is None or value > best:
-                verdict, best, best_knobs = "keep", value, c.knobs
-            else:
-                verdict = "tie" if value >= best * 0.995 else "regression"
-            obs = Observation(len(seen) + 1, "knob", verdict, value, c.knobs, c.signature, {})
-            history.append(obs)
-            proposer.observe([obs])
-            seen.append((c.hypothesis, value, verdict))
-    return seen
+    steps = drive(proposer, metric, budget, tie=0.005)
+    return [(s.candidate.hypothesis, s.value, s.verdict) for s in steps]
 
 
 def test_a_catastrophic_setting_is_not_measured_again_once_learnt() -> None:

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks_support.drive import drive
+
 from kernelopt.ir import ir_from_knobs, render_ir, validity_report
 from kernelopt.proposers.base import Candidate, Observation, ProposerState
 from kernelopt.proposers.moves import knobs_of
@@ -206,44 +208,8 @@ def _drive(
     """The runner's keep rule on a deterministic metric; returns (candidate, best) pairs.
 
     With ``until``, the run ends once a candidate reaches that metric (a target)."""
-    tried: set[str] = set()
-    history: list[Observation] = []
-    best, best_knobs = None, None
-    seen = []
-    while len(seen) < budget:
-        state = ProposerState(
-            best_metric=best,
-            best_knobs=best_knobs,
-            better="higher",
-            history=tuple(history),
-            tried=frozenset(tried),
-            batch_size=4,
-        )
-        batch = proposer.propose(state)
-        if batch is None:
-            break
-        for c in batch:
-            assert c.signature not in tried, "a signature was proposed twice"
-            tried.add(c.signature)
-            value = metric(c.knobs)
-            kept = best is None or value > best
-            seen.append((c, best_knobs))
-            obs = Observation(
-                len(seen),
-                "knob",
-                "keep" if kept else "regression",
-                value,
-                c.knobs,
-                c.signature,
-                profile(c.knobs) if profile else {},
-            )
-            history.append(obs)
-            proposer.observe([obs])
-            if kept:
-                best, best_knobs = value, c.knobs
-            if until is not None and value >= until:
-                return seen
-    return seen
+    steps = drive(proposer, metric, budget, batch_size=4, profile=profile, until=until)
+    return [(s.candidate, s.best_knobs) for s in steps]
 
 
 def test_after_a_fruitless_sweep_round_it_moves_several_knobs_at_once() -> None:
