@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from benchmarks_support.gitrepo import git
 from benchmarks_support.gitrepo import run_kernelopt as kernelopt
+from benchmarks_support.processes import alive, children
 from benchmarks_support.signals import as_foreground
 
 from kernelopt.ir.knobs_io import ir_for_workload, knobs_text
@@ -251,24 +252,6 @@ def test_a_run_without_screening_shows_no_live_figures(
     assert "Screening model" not in (out / "index.html").read_text()
 
 
-def _children(pid: int) -> set[int]:
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found |= {int(p) for p in (task / "children").read_text().split()}
-        except OSError:
-            continue
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def test_ctrl_c_in_a_screened_run_leaves_no_estimate_worker_behind(tmp_path: Path) -> None:
     root, env = make_repo(tmp_path, LIVE, candidates=30)
     proc = subprocess.Popen(
@@ -281,11 +264,11 @@ def test_ctrl_c_in_a_screened_run_leaves_no_estimate_worker_behind(tmp_path: Pat
         text=True,
     )
     screen = root / ".git" / "kernelopt" / "screen" / "trn-t.jsonl"
-    children: set[int] = set()
+    workers: set[int] = set()
     deadline = time.monotonic() + 120
     # Past the third round: the workers run, a guess was estimated ahead, a refit started.
     while time.monotonic() < deadline and proc.poll() is None:
-        children |= _children(proc.pid)
+        workers |= children(proc.pid)
         rounds = (
             {json.loads(x)["round"] for x in screen.read_text().splitlines()}
             if screen.exists()
@@ -294,14 +277,14 @@ def test_ctrl_c_in_a_screened_run_leaves_no_estimate_worker_behind(tmp_path: Pat
         if len(rounds) >= 3:
             break
         time.sleep(0.05)
-    children |= _children(proc.pid)
+    workers |= children(proc.pid)
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)  # the runner only, as `kill -INT` would
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err
-    assert children
+    assert workers
     deadline = time.monotonic() + 10
-    while any(_alive(p) for p in children) and time.monotonic() < deadline:
+    while any(alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not [p for p in children if _alive(p)]
+    assert not [p for p in workers if alive(p)]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git, make_repo
+from benchmarks_support.processes import alive
 from benchmarks_support.signals import as_foreground
 
 from kernelopt.history import NOTES_REF, RunRepo
@@ -166,14 +167,6 @@ def test_git_locks_left_by_a_killed_runner_are_cleared_by_the_next(
     assert [n["verdict"] for n in notes.values()] == ["baseline", "keep", "keep"]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def test_a_benchmark_left_by_a_killed_runner_is_killed_before_the_rerun_measures(
     bench_repo: RepoFactory, tmp_path: Path
 ) -> None:
@@ -187,28 +180,28 @@ def test_a_benchmark_left_by_a_killed_runner_is_killed_before_the_rerun_measures
     leftover = int(sleepers.read_text().split()[0])
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=30)
-    assert _alive(leftover), "the benchmark should have outlived the SIGKILLed runner"
+    assert alive(leftover), "the benchmark should have outlived the SIGKILLed runner"
 
     # The rerun measures attempt 1 again (sleep:60 would take a minute): it is
     # the kill of the leftover, not the rerun's end, that we wait for.
     rerun = kernelopt(repo, "run", str(repo.program), "--tag", "t", env=env)
     deadline = time.monotonic() + 30
-    while _alive(leftover) and time.monotonic() < deadline:
+    while alive(leftover) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(leftover)
+    assert not alive(leftover)
     # Only the rerun's own benchmark is running in the worktree now.
     deadline = time.monotonic() + 30
     while len(sleepers.read_text().split()) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     mine = int(sleepers.read_text().split()[1])
-    assert _alive(mine)
+    assert alive(mine)
     rerun.send_signal(signal.SIGINT)
     out, _ = rerun.communicate(timeout=60)
     assert f"killed process group {leftover}" in out
     deadline = time.monotonic() + 10
-    while _alive(mine) and time.monotonic() < deadline:
+    while alive(mine) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(mine), "Ctrl-C must end the runner's benchmark too"
+    assert not alive(mine), "Ctrl-C must end the runner's benchmark too"
 
 
 @pytest.mark.parametrize("nonsense", [-5, 0])

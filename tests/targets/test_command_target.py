@@ -1,10 +1,10 @@
 import json
-import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from benchmarks_support.processes import alive
 
 from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT
 from kernelopt.targets.command import (
@@ -26,19 +26,6 @@ def target(command: str, **kw: object) -> CommandTarget:
 
 def write_csv(text: str, name: str = "bench.csv") -> str:
     return f"mkdir -p results && printf '{text}' > results/{name}"
-
-
-def alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie waiting to be reaped."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def wait_dead(pid: int, within_s: float = 3.0) -> bool:
