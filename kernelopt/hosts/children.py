@@ -19,6 +19,8 @@ import signal
 import threading
 from pathlib import Path
 
+from kernelopt.files import write_atomically
+
 _lock = threading.Lock()
 _live: dict[int, int] = {}  # pgid -> start time of its leader (clock ticks since boot)
 _record: Path | None = None
@@ -91,10 +93,7 @@ def reap(record: Path) -> list[int]:
 def _write() -> None:
     if _record is None:
         return
-    text = "".join(f"{pgid}:{at}\n" for pgid, at in _live.items())
-    scratch = _record.with_name(_record.name + ".new")
-    scratch.write_text(text)
-    os.replace(scratch, _record)
+    write_atomically(_record, "".join(f"{pgid}:{at}\n" for pgid, at in _live.items()))
 
 
 atexit.register(kill_live)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kernelopt.files import write_atomically
 
 # The files a reused build ships back into the host directory's out/, by artifact name.
 KEPT = ("neff", "compile_log")
@@ -76,12 +76,4 @@ class Builds:
             "files": {name: artifacts[name] for name in KEPT if name in artifacts},
             "origin": origin,
         }
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{key}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as out:
-                json.dump(entry, out)
-            os.replace(tmp, self.folder / f"{key}.json")
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(self.folder / f"{key}.json", json.dumps(entry))

@@ -23,8 +23,6 @@ attempts (`kernelopt.sim.calibrate.run_pairs`).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -32,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelopt.files import write_atomically
 from kernelopt.proposers.base import KNOB, Observation
 from kernelopt.sim.calibrate import MIN_PAIRS, Traced, calibrate, traced_text
 from kernelopt.sim.calibration import params_with
@@ -96,18 +95,6 @@ def live_summary(figures: dict[str, Any]) -> str:
         f"sim vs device: {rho_text}, {error_text} over {figures.get('pairs')} measurements "
         f"(refit at attempt {figures.get('refit_at_attempt')}){failed}"
     )
-
-
-def _write_atomically(path: Path, record: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(json.dumps(record, indent=1, sort_keys=True) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _outcome(future: Future[Any]) -> dict[str, Any] | None:
@@ -275,4 +262,4 @@ class LiveCalibration:
             self.params = dict(result["params"])
             figures = {"kind": KIND, "base": self.base, **result}
         self.figures = figures
-        _write_atomically(self.path, figures)
+        write_atomically(self.path, json.dumps(figures, indent=1, sort_keys=True) + "\n")
