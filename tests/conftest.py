@@ -9,6 +9,50 @@ from typing import Any
 import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, build_bench_repo
 
+# The end-to-end cases: whole runs on the fake Trn2 toolchain, kill-and-resume
+# matrices, property sweeps of the CLI, long searches. A bare `pytest` (the README's
+# test command) leaves them out so it stays under five minutes on two cores;
+# `pytest -m slow` runs just them, a path or `-m` of your own runs what it names,
+# and .ci/run runs both suites.
+END_TO_END = (
+    "tests/neuron_runs/",
+    "tests/test_resume.py",
+    "tests/reliability/test_kills_and_concurrency.py",
+    "tests/reliability/test_hostile_inputs.py::test_any_try_ends_in_a_documented_exit",
+    "tests/reliability/test_hostile_inputs.py::test_any_program_and_tag_end_in_a_documented_exit",
+    "tests/proposers/test_nki.py::test_a_long_run_never_repeats_a_signature_or_a_kernel",
+    "tests/proposers/test_nki.py::test_after_a_fruitless_sweep_round_it_moves_several_knobs_at_once",
+    "tests/neuron/test_builds.py",
+)
+
+
+_QUICK = pytest.StashKey[bool]()
+
+
+def _quick_suite(config: pytest.Config) -> bool:
+    """True for a bare `pytest`: no paths and no -m given."""
+    return config.args_source is not pytest.Config.ArgsSource.ARGS and not config.option.markexpr
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _quick_suite(config):
+        config.option.markexpr = "not slow"
+        config.stash[_QUICK] = True
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if config.stash.get(_QUICK, False):
+        return "quick suite: end-to-end cases (marked slow) left out; `pytest -m slow` runs them"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(END_TO_END):
+            item.add_marker(pytest.mark.slow)
+
+
 
 @pytest.fixture
 def quiet_bench(monkeypatch: pytest.MonkeyPatch) -> None:
