@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Trn2Params:
+    name: str = "trn2"  # the chip these numbers describe
     # --- on-chip memory (per NeuronCore) ---
     partitions: int = 128  # SBUF/PSUM partition count; also the matmul K limit
     # SBUF bytes per partition: 192 KiB per the v2 docs; the Trn2 guide says 224 KiB.
