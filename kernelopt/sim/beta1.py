@@ -38,7 +38,7 @@ import numpy as np
 
 from kernelopt.sim import indexing
 from kernelopt.sim.enums import add_enums
-from kernelopt.sim.language import BUFFERS, NUMPY_OPS, OPS, Op, resolve_dtype
+from kernelopt.sim.language import BUFFERS, OPS, Op, resolve_dtype
 from kernelopt.sim.tensor import Buffer, Tile
 
 if TYPE_CHECKING:
@@ -217,9 +217,7 @@ class Beta1:
         if buffer is None or buffer is Ellipsis:
             buffer = BUFFERS["sbuf"]
         if not isinstance(buffer, Buffer):
-            self.m.fail(
-                "isa", f"buffer must be one of nl.sbuf/psum/hbm/shared_hbm, got {buffer!r}"
-            )
+            self.m.fail("isa", f"buffer must be one of nl.sbuf/psum/hbm/shared_hbm, got {buffer!r}")
         shape = tuple(shape)
         par = [i for i, d in enumerate(shape) if isinstance(d, ParDim)]
         if par and par[0] > 0 and buffer.on_chip:
@@ -367,10 +365,14 @@ class Beta1:
 
     def _reshaped(self, value: Tile, dst: Tile) -> Tile:
         if tuple(d for d in value.shape if d != 1) != tuple(d for d in dst.shape if d != 1):
-            self.m.fail("isa", f"assignment: shape mismatch: dst {dst.shape} vs value {value.shape}")
+            self.m.fail(
+                "isa", f"assignment: shape mismatch: dst {dst.shape} vs value {value.shape}"
+            )
         # Same elements, unit axes differ: copy through a tile of dst's shape.
         tmp = self.new(dst.shape, value.dtype)
-        self.m.write(tmp, None if value.alloc.data is None else self.m.read(value, "copy").reshape(dst.shape))
+        self.m.write(
+            tmp, None if value.alloc.data is None else self.m.read(value, "copy").reshape(dst.shape)
+        )
         return tmp
 
     def accumulate(self, dst: Tile, other: Any, op: str) -> Tile:
@@ -441,7 +443,12 @@ class Beta1:
             )
             name, inputs = "tensor_tensor", 1 if fast else 2
         self.isa._emit(
-            name, "vector", tiles, [dst], partitions=dst.partitions, free=dst.free_size,
+            name,
+            "vector",
+            tiles,
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
             inputs=inputs,
         )
         return dst
@@ -457,10 +464,15 @@ class Beta1:
         return dst
 
     def reduce(
-        self, op: str, x: Any, axis: Any, dtype: Any = None, keepdims: bool = False,
-        mask: Any = None, negate: bool = False,
+        self,
+        op: str,
+        x: Any,
+        axis: Any,
+        dtype: Any = None,
+        keepdims: bool = False,
+        mask: Any = None,
+        negate: bool = False,
     ) -> Tile:
-        m = self.m
         src = self._tile(f"nl.{op}", x)
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         norm = {a % src.ndim for a in axes if isinstance(a, int)}
@@ -596,7 +608,11 @@ def build_beta1_modules(
 
     def reducer(kind: str) -> Callable[..., Tile]:
         def reduce(
-            x: Any, axis: Any, dtype: Any = None, mask: Any = None, keepdims: bool = False,
+            x: Any,
+            axis: Any,
+            dtype: Any = None,
+            mask: Any = None,
+            keepdims: bool = False,
             **_: Any,
         ) -> Tile:
             return beta.reduce(kind, x, axis, dtype, keepdims, mask)
@@ -614,21 +630,31 @@ def build_beta1_modules(
         return beta.ndarray(shape, dtype, buffer, name)
 
     def zeros(
-        shape: Any, dtype: Any, buffer: Any = None, name: str = "",
-        lazy_initialization: bool = False, **_: Any,
+        shape: Any,
+        dtype: Any,
+        buffer: Any = None,
+        name: str = "",
+        lazy_initialization: bool = False,
+        **_: Any,
     ) -> Any:
         return beta.ndarray(shape, dtype, buffer, name, "lazy" if lazy_initialization else 0.0)
 
-    def full(shape: Any, fill_value: Any, dtype: Any, buffer: Any = None, name: str = "", **_: Any) -> Any:
+    def full(
+        shape: Any, fill_value: Any, dtype: Any, buffer: Any = None, name: str = "", **_: Any
+    ) -> Any:
         return beta.ndarray(shape, dtype, buffer, name, float(fill_value))
 
     nl.ndarray = ndarray
     nl.zeros = zeros
     nl.full = full
     nl.ones = lambda shape, dtype, buffer=None, name="", **_: full(shape, 1.0, dtype, buffer, name)
-    nl.empty_like = lambda x, dtype=None, buffer=None, **_: ndarray(x.shape, dtype or x.dtype, buffer)
+    nl.empty_like = lambda x, dtype=None, buffer=None, **_: ndarray(
+        x.shape, dtype or x.dtype, buffer
+    )
     nl.zeros_like = lambda x, dtype=None, buffer=None, **_: zeros(x.shape, dtype or x.dtype, buffer)
-    nl.ones_like = lambda x, dtype=None, buffer=None, **_: full(x.shape, 1.0, dtype or x.dtype, buffer)
+    nl.ones_like = lambda x, dtype=None, buffer=None, **_: full(
+        x.shape, 1.0, dtype or x.dtype, buffer
+    )
     nl.shared_constant = beta.shared_constant
     nl.load = beta.load
     nl.load_transpose2d = beta.load_transpose2d
@@ -678,7 +704,9 @@ def _add_isa(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:
         isa.nc_matmul(dst, s, mv, **{k: v for k, v in kwargs.items() if k != "dtype"})
         return dst
 
-    def nc_transpose(data: Any, *, engine: Any = None, mask: Any = None, dtype: Any = None, **_: Any) -> Tile:
+    def nc_transpose(
+        data: Any, *, engine: Any = None, mask: Any = None, dtype: Any = None, **_: Any
+    ) -> Tile:
         src = beta._tile("nc_transpose", data)
         from kernelopt.sim.enums import engine_of
 
@@ -688,67 +716,148 @@ def _add_isa(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:
         return dst
 
     def activation(
-        op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, mask: Any = None,
-        dtype: Any = None, reduce_op: Any = None, reduce_res: Any = None, **_: Any,
+        op: Any,
+        data: Any,
+        *,
+        bias: Any = None,
+        scale: Any = 1.0,
+        mask: Any = None,
+        dtype: Any = None,
+        reduce_op: Any = None,
+        reduce_res: Any = None,
+        **_: Any,
     ) -> Tile:
         src = beta._tile("activation", data)
         dst = beta.new(src.shape, beta._dtype(dtype, src.dtype))
-        isa.activation(masked(dst, mask), op, masked(src, mask), bias=bias, scale=scale,
-                       reduce_op=reduce_op, reduce_res=reduce_res)
+        isa.activation(
+            masked(dst, mask),
+            op,
+            masked(src, mask),
+            bias=bias,
+            scale=scale,
+            reduce_op=reduce_op,
+            reduce_res=reduce_res,
+        )
         return dst
 
     def activation_reduce(
-        op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bias: Any = None,
-        scale: Any = 1.0, mask: Any = None, dtype: Any = None, **_: Any,
+        op: Any,
+        data: Any,
+        *,
+        reduce_op: Any,
+        reduce_res: Any,
+        bias: Any = None,
+        scale: Any = 1.0,
+        mask: Any = None,
+        dtype: Any = None,
+        **_: Any,
     ) -> Tile:
         src = beta._tile("activation_reduce", data)
         dst = beta.new(src.shape, beta._dtype(dtype, src.dtype))
-        isa.activation_reduce(masked(dst, mask), op, masked(src, mask), reduce_op, reduce_res,
-                              bias=bias, scale=scale)
+        isa.activation_reduce(
+            masked(dst, mask), op, masked(src, mask), reduce_op, reduce_res, bias=bias, scale=scale
+        )
         return dst
 
-    def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None,
-                      engine: Any = None, **_: Any) -> Tile:
+    def tensor_tensor(
+        data1: Any,
+        data2: Any,
+        op: Any,
+        *,
+        dtype: Any = None,
+        mask: Any = None,
+        engine: Any = None,
+        **_: Any,
+    ) -> Tile:
         a, b = beta._tile("tensor_tensor", data1), beta._tile("tensor_tensor", data2)
         dst = beta.new(a.shape, beta._dtype(dtype, _dtype_of(a, b)))
         isa.tensor_tensor(masked(dst, mask), masked(a, mask), masked(b, mask), op, engine=engine)
         return dst
 
-    def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
-                      operand1: Any = None, reverse1: bool = False, *, dtype: Any = None,
-                      mask: Any = None, engine: Any = None, **_: Any) -> Tile:
+    def tensor_scalar(
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        reverse0: bool = False,
+        op1: Any = None,
+        operand1: Any = None,
+        reverse1: bool = False,
+        *,
+        dtype: Any = None,
+        mask: Any = None,
+        engine: Any = None,
+        **_: Any,
+    ) -> Tile:
         src = beta._tile("tensor_scalar", data)
         dst = beta.new(src.shape, beta._dtype(dtype, src.dtype))
-        isa.tensor_scalar(masked(dst, mask), masked(src, mask), op0, operand0, reverse0, op1,
-                          operand1, reverse1, engine=engine)
+        isa.tensor_scalar(
+            masked(dst, mask),
+            masked(src, mask),
+            op0,
+            operand0,
+            reverse0,
+            op1,
+            operand1,
+            reverse1,
+            engine=engine,
+        )
         return dst
 
-    def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
-                             reverse0: bool = False, reverse1: bool = False, dtype: Any = None,
-                             mask: Any = None, **_: Any) -> Tile:
+    def scalar_tensor_tensor(
+        *,
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        op1: Any,
+        operand1: Any,
+        reverse0: bool = False,
+        reverse1: bool = False,
+        dtype: Any = None,
+        mask: Any = None,
+        **_: Any,
+    ) -> Tile:
         src = beta._tile("scalar_tensor_tensor", data)
         dst = beta.new(src.shape, beta._dtype(dtype, src.dtype))
-        isa.scalar_tensor_tensor(masked(dst, mask), masked(src, mask), op0, operand0, op1,
-                                 masked(beta._tile("scalar_tensor_tensor", operand1), mask),
-                                 reverse0=reverse0, reverse1=reverse1)
+        isa.scalar_tensor_tensor(
+            masked(dst, mask),
+            masked(src, mask),
+            op0,
+            operand0,
+            op1,
+            masked(beta._tile("scalar_tensor_tensor", operand1), mask),
+            reverse0=reverse0,
+            reverse1=reverse1,
+        )
         return dst
 
-    def tensor_copy(src: Any, *, dtype: Any = None, mask: Any = None, engine: Any = None, **_: Any) -> Tile:
+    def tensor_copy(
+        src: Any, *, dtype: Any = None, mask: Any = None, engine: Any = None, **_: Any
+    ) -> Tile:
         s = beta._tile("tensor_copy", src)
         dst = beta.new(s.shape, beta._dtype(dtype, s.dtype))
         isa.tensor_copy(masked(dst, mask), masked(s, mask), engine=engine)
         return dst
 
-    def tensor_reduce(op: Any, data: Any, axis: Any, *, dtype: Any = None, mask: Any = None,
-                      negate: bool = False, keepdims: bool = False, **_: Any) -> Tile:
+    def tensor_reduce(
+        op: Any,
+        data: Any,
+        axis: Any,
+        *,
+        dtype: Any = None,
+        mask: Any = None,
+        negate: bool = False,
+        keepdims: bool = False,
+        **_: Any,
+    ) -> Tile:
         fn = isa._op("tensor_reduce", op, 2)
         kind = {"add": "sum", "maximum": "max", "minimum": "min", "multiply": "prod"}.get(fn.name)
         if kind is None:
             beta.m.fail("isa", f"tensor_reduce: {fn!r} cannot reduce")
         return beta.reduce(kind, data, axis, dtype, keepdims, mask, negate=negate)
 
-    def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = None,
-               **_: Any) -> Tile:
+    def memset(
+        shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = None, **_: Any
+    ) -> Tile:
         dst = beta.new(tuple(shape), beta._dtype(dtype, np.dtype(np.float32)))
         isa.memset(masked(dst, mask), value, engine=engine)
         return dst
@@ -764,10 +873,24 @@ def _add_isa(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:
         return dst
 
     def dma_copy(*, dst: Any, src: Any, mask: Any = None, **kwargs: Any) -> None:
-        isa.dma_copy(masked(beta._tile("dma_copy", dst), mask),
-                     masked(beta._tile("dma_copy", src), mask), **kwargs)
+        isa.dma_copy(
+            masked(beta._tile("dma_copy", dst), mask),
+            masked(beta._tile("dma_copy", src), mask),
+            **kwargs,
+        )
 
-    for fn in (nc_matmul, nc_transpose, activation, activation_reduce, tensor_tensor,
-               tensor_scalar, scalar_tensor_tensor, tensor_copy, tensor_reduce, memset,
-               reciprocal, dma_copy):
+    for fn in (
+        nc_matmul,
+        nc_transpose,
+        activation,
+        activation_reduce,
+        tensor_tensor,
+        tensor_scalar,
+        scalar_tensor_tensor,
+        tensor_copy,
+        tensor_reduce,
+        memset,
+        reciprocal,
+        dma_copy,
+    ):
         setattr(nisa, fn.__name__, fn)

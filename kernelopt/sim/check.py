@@ -174,7 +174,8 @@ def check_kernel(
                 explanation = run.explain().to_json()
         try:
             expected = workload.f_numpy(
-                **{k: _fp32(v) for k, v in inputs.items()}, **_accepted(workload.f_numpy, kernel_kwargs)
+                **{k: _fp32(v) for k, v in inputs.items()},
+                **_accepted(workload.f_numpy, kernel_kwargs),
             )
         except Exception as exc:  # the workload is user code too
             return failed(

@@ -46,8 +46,10 @@ class IndexExpr:
         # nl.arange(n)[:, None] / [None, :]: place the range on one axis.
         key = key if isinstance(key, tuple) else (key,)
         slices = [i for i, k in enumerate(key) if isinstance(k, slice)]
-        if self.ndim != 1 or len(slices) != 1 or any(
-            k is not None for i, k in enumerate(key) if i != slices[0]
+        if (
+            self.ndim != 1
+            or len(slices) != 1
+            or any(k is not None for i, k in enumerate(key) if i != slices[0])
         ):
             raise IndexError_(
                 f"index expressions are placed with [:, None] or [None, :], got {key!r}"

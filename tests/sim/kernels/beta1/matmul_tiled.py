@@ -18,5 +18,7 @@ def matmul_beta1(lhsT, rhs):
                 b = nl.load(rhs[k * tile_k : (k + 1) * tile_k, n * tile_n : (n + 1) * tile_n])
                 acc += nl.matmul(a, b, transpose_x=True)
             result = nl.copy(acc, dtype=out.dtype)
-            nl.store(out[m * tile_m : (m + 1) * tile_m, n * tile_n : (n + 1) * tile_n], value=result)
+            nl.store(
+                out[m * tile_m : (m + 1) * tile_m, n * tile_n : (n + 1) * tile_n], value=result
+            )
     return out
