@@ -40,6 +40,7 @@ from kernelopt.sim import indexing
 from kernelopt.sim.enums import add_enums
 from kernelopt.sim.language import BUFFERS, OPS, Op, resolve_dtype
 from kernelopt.sim.tensor import Buffer, Tile
+from kernelopt.sim.trace import Instruction
 
 if TYPE_CHECKING:
     from kernelopt.sim.isa import Isa
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 _FAST_VECTOR_OPS = frozenset({"add", "multiply", "subtract"})
 _TENSOR_OPS = frozenset({"nc_matmul", "nc_transpose"})
+_INSTRUCTION_FIELDS = tuple(f.name for f in dataclasses.fields(Instruction))
 
 
 class ParDim(int):
@@ -201,7 +203,9 @@ class Beta1:
         return resolved
 
     def new(self, shape: tuple[int, ...], dtype: np.dtype, kind: str = "sbuf") -> Tile:
-        tile = self.m.allocate(tuple(int(d) for d in shape), dtype, BUFFERS[kind], None)
+        tile = self.m.allocate(
+            tuple(int(d) for d in shape), dtype, BUFFERS[kind], None, poison=False
+        )
         self._temps.add(tile.alloc.id)
         return tile
 
@@ -322,28 +326,28 @@ class Beta1:
         return not (last.engine == "gpsimd" and dst.buffer.kind == "psum")
 
     def _retarget(self, dst: Tile, value: Tile, accumulate: bool = False) -> None:
-        """Make the last instruction write ``dst`` instead of the temporary ``value``."""
+        """Make the last instruction write ``dst`` instead of the temporary ``value``
+        (``accumulate``: add to what ``dst`` already holds, as a matmul into a
+        written PSUM tile does)."""
         m = self.m
         last = m.trace.pop()
-        src_data = None if value.alloc.data is None else value.alloc.data[value.index]
+        src = None if value.alloc.data is None else value.alloc.data[value.index]
+        if src is not None and src.shape != dst.shape:
+            src = src.reshape(dst.shape)
         reads = last.reads
-        if accumulate:
-            written = dst.alloc.written[dst.index]
-            if written.all():
-                reads = reads + (dst.region,)
-                if src_data is not None:
-                    src_data = dst.alloc.data[dst.index] + src_data.reshape(dst.shape)
-            elif written.any():
-                reads = reads + (dst.region,)
-                if src_data is not None:
-                    old = dst.alloc.data[dst.index]
-                    src_data = np.where(written, old + src_data.reshape(dst.shape), src_data)
-        changes: dict[str, Any] = {"writes": (dst.region,), "shape": dst.shape, "reads": reads}
+        written = dst.alloc.written[dst.index] if accumulate else None
+        if written is not None and written.any():
+            reads = reads + (dst.region,)
+            if src is not None:
+                old = dst.alloc.data[dst.index]
+                src = old + src if written.all() else np.where(written, old + src, src)
+        fields = {f: getattr(last, f) for f in _INSTRUCTION_FIELDS}
+        fields.update(writes=(dst.region,), shape=dst.shape, reads=reads)
         if last.engine == "dma":
-            changes["row_bytes"] = min(last.row_bytes, dst.row_bytes())
-            changes["hbm_write"] = dst.nbytes if dst.buffer.kind == "hbm" else 0
-        m.trace.append(dataclasses.replace(last, **changes))
-        m.write(dst, None if src_data is None else np.reshape(src_data, dst.shape))
+            fields["row_bytes"] = min(last.row_bytes, dst.row_bytes())
+            fields["hbm_write"] = dst.nbytes if dst.buffer.kind == "hbm" else 0
+        m.trace.append(Instruction(**fields))
+        m.write(dst, src)
 
     def assign(self, dst: Any, value: Any) -> None:
         """``dst[...] = value``."""

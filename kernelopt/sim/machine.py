@@ -73,10 +73,13 @@ class Machine:
         filled: bool = False,
         address: tuple[int, ...] | None = None,
         site: tuple[int, ...] | None = None,
+        poison: bool = True,
     ) -> Tile:
         """A new tensor; ``filled`` (inputs) marks it initialised with ``data``;
         ``address`` is a hand-placed location (``nl.ndarray(address=...)``);
-        ``site`` overrides the allocation site (one block of a block array)."""
+        ``site`` overrides the allocation site (one block of a block array);
+        ``poison=False`` skips the NaN fill for a result its producer writes at
+        once (the initialised bits still catch any read of unwritten data)."""
         line = self.line()
         if not shape or any(not isinstance(d, int | np.integer) or d <= 0 for d in shape):
             self.fail(
@@ -130,7 +133,10 @@ class Machine:
             if self.compute:
                 store = np.int32 if dtype.kind in "iu" else np.float32
                 # Poison: an unnoticed uninitialised read shows up as NaN.
-                data = np.full(shape, np.nan if store is np.float32 else 0, dtype=store)
+                if poison:
+                    data = np.full(shape, np.nan if store is np.float32 else 0, dtype=store)
+                else:
+                    data = np.empty(shape, dtype=store)
         alloc = Allocation(self, alloc_id, label, buffer, dtype, shape, data, written, line)
         return Tile.whole(alloc)
 

@@ -349,3 +349,16 @@ def test_beta1_fixtures_match_numpy() -> None:
     run = run_kernel(BETA1 / "softmax_rows.py", {"x": x})
     e = np.exp(x - x.max(1, keepdims=True))
     assert np.allclose(run.outputs, e / e.sum(1, keepdims=True), atol=1e-6)
+
+
+def test_beta1_twin_of_the_tiled_matmul_gets_the_same_estimate() -> None:
+    rng = np.random.default_rng(2)
+    inputs = {
+        "lhsT": rng.standard_normal((256, 256)).astype(np.float32),
+        "rhs": rng.standard_normal((256, 1024)).astype(np.float32),
+    }
+    beta2 = run_kernel(Path(__file__).parent / "kernels" / "matmul_basic.py", inputs)
+    beta1 = run_kernel(BETA1 / "matmul_tiled.py", inputs)
+    assert [i.op for i in beta1.trace] == [i.op for i in beta2.trace]
+    assert beta1.profile["total_time"] == beta2.profile["total_time"]
+    assert np.array_equal(beta1.outputs, beta2.outputs)
