@@ -131,6 +131,7 @@ def check_kernel(
     rel_l2: float | None = None,
     compiler_args: tuple[str, ...] | list[str] = (),
     explain: bool = False,
+    kernel_kwargs: dict[str, Any] | None = None,
 ) -> SimReport:
     """Run the kernel on each seed's inputs and compare with ``workload.f_numpy``.
 
@@ -152,7 +153,11 @@ def check_kernel(
             False, max_err, worst_seed, profile, error, kind, name, max_l2, explanation
         )
 
-    kernel_kwargs = dict(getattr(workload.module, "KERNEL_KWARGS", None) or {})
+    # Non-tensor kernel arguments: the workload's KERNEL_KWARGS, then the caller's.
+    kernel_kwargs = {
+        **(getattr(workload.module, "KERNEL_KWARGS", None) or {}),
+        **(kernel_kwargs or {}),
+    }
     for seed in seeds:
         inputs = make_inputs(workload.input_specs, seed)
         try:

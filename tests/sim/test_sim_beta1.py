@@ -362,3 +362,23 @@ def test_beta1_twin_of_the_tiled_matmul_gets_the_same_estimate() -> None:
     assert [i.op for i in beta1.trace] == [i.op for i in beta2.trace]
     assert beta1.profile["total_time"] == beta2.profile["total_time"]
     assert np.array_equal(beta1.outputs, beta2.outputs)
+
+
+def test_high_level_copies_out_of_psum_run_on_scalar_engine(kernel_file) -> None:
+    x = np.ones((128, 4), np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    p = nl.matmul(t, t, transpose_x=True)        # PSUM
+    nl.store(out, value=p)                        # the compiler copies it out of PSUM
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[128.0] * 4] * 4
+    copies = [i for i in r.trace if i.op == "activation"]
+    assert len(copies) == 1 and copies[0].engine == "scalar" and copies[0].psum_read

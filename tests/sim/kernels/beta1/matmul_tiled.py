@@ -1,6 +1,7 @@
 """lhsT.T @ rhs in the beta-1 API: nl.load, nl.matmul(transpose_x=True), += into PSUM."""
 
 import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 
 
@@ -17,7 +18,8 @@ def matmul_beta1(lhsT, rhs):
                 a = nl.load(lhsT[k * tile_k : (k + 1) * tile_k, m * tile_m : (m + 1) * tile_m])
                 b = nl.load(rhs[k * tile_k : (k + 1) * tile_k, n * tile_n : (n + 1) * tile_n])
                 acc += nl.matmul(a, b, transpose_x=True)
-            result = nl.copy(acc, dtype=out.dtype)
+            # A VectorE copy, as its current-API twin drains PSUM (nl.copy would go to ScalarE).
+            result = nisa.tensor_copy(acc, dtype=out.dtype)
             nl.store(
                 out[m * tile_m : (m + 1) * tile_m, n * tile_n : (n + 1) * tile_n], value=result
             )
