@@ -262,6 +262,16 @@ def report_chip(chip: str, traced: list[Traced], lofo: bool) -> None:
         print(f"{chip}_latency_median_abs_error_percent: {np.median(lat_err):.1f}")
         print(f"{chip}_latency_mean_abs_error_percent: {np.mean(lat_err):.1f}")
         print(f"{chip}_latency_misordered_pairs_10pct: {len(wrong)}")
+    # What a host-timed source adds per execution: the median of measured minus
+    # simulated time per family with latencies (a diagnostic; nothing is adjusted).
+    for family in sorted({t.case.family for t in traced if t.case.measured_ms is not None}):
+        gaps = [
+            t.case.measured_ms - t.profile(params)["total_time"] * 1e3
+            for t in traced
+            if t.case.family == family and t.case.measured_ms is not None
+        ]
+        if len(gaps) > 2:
+            print(f"{chip}_{family}_median_measured_minus_sim_us: {1e3 * np.median(gaps):.1f}")
     if engine_err:
         print(f"{chip}_engine_active_mean_abs_error_pp: {np.mean(np.abs(engine_err)):.1f}")
         print(f"{chip}_engine_active_mean_error_pp: {np.mean(engine_err):+.1f}")
