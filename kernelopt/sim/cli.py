@@ -207,6 +207,7 @@ def calibrate_command(run_id: str | None, out: Path | None, as_json: bool) -> No
     from kernelopt.session import SessionError, resolve_run
     from kernelopt.sim.calibrate import CalibrationProblem, calibrate, run_pairs
     from kernelopt.sim.calibration import write_calibration
+    from kernelopt.sim.trn2 import DEFAULT_PARAMS
 
     try:
         root, run = resolve_run(Path.cwd(), run_id)
@@ -216,7 +217,8 @@ def calibrate_command(run_id: str | None, out: Path | None, as_json: bool) -> No
         raise click.UsageError(str(exc)) from None
     path = out or RunRepo(root, run).common_dir / "kernelopt" / "calibration" / f"{run}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    figures = {"run": run, **figures}
+    # The fit starts from, and its figures are about, the default chip.
+    figures = {"run": run, "chip": DEFAULT_PARAMS.name, **figures}
     write_calibration(path, params, figures)
     record = {**figures, "params": params, "calibration": str(path)}
     if as_json:
@@ -224,6 +226,7 @@ def calibrate_command(run_id: str | None, out: Path | None, as_json: bool) -> No
         return
     for key in (
         "run",
+        "chip",
         "pairs",
         "folds",
         "error_before",
