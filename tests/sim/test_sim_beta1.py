@@ -382,3 +382,30 @@ def k(x):
     assert r.outputs.tolist() == [[128.0] * 4] * 4
     copies = [i for i in r.trace if i.op == "activation"]
     assert len(copies) == 1 and copies[0].engine == "scalar" and copies[0].psum_read
+
+
+def test_psum_block_array_accumulates_through_index_expressions(kernel_file) -> None:
+    # out[b] = sum_k x[b, k].T @ y[b, k]; x, y of ones: every element is 2 x 128.
+    x = np.ones((2, 2, 128, 4), np.float32)
+    y = np.ones((2, 2, 128, 8), np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x, y):
+    out = nl.ndarray((2, 4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((2, nl.par_dim(4), 8), dtype=np.float32, buffer=nl.psum,
+                   lazy_initialization=True)
+    i_p, i_f = nl.mgrid[0:4, 0:8]
+    for b in nl.affine_range(2):
+        for kk in nl.affine_range(2):
+            acc[b, i_p, i_f] += nisa.nc_matmul(nl.load(x[b, kk]), nl.load(y[b, kk]))
+        nl.store(out[b], value=acc[b])
+    return out
+""",
+        x=x,
+        y=y,
+    )
+    assert np.array_equal(r.outputs, np.full((2, 4, 8), 256.0))
+    assert "memset" not in [i.op for i in r.trace]
+    assert [i.op for i in r.trace].count("tensor_tensor") == 0
