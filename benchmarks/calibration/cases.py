@@ -201,7 +201,8 @@ CASES += tuple(
 # Latency and the profiler's engine active time (fractions there, percent here)
 # from experiments/full_complete_local/profile_results.csv (the ID0 kernels);
 # shapes from NKIBench/reference. The kernels here are written for this suite.
-_TRN1_MATMUL_PEAK = 95e12 / 4  # fp32 FLOP/s per NeuronCore-v2 (kernelopt/sim/chips.py)
+# fp32 FLOP/s per NeuronCore-v2: 2 x 128 x 128 x 2.8 GHz / 4 (kernelopt/sim/chips.py).
+_TRN1_MATMUL_PEAK = 2 * 128 * 128 * 2.8e9 / 4
 
 
 def _trn1_mfu(flops: float, ms: float) -> float:
