@@ -277,6 +277,50 @@ class Beta1:
         view.alloc.written = alloc.written.reshape(shape)
         return view
 
+    def broadcast_to(self, tile: Tile, shape: tuple[int, ...]) -> Tile:
+        """``tile.broadcast_to(shape)``: along the free axes a VectorE copy; across
+        partitions (a [1, F] row to [M, F]) a TensorE matmul with a ones vector into
+        PSUM, as the NKI architecture guide says NKI does, then a ScalarE copy out."""
+        m = self.m
+        src = self._tile("broadcast_to", tile)
+        try:
+            np.broadcast_shapes(src.shape, shape)
+        except ValueError:
+            m.fail("isa", f"broadcast_to: {src.shape} does not broadcast to {shape}")
+        values = m.read(src, "broadcast_to")
+        data = None if values is None else np.broadcast_to(values, shape)
+        dst = self.new(shape, src.dtype)
+        if src.partitions == shape[0] or not src.buffer.on_chip:
+            m.write(dst, data)
+            engine = "vector" if src.buffer.on_chip else "dma"
+            if engine == "dma":
+                self.isa._emit_dma("dma_copy", dst, src, 1.0)
+            else:
+                self.isa._emit(
+                    "tensor_copy",
+                    "vector",
+                    [src],
+                    [dst],
+                    partitions=dst.partitions,
+                    free=dst.free_size,
+                )
+            return dst
+        psum = self.new(shape, np.dtype(np.float32), "psum")
+        m.write(psum, data)
+        self.isa._emit(
+            "nc_matmul",
+            "tensor",
+            [src],
+            [psum],
+            partitions=src.partitions,
+            free=psum.free_size,
+            stationary_free=shape[0],
+            wide=src.dtype.itemsize >= 4,
+            macs=0,
+        )
+        self._copy(dst, psum)
+        return dst
+
     # --- tiles as operands -------------------------------------------------------------
 
     def _tile(self, what: str, value: Any) -> Tile:

@@ -285,6 +285,10 @@ class Tile:
     def __neg__(self) -> Tile:
         return self._beta1("-").binary("multiply", self, -1.0)
 
+    def broadcast_to(self, shape: Any) -> Tile:
+        """A new tile of ``shape`` holding this one broadcast (beta-1)."""
+        return self._beta1("broadcast_to").broadcast_to(self, tuple(shape))
+
     def reshape(self, shape: Any) -> Tile:
         """A reshaped view of a whole HBM tensor (beta-1 kernels reshape their inputs)."""
         return self._beta1("reshape").reshape(self, tuple(shape))

@@ -409,3 +409,26 @@ def k(x, y):
     assert np.array_equal(r.outputs, np.full((2, 4, 8), 256.0))
     assert "memset" not in [i.op for i in r.trace]
     assert [i.op for i in r.trace].count("tensor_tensor") == 0
+
+
+def test_broadcast_to_across_partitions_uses_tensor_engine(kernel_file) -> None:
+    w = np.array([[1.0, 2.0, 3.0]], np.float32)
+    c = np.array([[2.0], [3.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(w, c):
+    out = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    rows = nl.load(w).broadcast_to((2, 3))       # [1, 3] -> [2, 3]: across partitions
+    cols = nl.load(c).broadcast_to((2, 3))       # [2, 1] -> [2, 3]: along the free axis
+    nl.store(out, value=nl.multiply(rows, cols))
+    return out
+""",
+        w=w,
+        c=c,
+    )
+    assert r.outputs.tolist() == [[2.0, 4.0, 6.0], [3.0, 6.0, 9.0]]
+    engines = [(i.op, i.engine) for i in r.trace]
+    assert ("nc_matmul", "tensor") in engines and ("tensor_copy", "vector") in engines
+    assert r.profile["mac_count"] == 0  # a broadcast is not useful work
