@@ -106,7 +106,7 @@ def check_command(
 ) -> None:
     """Run KERNEL_PY in the NKI simulator, check it against the workload's
     f_numpy and estimate its time on one NeuronCore of --chip (trn2 or trn1).
-    Kernels in either NKI API run: ``nki`` and the beta-1 ``neuronxcc.nki``.
+    Kernels in either NKI API run: nki and the beta-1 neuronxcc.nki.
 
     Exit status: 0 when the numerics match, 1 when they do not (or the kernel
     breaks an ISA rule, runs out of memory or raises), 2 for usage errors.
