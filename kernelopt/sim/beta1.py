@@ -629,6 +629,13 @@ def _passthrough(func: Callable[..., Any] | None = None, **_options: Any) -> Any
     return func if isinstance(func, JitKernel) else JitKernel(func)
 
 
+def _directive(*args: Any, **_: Any) -> Any:
+    """A compiler directive: ``@directive``, ``@directive(...)`` or a plain call."""
+    if len(args) == 1 and callable(args[0]):
+        return args[0]
+    return lambda func=None, *rest, **kw: func
+
+
 class _AnyType:
     """``nt.tensor[shape, dtype]`` annotations: accepted, meaningless here."""
 
@@ -678,6 +685,16 @@ def build_beta1_modules(
 
     for kind in ("sum", "mean", "max", "min", "prod"):
         setattr(nl, kind, reducer(kind))
+
+    def softmax(x: Any, axis: Any, dtype: Any = None, mask: Any = None, **_: Any) -> Tile:
+        # exp(x - max) / sum, as the instructions it lowers to.
+        top = beta.reduce("max", x, axis, keepdims=True, mask=mask)
+        shifted = beta.binary("subtract", x, top, mask=mask)
+        e = beta.unary(OPS["exp"], shifted, mask=mask)
+        total = beta.reduce("sum", e, axis, keepdims=True, mask=mask)
+        return beta.binary("divide", e, total, dtype, mask)
+
+    nl.softmax = softmax
     nl.par_dim = ParDim
     nl.arange = indexing.arange
     nl.mgrid = indexing.mgrid
@@ -729,13 +746,19 @@ def build_beta1_modules(
         nisa.nc_version.gen2 if machine.params.name == "trn1" else nisa.nc_version.gen3
     )
 
+    compiler = types.ModuleType("neuronxcc.nki.compiler", "nki.compiler (beta 1) as simulated")
+    # Compiler directives (skip_middle_end_transformations, enable_stack_allocator,
+    # ...) change how the kernel is compiled, not what it computes: decorators
+    # and calls that hand back what they were given.
+    compiler.__getattr__ = lambda name: _directive  # type: ignore[attr-defined]
+
     typing = types.ModuleType("neuronxcc.nki.typing", "nki.typing (beta 1) as simulated")
     typing.tensor = _AnyType()
     nki = types.ModuleType("neuronxcc.nki", "neuronxcc.nki as simulated by kernelopt")
     nki.jit = jit
     for name in ("baremetal", "benchmark", "simulate_kernel", "profile", "trace"):
         setattr(nki, name, _passthrough)
-    nki.language, nki.isa, nki.typing = nl, nisa, typing
+    nki.language, nki.isa, nki.typing, nki.compiler = nl, nisa, typing, compiler
     root = types.ModuleType("neuronxcc", "neuronxcc as simulated by kernelopt")
     root.nki = nki
     modules = {
@@ -744,6 +767,7 @@ def build_beta1_modules(
         "neuronxcc.nki.language": nl,
         "neuronxcc.nki.isa": nisa,
         "neuronxcc.nki.typing": typing,
+        "neuronxcc.nki.compiler": compiler,
     }
     return beta, modules
 
@@ -928,6 +952,17 @@ def _add_isa(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:
         isa._emit("reciprocal", "vector", [s], [d], partitions=d.partitions, free=d.free_size)
         return dst
 
+    def iota(expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tile:
+        """The values of an index expression as a tile (GpSimd)."""
+        if not isinstance(expr, indexing.IndexExpr):
+            beta.m.fail("isa", f"iota: expected an nl.arange/nl.mgrid expression, got {expr!r}")
+        shape = expr.shape if expr.ndim > 1 else (expr.size, 1)
+        dst = beta.new(shape, beta._dtype(dtype, np.dtype(np.int32)))
+        values = (expr.start + np.arange(expr.size)).reshape(shape)
+        beta.m.write(dst, values.astype(np.float32) if beta.m.compute else None)
+        isa._emit("iota", "gpsimd", [], [dst], partitions=dst.partitions, free=dst.free_size)
+        return dst
+
     def dma_copy(*, dst: Any, src: Any, mask: Any = None, **kwargs: Any) -> None:
         isa.dma_copy(
             masked(beta._tile("dma_copy", dst), mask),
@@ -947,6 +982,7 @@ def _add_isa(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:
         tensor_reduce,
         memset,
         reciprocal,
+        iota,
         dma_copy,
     ):
         setattr(nisa, fn.__name__, fn)

@@ -432,3 +432,26 @@ def k(w, c):
     engines = [(i.op, i.engine) for i in r.trace]
     assert ("nc_matmul", "tensor") in engines and ("tensor_copy", "vector") in engines
     assert r.profile["mac_count"] == 0  # a broadcast is not useful work
+
+
+def test_softmax_iota_and_compiler_directives(kernel_file) -> None:
+    x = np.array([[0.0, np.log(3.0)]] * 2, np.float32)
+    r = run(
+        kernel_file,
+        """
+import neuronxcc.nki.compiler as ncc
+
+@nki.compiler.skip_middle_end_transformations
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    r = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.sbuf)
+    r[:, 0:2] = nl.softmax(nl.load(x), axis=1)          # [1/4, 3/4]
+    r[:, 2:3] = nisa.iota(nl.arange(2)[:, None] + 5, dtype=nl.float32)   # 5, 6
+    nl.store(out, value=r)
+    return out
+""",
+        x=x,
+    )
+    assert np.allclose(r.outputs, [[0.25, 0.75, 5.0], [0.25, 0.75, 6.0]])
+    assert [i.engine for i in r.trace if i.op == "iota"] == ["gpsimd"]
