@@ -5,7 +5,9 @@
 
 Speed: a 2048^3 bf16 tiled matmul (1,024 nc_matmul calls) with numerics and
 the cost model, then trace-only, with plain numpy ``lhsT.T @ rhs`` timed in
-the same process. BLAS runs on one thread ("one core") unless the caller set
+the same process; then its beta-1 twin (``neuronxcc.nki``: nl.load,
+nl.matmul, ``+=`` into PSUM) doing the same work, whose wall time should stay
+within 1.2x of the current-API kernel's. BLAS runs on one thread ("one core") unless the caller set
 the thread variables; small per-tile matmuls gain nothing from threads.
 
 Calibration: the public Trn2 tutorial kernels ([4096, 8192] @ [8192, 8192],
@@ -29,6 +31,7 @@ from kernelopt.sim import run_kernel  # noqa: E402
 from kernelopt.workload import make_inputs  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parent.parent / "tests" / "sim" / "kernels"
+BETA1_TWIN = KERNELS / "beta1" / "matmul_tiled.py"
 
 # Published Trn2 times for the tutorial kernels (NEURON.md).
 TUTORIAL_MS = {"matmul_basic.py": 39.89, "matmul_hoisted.py": 28.20}
@@ -63,14 +66,22 @@ def speed() -> None:
     print(f"numpy_matmul_s: {numpy_s:.3f}")
     print(f"sim_over_numpy: {full_s / numpy_s:.1f}x")
     print(f"max_abs_diff_vs_numpy: {float(np.abs(run.outputs - expected).max()):.3g}")
+    print(f"chip: {run.profile['chip']}")
     print(f"simulated_total_time_us: {run.profile['total_time'] * 1e6:.1f}")
     print(f"simulated_mfu_percent: {run.profile['mfu_estimated_percent']:.1f}")
+    # The beta-1 twin: same instructions, same estimate; its own wall time.
+    beta_s, beta = _timed(lambda: run_kernel(BETA1_TWIN, inputs), repeat=3)
+    full_s = min(full_s, _timed(lambda: run_kernel(kernel, inputs), repeat=1)[0])
+    print(f"beta1_numerics_and_cost_model_s: {beta_s:.3f}")
+    print(f"beta1_over_current_api: {beta_s / full_s:.2f}x (limit 1.20x)")
+    print(f"beta1_same_estimate: {beta.profile['total_time'] == run.profile['total_time']}")
+    print(f"beta1_max_abs_diff_vs_numpy: {float(np.abs(beta.outputs - expected).max()):.3g}")
 
 
 def calibration() -> None:
     k, m, n = 8192, 4096, 8192
     inputs = {"lhsT": np.zeros((k, m), np.float32), "rhs": np.zeros((k, n), np.float32)}
-    print("benchmark: sim calibration, tutorial [4096, 8192] @ [8192, 8192] fp32")
+    print("benchmark: sim calibration (trn2), tutorial [4096, 8192] @ [8192, 8192] fp32")
     for kernel, published in TUTORIAL_MS.items():
         wall, run = _timed(
             lambda kernel=kernel: run_kernel(KERNELS / kernel, inputs, compute=False), 1

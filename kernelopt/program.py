@@ -67,6 +67,11 @@ class NeuronConfig:
 
 
 @dataclass(frozen=True)
+class SimConfig:
+    chip: str = "trn2"
+
+
+@dataclass(frozen=True)
 class RayConfig:
     address: str = "auto"
     num_cpus: int | None = None
@@ -86,6 +91,7 @@ class Device:
     neuron: NeuronConfig = field(default_factory=NeuronConfig)
     executor: str = "hosts"
     ray: RayConfig = field(default_factory=RayConfig)
+    sim: SimConfig = field(default_factory=SimConfig)
 
 
 @dataclass(frozen=True)
@@ -339,6 +345,7 @@ def _device(d: dict[str, Any]) -> Device:
             results=d["neuron"]["results"],
         ),
         executor=d["executor"],
+        sim=SimConfig(chip=d["sim"]["chip"]),
         ray=RayConfig(
             address=d["ray"]["address"],
             num_cpus=d["ray"]["num_cpus"],

@@ -249,6 +249,17 @@ SCHEMA = Section(
                         ),
                     },
                 ),
+                "sim": Section(
+                    "simulator settings (device kind sim)",
+                    {
+                        "chip": Key(
+                            "str",
+                            "the chip the cost model times one NeuronCore of: trn2 or trn1",
+                            default="trn2",
+                            choices=("trn2", "trn1"),
+                        ),
+                    },
+                ),
             },
         ),
         "decide": Section(

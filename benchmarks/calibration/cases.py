@@ -1,4 +1,4 @@
-"""The calibration set: kernels written here after public Trn2 measurements.
+"""The calibration set: kernels written here after public Trn2 and Trn1 measurements.
 
 Each case names a kernel file in this folder, the workload it computes, the
 MFU its public counterpart measured on one Trn2 NeuronCore, where that
@@ -11,7 +11,8 @@ the bf16 one), as the simulator reports them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 SCHEDULER_OFF = ("enable-linear-scan-allocation=false", "enable-instruction-scheduling=false")
 
@@ -26,11 +27,34 @@ def _tutorial_mfu(ms: float) -> float:
 
 @dataclass(frozen=True)
 class Case:
+    """One public measurement and the kernel written here after it.
+
+    ``measured_mfu`` is None for operators without matrix work: those are
+    scored on ``measured_ms`` (latency). ``engines`` holds the profiler's
+    active-time percentages where the source gives them. ``shapes``
+    overrides the workload's input shapes, ``kernel_kwargs`` its
+    ``KERNEL_KWARGS``; ``small``/``small_kwargs`` are what the numerics test
+    runs at.
+    """
+
     kernel: str
     workload: str
-    measured_mfu: float
+    measured_mfu: float | None
     evidence: str
     compiler_args: tuple[str, ...] = ()
+    chip: str = "trn2"
+    family: str = ""
+    measured_ms: float | None = None
+    engines: dict[str, float] = field(default_factory=dict)
+    shapes: dict[str, tuple[int, ...]] | None = None
+    kernel_kwargs: dict[str, Any] = field(default_factory=dict)
+    small: dict[str, tuple[int, ...]] | None = None
+    small_kwargs: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kernel.removesuffix(".py")
 
 
 CASES: tuple[Case, ...] = (
@@ -39,24 +63,28 @@ CASES: tuple[Case, ...] = (
         "workload_lhsT_rhs.py",
         16.0,
         "MFU ladder rung 1: loads in the K loop, one buffer each (~16 %)",
+        family="mfu_ladder",
     ),
     Case(
         "rung2_resident_one_psum.py",
         "workload_lhsT_rhs.py",
         59.6,
         "MFU ladder rung 2: resident operands, one PSUM tile (59-59.6 %)",
+        family="mfu_ladder",
     ),
     Case(
         "rung3_resident_two_psum.py",
         "workload_lhsT_rhs.py",
         83.3,
         "MFU ladder rung 3: rung 2 with two alternating PSUM tiles (82.9-83.7 %)",
+        family="mfu_ladder",
     ),
     Case(
         "rung4_streamed_loads.py",
         "workload_lhsT_rhs.py",
         89.5,
         "MFU ladder rung 4: streamed, double-buffered loads, one level of K (89.5 %)",
+        family="mfu_ladder",
     ),
     Case(
         "rung5_two_stage_k.py",
@@ -64,6 +92,7 @@ CASES: tuple[Case, ...] = (
         90.9,
         "MFU ladder rung 5: hand kernel, K in two stages, scheduler off (90.6-90.9 %)",
         SCHEDULER_OFF,
+        family="mfu_ladder",
     ),
     Case(
         "lhs_dma_transpose.py",
@@ -71,29 +100,169 @@ CASES: tuple[Case, ...] = (
         89.26,
         "lhs @ rhs hand kernel, lhs transposed by DMA, scheduler off (89.26 %)",
         SCHEDULER_OFF,
+        family="lhs_transposes",
     ),
     Case(
         "lhs_tensore_transpose.py",
         "workload_lhs_rhs.py",
         33.0,
         "lhs @ rhs with PSUM-staged TensorE transposes beside the drain (near 33 %)",
+        family="lhs_transposes",
     ),
     Case(
         "tutorial_tiled_fp32.py",
         "workload_tutorial_fp32.py",
         _tutorial_mfu(39.89),
         "NKI tutorial, tiled, fp32 (39.89 ms)",
+        family="tutorial_fp32",
     ),
     Case(
         "tutorial_hoisted_fp32.py",
         "workload_tutorial_fp32.py",
         _tutorial_mfu(28.20),
         "NKI tutorial, hoisted loads, fp32 (28.20 ms)",
+        family="tutorial_fp32",
     ),
     Case(
         "tutorial_k_blocked_fp32.py",
         "workload_tutorial_fp32.py",
         _tutorial_mfu(28.30),
         "NKI tutorial, M, N and K blocking, fp32 (28.30 ms)",
+        family="tutorial_fp32",
+    ),
+)
+
+# --- Trn2 GEMM scoreboard (awslabs/nki-autotune autotune/gemm/trn2-scoreboard.md @616e222) ---
+# Square (M, K, N) bf16; the best loop order and tiles per block per shape; min
+# ms and MFU as published. "Tiles" are tiles per block (K and M tiles of 128, N
+# of 512): the block count is total tiles / tiles per block (a count that does
+# not divide is taken at the next divisor down; 512^3 lhs lists 6 M tiles of 4).
+
+_SCOREBOARD = (
+    # mode, n, loop order, K, M, N tiles per block, min ms, MFU %
+    ("lhs", 512, "NKM", 2, 6, 1, 0.056, 6.07),
+    ("lhs", 1024, "NMK", 8, 4, 2, 0.079, 34.15),
+    ("lhs", 1536, "NMK", 12, 1, 3, 0.149, 61.49),
+    ("lhs", 2048, "NMK", 2, 2, 1, 0.288, 75.73),
+    ("lhs", 2560, "MNK", 1, 4, 1, 0.509, 83.81),
+    ("lhs", 3072, "MNK", 12, 4, 2, 0.827, 86.56),
+    ("lhs", 3584, "MNK", 14, 4, 1, 1.291, 90.65),
+    ("lhs", 4096, "MNK", 4, 4, 2, 1.886, 92.67),
+    ("lhs", 4608, "MNK", 12, 3, 3, 2.653, 93.77),
+    ("lhs", 5120, "MNK", 10, 5, 2, 3.603, 94.74),
+    ("lhsT", 512, "KNM", 4, 1, 1, 0.054, 6.2),
+    ("lhsT", 1024, "NMK", 4, 2, 1, 0.076, 35.83),
+    ("lhsT", 1536, "NMK", 12, 1, 1, 0.141, 65.19),
+    ("lhsT", 2048, "MNK", 2, 4, 2, 0.269, 81.03),
+    ("lhsT", 2560, "MNK", 4, 5, 1, 0.483, 88.34),
+    ("lhsT", 3072, "NMK", 12, 2, 2, 0.795, 92.67),
+    ("lhsT", 3584, "MNK", 14, 7, 1, 1.247, 93.88),
+    ("lhsT", 4096, "MNK", 4, 4, 2, 1.823, 95.83),
+    ("lhsT", 4608, "MNK", 12, 4, 3, 2.573, 96.68),
+    ("lhsT", 5120, "NMK", 20, 5, 2, 3.504, 97.4),
+)
+
+
+def _blocks(total: int, per_block: int) -> int:
+    per_block = min(per_block, total)
+    while total % per_block:
+        per_block -= 1
+    return total // per_block
+
+
+def _gemm_kwargs(mode: str, n: int, order: str, k: int, m: int, nt: int) -> dict[str, Any]:
+    return {
+        "loop_order": order,
+        "k_blocks": _blocks(n // 128, k),
+        "m_blocks": _blocks(n // 128, m),
+        "n_blocks": _blocks(n // 512, nt),
+        "transposed_lhs": mode == "lhsT",
+    }
+
+
+CASES += tuple(
+    Case(
+        "gemm_blocked_beta1.py",
+        "workload_gemm.py",
+        mfu,
+        f"nki-autotune trn2 scoreboard {mode} x rhs {n}^3: {ms} ms, {mfu} % ({order} {k}/{m}/{nt})",
+        family=f"scoreboard_{mode}",
+        measured_ms=ms,
+        shapes={"lhs": (n, n), "rhs": (n, n)},
+        kernel_kwargs=_gemm_kwargs(mode, n, order, k, m, nt),
+        small={"lhs": (512, 512), "rhs": (512, 512)},
+        small_kwargs=_gemm_kwargs(mode, 512, order, k, m, nt),
+        name=f"scoreboard_{mode}_{n}",
+    )
+    for mode, n, order, k, m, nt, ms, mfu in _SCOREBOARD
+)
+
+# --- Trn1: NKIBench operators (zhang677/AccelOpt @2dbeab4, trn1.32xlarge, fp32) ---
+# Latency and the profiler's engine active time (fractions there, percent here)
+# from experiments/full_complete_local/profile_results.csv (the ID0 kernels);
+# shapes from NKIBench/reference. The kernels here are written for this suite.
+# fp32 FLOP/s per NeuronCore-v2: 2 x 128 x 128 x 2.8 GHz / 4 (kernelopt/sim/chips.py).
+_TRN1_MATMUL_PEAK = 2 * 128 * 128 * 2.8e9 / 4
+
+
+def _trn1_mfu(flops: float, ms: float) -> float:
+    return round(100 * flops / (ms * 1e-3) / _TRN1_MATMUL_PEAK, 2)
+
+
+CASES += (
+    Case(
+        "nkibench_silu.py",
+        "workload_nkibench_silu.py",
+        None,
+        "NKIBench silu [4096, 7168]: 1.333 ms, VectorE 73.9 %, ScalarE 31.5 %",
+        chip="trn1",
+        family="silu",
+        measured_ms=1.333232,
+        engines={"vector": 73.88, "scalar": 31.48, "gpsimd": 1.18},
+        small={"x": (256, 2048)},
+    ),
+    Case(
+        "nkibench_adamw.py",
+        "workload_nkibench_adamw.py",
+        None,
+        "NKIBench adamw [10944, 2048]: 2.000 ms, VectorE 90.0 %, ScalarE 61.6 %",
+        chip="trn1",
+        family="adamw",
+        measured_ms=1.999829,
+        engines={"vector": 90.02, "scalar": 61.62, "gpsimd": 0.59},
+        small={k: (300, 256) for k in ("theta", "g", "m", "v")},
+    ),
+    Case(
+        "nkibench_rmsnorm_matmul.py",
+        "workload_nkibench_rmsnorm_matmul.py",
+        _trn1_mfu(2 * 4096 * 2048 * 1024, 1.05576),
+        "NKIBench rmsnorm_matmul M4096 N2048 K1024: 1.056 ms, VectorE 3.9 %, ScalarE 17.8 %",
+        chip="trn1",
+        family="rmsnorm_matmul",
+        measured_ms=1.05576,
+        engines={"vector": 3.88, "scalar": 17.75, "gpsimd": 0.51},
+        small={"x": (256, 256), "w": (256, 1024)},
+    ),
+    Case(
+        "nkibench_matmul.py",
+        "workload_nkibench_matmul.py",
+        _trn1_mfu(2 * 4096 * 12288 * 5120, 35.199742),
+        "NKIBench matmul M4096 N12288 K5120: 35.20 ms, VectorE 0.0 %, ScalarE 6.8 %",
+        chip="trn1",
+        family="matmul",
+        measured_ms=35.199742,
+        engines={"vector": 0.0, "scalar": 6.80, "gpsimd": 0.07},
+        small={"lhs": (256, 256), "rhs": (256, 1024)},
+    ),
+    Case(
+        "nkibench_bmm.py",
+        "workload_nkibench_bmm.py",
+        _trn1_mfu(2 * 16 * 4096 * 4096 * 64, 4.610889),
+        "NKIBench bmm B16 M4096 K64 N4096: 4.611 ms, VectorE 0.0 %, ScalarE 37.3 %",
+        chip="trn1",
+        family="bmm",
+        measured_ms=4.610889,
+        engines={"vector": 0.0, "scalar": 37.26, "gpsimd": 2.61},
+        small={"lhs": (2, 256, 64), "rhs": (2, 64, 1024)},
     ),
 )

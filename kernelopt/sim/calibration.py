@@ -48,9 +48,9 @@ def read_overrides(path: str | Path) -> dict[str, float]:
     return {k: float(v) for k, v in params.items()}
 
 
-def load_params(path: str | Path | None) -> Trn2Params:
-    """The simulator's parameters with the calibration at ``path`` (defaults without one)."""
-    return DEFAULT_PARAMS if path is None else params_with(read_overrides(path))
+def load_params(path: str | Path | None, base: Trn2Params = DEFAULT_PARAMS) -> Trn2Params:
+    """The chip's parameters ``base`` with the calibration at ``path`` (``base`` without one)."""
+    return base if path is None else params_with(read_overrides(path), base)
 
 
 def write_calibration(path: str | Path, params: dict[str, float], figures: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +106,17 @@ def _compare(
     return worst, worst_l2, problem
 
 
+def _accepted(fn: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The non-tensor arguments ``fn`` takes (the oracle may or may not take them)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return kwargs
+    return {k: v for k, v in kwargs.items() if k in params}
+
+
 def check_kernel(
     kernel_path: str | Path,
     workload: Workload,
@@ -119,6 +131,7 @@ def check_kernel(
     rel_l2: float | None = None,
     compiler_args: tuple[str, ...] | list[str] = (),
     explain: bool = False,
+    kernel_kwargs: dict[str, Any] | None = None,
 ) -> SimReport:
     """Run the kernel on each seed's inputs and compare with ``workload.f_numpy``.
 
@@ -140,6 +153,11 @@ def check_kernel(
             False, max_err, worst_seed, profile, error, kind, name, max_l2, explanation
         )
 
+    # Non-tensor kernel arguments: the workload's KERNEL_KWARGS, then the caller's.
+    kernel_kwargs = {
+        **(getattr(workload.module, "KERNEL_KWARGS", None) or {}),
+        **(kernel_kwargs or {}),
+    }
     for seed in seeds:
         inputs = make_inputs(workload.input_specs, seed)
         try:
@@ -151,6 +169,7 @@ def check_kernel(
                 mac_count=mac_count,
                 params=params,
                 compiler_args=compiler_args,
+                kernel_kwargs=kernel_kwargs,
             )
         except SimError as exc:
             return failed(str(exc), exc.kind)
@@ -159,7 +178,10 @@ def check_kernel(
             if explain:
                 explanation = run.explain().to_json()
         try:
-            expected = workload.f_numpy(**{k: _fp32(v) for k, v in inputs.items()})
+            expected = workload.f_numpy(
+                **{k: _fp32(v) for k, v in inputs.items()},
+                **_accepted(workload.f_numpy, kernel_kwargs),
+            )
         except Exception as exc:  # the workload is user code too
             return failed(
                 f"{workload.path}: f_numpy failed: {type(exc).__name__}: {exc}", "exception"

@@ -11,6 +11,7 @@ import click
 
 from kernelopt.sim.calibration import CalibrationError, load_params
 from kernelopt.sim.check import SimReport, check_kernel
+from kernelopt.sim.chips import CHIPS
 from kernelopt.sim.explain import Explanation
 from kernelopt.workload import WorkloadError, load_workload
 
@@ -76,10 +77,18 @@ def _format(value: Any) -> str:
     "top three TensorE stalls with the source lines that cause them.",
 )
 @click.option(
+    "--chip",
+    type=click.Choice(sorted(CHIPS)),
+    default="trn2",
+    show_default=True,
+    help="The chip whose parameter set times the kernel (one NeuronCore of it).",
+)
+@click.option(
     "--calibration",
     type=_PATH,
     default=None,
-    help="A calibration file (kernelopt sim calibrate) whose Trn2 parameters the estimate uses.",
+    help="A calibration file (kernelopt sim calibrate) whose parameters the estimate uses, "
+    "on top of --chip.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON record.")
 @click.pass_context
@@ -91,11 +100,13 @@ def check_command(
     precision: str,
     compiler_args: tuple[str, ...],
     explain: bool,
+    chip: str,
     calibration: Path | None,
     as_json: bool,
 ) -> None:
     """Run KERNEL_PY in the NKI simulator, check it against the workload's
-    f_numpy and estimate its Trainium2 time.
+    f_numpy and estimate its time on one NeuronCore of --chip (trn2 or trn1).
+    Kernels in either NKI API run: nki and the beta-1 neuronxcc.nki.
 
     Exit status: 0 when the numerics match, 1 when they do not (or the kernel
     breaks an ISA rule, runs out of memory or raises), 2 for usage errors.
@@ -105,6 +116,7 @@ def check_command(
     Example:
         kernelopt sim ir/matmul/kernel.py --workload ir/matmul/workload.py
         kernelopt sim kernel.py --workload workload.py --func matmul_kernel --json
+        kernelopt sim beta1_kernel.py --workload workload.py --chip trn1
         kernelopt sim kernel.py --workload workload.py --explain \\
             --compiler-arg enable-instruction-scheduling=false
     """
@@ -113,7 +125,7 @@ def check_command(
     except WorkloadError as exc:
         raise click.BadParameter(str(exc), param_hint="--workload") from None
     try:
-        params = load_params(calibration)
+        params = load_params(calibration, CHIPS[chip])
     except CalibrationError as exc:
         raise click.BadParameter(str(exc), param_hint="--calibration") from None
     report = check_kernel(
@@ -130,7 +142,7 @@ def check_command(
         click.echo(json.dumps(record, indent=2, sort_keys=True))
     else:
         verdict = "correct" if report.correct else "INCORRECT"
-        click.echo(f"sim: {kernel_py} [{report.func or '?'}] {verdict}")
+        click.echo(f"sim: {kernel_py} [{report.func or '?'}] {verdict} on {chip}")
         if report.error:
             click.echo(f"error ({report.error_kind}): {report.error}")
         shown = {k: v for k, v in record.items() if k not in ("error", "error_kind", "explain")}
@@ -195,6 +207,7 @@ def calibrate_command(run_id: str | None, out: Path | None, as_json: bool) -> No
     from kernelopt.session import SessionError, resolve_run
     from kernelopt.sim.calibrate import CalibrationProblem, calibrate, run_pairs
     from kernelopt.sim.calibration import write_calibration
+    from kernelopt.sim.trn2 import DEFAULT_PARAMS
 
     try:
         root, run = resolve_run(Path.cwd(), run_id)
@@ -204,7 +217,8 @@ def calibrate_command(run_id: str | None, out: Path | None, as_json: bool) -> No
         raise click.UsageError(str(exc)) from None
     path = out or RunRepo(root, run).common_dir / "kernelopt" / "calibration" / f"{run}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    figures = {"run": run, **figures}
+    # The fit starts from, and its figures are about, the default chip.
+    figures = {"run": run, "chip": DEFAULT_PARAMS.name, **figures}
     write_calibration(path, params, figures)
     record = {**figures, "params": params, "calibration": str(path)}
     if as_json:
@@ -212,6 +226,7 @@ def calibrate_command(run_id: str | None, out: Path | None, as_json: bool) -> No
         return
     for key in (
         "run",
+        "chip",
         "pairs",
         "folds",
         "error_before",

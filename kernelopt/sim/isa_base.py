@@ -11,8 +11,10 @@ from __future__ import annotations
 import numbers
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from kernelopt.sim.enums import engine_of
-from kernelopt.sim.language import Op
+from kernelopt.sim.language import NUMPY_OPS, Op
 from kernelopt.sim.tensor import Tile
 from kernelopt.sim.trace import Instruction
 
@@ -29,7 +31,7 @@ class IsaCore:
     def _tile(self, op: str, role: str, value: Any) -> Tile:
         if not isinstance(value, Tile):
             self.m.fail("isa", f"{op}: {role} must be a tensor tile, got {type(value).__name__}")
-        return value
+        return value.checked() if value.loose else value
 
     def _in(self, op: str, role: str, tile: Tile, *kinds: str) -> None:
         if tile.buffer.kind not in kinds:
@@ -45,6 +47,8 @@ class IsaCore:
             self.m.fail("isa", f"{op}: shape mismatch: dst {dst.shape} vs {role} {other.shape}")
 
     def _op(self, name: str, value: Any, arity: int) -> Op:
+        if isinstance(value, np.ufunc):
+            value = NUMPY_OPS.get(value, value)  # beta-1 kernels pass op=np.add
         if not isinstance(value, Op) or value.arity != arity:
             kind = (
                 "a binary nl op (nl.add, nl.multiply, ...)"

@@ -112,6 +112,27 @@ OPS: Mapping[str, Op] = MappingProxyType(
 )
 
 
+# numpy ufuncs that beta-1 kernels pass as op= (``op=np.add``), as the nl op they mean.
+NUMPY_OPS: Mapping[Any, Op] = MappingProxyType(
+    {
+        np.add: OPS["add"],
+        np.subtract: OPS["subtract"],
+        np.multiply: OPS["multiply"],
+        np.divide: OPS["divide"],
+        np.maximum: OPS["maximum"],
+        np.minimum: OPS["minimum"],
+        np.power: OPS["power"],
+        np.exp: OPS["exp"],
+        np.log: OPS["log"],
+        np.sqrt: OPS["sqrt"],
+        np.tanh: OPS["tanh"],
+        np.abs: OPS["abs"],
+        np.negative: OPS["negative"],
+        np.square: OPS["square"],
+    }
+)
+
+
 @dataclass(frozen=True)
 class TileSize:
     """``nl.tile_size``: the ISA tile limits, from the machine's parameters."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -29,6 +29,9 @@ class Machine:
         self.native = precision == "native"
         self.compute = compute
         self.trace: list[Instruction] = []
+        # The beta-1 (neuronxcc.nki) tile semantics, set when the kernel imports
+        # that API (kernelopt.sim.beta1); None for the current nki API.
+        self.beta1: Any = None
         self.allocations: list[AllocationInfo] = []
         # Per allocation site: trace length at its last allocation and its
         # current generation (allocations with no instruction in between).
@@ -69,9 +72,14 @@ class Machine:
         data: np.ndarray | None = None,
         filled: bool = False,
         address: tuple[int, ...] | None = None,
+        site: tuple[int, ...] | None = None,
+        poison: bool = True,
     ) -> Tile:
         """A new tensor; ``filled`` (inputs) marks it initialised with ``data``;
-        ``address`` is a hand-placed location (``nl.ndarray(address=...)``)."""
+        ``address`` is a hand-placed location (``nl.ndarray(address=...)``);
+        ``site`` overrides the allocation site (one block of a block array);
+        ``poison=False`` skips the NaN fill for a result its producer writes at
+        once (the initialised bits still catch any read of unwritten data)."""
         line = self.line()
         if not shape or any(not isinstance(d, int | np.integer) or d <= 0 for d in shape):
             self.fail(
@@ -95,7 +103,8 @@ class Machine:
                 # PSUM is handed out in whole banks.
                 banks = -(-per_partition // p.psum_bank_bytes)
                 per_partition = banks * p.psum_bank_bytes
-        site = self.site() if buffer.on_chip else ()
+        if site is None:
+            site = self.site() if buffer.on_chip else ()
         generation = 0
         if site:
             # A list of tiles built with no instruction in between is one
@@ -124,7 +133,10 @@ class Machine:
             if self.compute:
                 store = np.int32 if dtype.kind in "iu" else np.float32
                 # Poison: an unnoticed uninitialised read shows up as NaN.
-                data = np.full(shape, np.nan if store is np.float32 else 0, dtype=store)
+                if poison:
+                    data = np.full(shape, np.nan if store is np.float32 else 0, dtype=store)
+                else:
+                    data = np.empty(shape, dtype=store)
         alloc = Allocation(self, alloc_id, label, buffer, dtype, shape, data, written, line)
         return Tile.whole(alloc)
 

@@ -13,6 +13,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kernelopt.sim.beta1 import build_beta1_modules
 from kernelopt.sim.enums import add_enums
 from kernelopt.sim.isa import ISA_CALLS, Isa
 from kernelopt.sim.language import build_language
@@ -50,7 +51,16 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     nki.jit = _jit
     nki.language = nl
     nki.isa = nisa
-    return {"nki": nki, "nki.language": nl, "nki.isa": nisa}
+    modules = {"nki": nki, "nki.language": nl, "nki.isa": nisa}
+    # The beta-1 API (neuronxcc.nki): importing it gives tiles its semantics.
+    beta, beta_modules = build_beta1_modules(machine, isa, nl, _jit)
+    modules.update(beta_modules)
+
+    def enable_beta1() -> None:
+        machine.beta1 = beta
+
+    modules["neuronxcc"].__dict__["_kernelopt_enable"] = enable_beta1
+    return modules
 
 
 def kernel_builtins(modules: Mapping[str, types.ModuleType]) -> dict[str, Any]:
@@ -63,13 +73,16 @@ def kernel_builtins(modules: Mapping[str, types.ModuleType]) -> dict[str, Any]:
         fromlist: tuple[str, ...] | None = (),
         level: int = 0,
     ) -> Any:
-        if level == 0 and (name == "nki" or name.startswith("nki.")):
+        root = name.partition(".")[0]
+        if level == 0 and root in ("nki", "neuronxcc"):
             if name not in modules:
                 raise ImportError(
                     f"{name} is not part of the simulated nki subset "
                     f"(available: {', '.join(sorted(modules))})"
                 )
-            return modules[name] if fromlist else modules["nki"]
+            if root == "neuronxcc":
+                modules["neuronxcc"]._kernelopt_enable()
+            return modules[name] if fromlist else modules[root]
         return real_import(name, globals, locals, fromlist or (), level)
 
     namespace = dict(vars(builtins))

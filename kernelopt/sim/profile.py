@@ -50,7 +50,8 @@ def build_profile(
     busy = timeline.engine_busy_ns
     return {
         "device": "sim",
-        "instance_type": "sim-trn2",
+        "instance_type": f"sim-{params.name}",
+        "chip": params.name,
         "total_time": total_s,
         "total_active_time": timeline.active_ns * 1e-9,
         "mfu_estimated_percent": mfu,

@@ -13,6 +13,7 @@ import numpy as np
 from kernelopt.sim.compiler import compiler_options
 from kernelopt.sim.errors import SimError
 from kernelopt.sim.explain import Explanation, explain
+from kernelopt.sim.indexing import IndexError_
 from kernelopt.sim.language import BUFFERS
 from kernelopt.sim.machine import Machine
 from kernelopt.sim.memory import plan_memory
@@ -56,6 +57,9 @@ def _exception_line(exc: BaseException, file: str) -> int:
 def _as_sim_error(exc: BaseException, file: str) -> SimError:
     if isinstance(exc, SimError):
         return exc
+    if isinstance(exc, IndexError_):
+        # A beta-1 index expression the simulator cannot represent.
+        return SimError(str(exc), file=file, line=_exception_line(exc, file), kind="isa")
     return SimError(
         f"{type(exc).__name__}: {exc}", file=file, line=_exception_line(exc, file), kind="exception"
     )
@@ -88,12 +92,26 @@ def _pick(namespace: dict[str, Any], func: str | None, file: str) -> tuple[str, 
 
 
 def _bind_inputs(
-    machine: Machine, fn: Any, name: str, inputs: dict[str, np.ndarray], file: str
-) -> dict[str, Tile]:
+    machine: Machine,
+    fn: Any,
+    name: str,
+    inputs: dict[str, np.ndarray],
+    file: str,
+    kernel_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The kernel's arguments: each input as an HBM tensor, plus the workload's
+    non-tensor keyword arguments (``KERNEL_KWARGS``) as they are."""
+    kernel_kwargs = dict(kernel_kwargs or {})
     params = inspect.signature(fn).parameters
-    required = [p for p, v in params.items() if v.default is inspect.Parameter.empty]
-    missing = [p for p in required if p not in inputs]
-    extra = [k for k in inputs if k not in params]
+    variadic = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    required = [
+        p
+        for p, v in params.items()
+        if v.default is inspect.Parameter.empty and v.kind not in variadic
+    ]
+    takes_any = any(v.kind == inspect.Parameter.VAR_KEYWORD for v in params.values())
+    missing = [p for p in required if p not in inputs and p not in kernel_kwargs]
+    extra = [k for k in (*inputs, *kernel_kwargs) if k not in params and not takes_any]
     if missing or extra:
         raise SimError(
             f"inputs do not match {name}({', '.join(params)}): "
@@ -110,7 +128,7 @@ def _bind_inputs(
         tiles[param] = machine.allocate(
             array.shape, array.dtype, BUFFERS["hbm"], param, data=data, filled=True
         )
-    return tiles
+    return {**kernel_kwargs, **tiles}
 
 
 def _collect(machine: Machine, result: Any, fn: Any, native: bool, file: str) -> Outputs:
@@ -152,6 +170,7 @@ def run_kernel(
     mac_count: int | None = None,
     params: Trn2Params = DEFAULT_PARAMS,
     compiler_args: tuple[str, ...] | list[str] = (),
+    kernel_kwargs: dict[str, Any] | None = None,
 ) -> SimRun:
     """Execute ``func`` (or the file's only ``@nki.jit`` function) on ``inputs``.
 
@@ -159,7 +178,9 @@ def run_kernel(
     ``"native"`` rounds each store to the declared dtype. ``compute=False``
     skips the array math but checks the same rules and yields the same
     trace and profile. ``compiler_args`` are the neuronx-cc options the
-    kernel is compiled with (see ``kernelopt.sim.compiler``). Raises
+    kernel is compiled with (see ``kernelopt.sim.compiler``);
+    ``kernel_kwargs`` the non-tensor keyword arguments the kernel takes
+    (a workload's ``KERNEL_KWARGS``). Raises
     ``SimError`` for any kernel problem.
     """
     try:
@@ -182,7 +203,7 @@ def run_kernel(
     try:
         exec(compile(source, file, "exec"), namespace)
         name, fn = _pick(namespace, func, file)
-        tiles = _bind_inputs(machine, fn, name, inputs, file)
+        tiles = _bind_inputs(machine, fn, name, inputs, file, kernel_kwargs)
         result = fn(**tiles)
         outputs = _collect(machine, result, fn, precision == "native", file)
     except (Exception, SystemExit) as exc:  # user code: every failure becomes a SimError

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kernelopt.sim.indexing import IndexExpr, Mask
+
 if TYPE_CHECKING:
     from kernelopt.sim.machine import Machine
 
@@ -75,10 +77,15 @@ class Allocation:
 class Tile:
     """A view of an allocation, as produced by ``nl.ndarray`` and basic indexing."""
 
-    __slots__ = ("alloc", "bounds", "kept", "shape", "index")
+    __slots__ = ("alloc", "bounds", "kept", "shape", "index", "loose")
 
-    def __init__(self, alloc: Allocation, bounds: Bounds, kept: tuple[int, ...]) -> None:
+    def __init__(
+        self, alloc: Allocation, bounds: Bounds, kept: tuple[int, ...], loose: bool = False
+    ) -> None:
         self.alloc = alloc
+        # A beta-1 access whose index expressions reach past the tensor: valid
+        # only once a mask= cuts it back (see clip).
+        self.loose = loose
         self.bounds = bounds
         self.kept = kept
         self.shape = tuple(bounds[a][1] - bounds[a][0] for a in kept)
@@ -159,9 +166,20 @@ class Tile:
         key = key + (slice(None),) * (n - len(key))
         bounds = list(self.bounds)
         kept: list[int] = []
+        placed: list[int] = []  # index-space axis of each beta-1 range, in order
+        loose = self.loose
         for pos, (axis, k) in enumerate(zip(self.kept, key, strict=True)):
             lo, hi = self.bounds[axis]
             size = hi - lo
+            if isinstance(k, IndexExpr):
+                # A beta-1 affine range: a box on this axis, which may reach past
+                # the tensor as long as a mask cuts it back before use.
+                placed.append(k.axis)
+                if k.start < 0 or k.start + k.size > size:
+                    loose = True
+                bounds[axis] = (lo + k.start, lo + k.start + k.size)
+                kept.append(axis)
+                continue
             if isinstance(k, slice):
                 if k.step not in (None, 1):
                     self._fail(f"slice step {k.step} on axis {pos}: only step 1 is supported")
@@ -182,10 +200,98 @@ class Tile:
                         f"(axis size {size}, tile shape {self.shape})"
                     )
                 bounds[axis] = (lo + i, lo + i + 1)
-        return Tile(self.alloc, tuple(bounds), tuple(kept))
+        if placed != sorted(set(placed)):
+            self._fail(
+                f"index expressions on {self.alloc.name!r} place axes in the order {placed}: "
+                "a transposed access is not a view (use nl.load_transpose2d or nisa.nc_transpose)"
+            )
+        return Tile(self.alloc, tuple(bounds), tuple(kept), loose)
+
+    def clip(self, mask: Mask | None) -> Tile:
+        """The part of this tile a beta-1 ``mask=`` keeps (index-space axis i is the
+        tile's axis i)."""
+        if mask is None:
+            return self.checked()
+        if not isinstance(mask, Mask):
+            self._fail(f"mask must be built from nl.arange/nl.mgrid comparisons, got {mask!r}")
+        if mask.empty():
+            self._fail(f"mask {mask!r} keeps no element of {self.alloc.name!r}")
+        bounds = list(self.bounds)
+        for axis, (lo, hi) in mask.keep.items():
+            if axis >= len(self.kept):
+                continue
+            real = self.kept[axis]
+            start, stop = bounds[real]
+            bounds[real] = (start + lo, min(stop, start + hi))
+        return Tile(self.alloc, tuple(bounds), self.kept, self.loose).checked()
+
+    def checked(self) -> Tile:
+        """This tile, failing if its index expressions reach past the tensor."""
+        if self.loose:
+            for axis in self.kept:
+                lo, hi = self.bounds[axis]
+                if lo < 0 or hi > self.alloc.shape[axis]:
+                    self._fail(
+                        f"index expression [{lo}:{hi}] on axis {axis} of {self.alloc.name!r} "
+                        f"(size {self.alloc.shape[axis]}) is out of bounds and no mask= cuts it"
+                    )
+            return Tile(self.alloc, self.bounds, self.kept)
+        return self
+
+    # --- beta-1 (neuronxcc.nki) tile semantics: assignment and arithmetic ------------
+
+    def _beta1(self, what: str) -> Any:
+        ops = self.alloc.machine.beta1
+        if ops is None:
+            self._fail(f"{what}: tiles are written by ISA calls (nisa.*), not by {what}")
+        return ops
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self._fail("tiles are written by ISA calls (nisa.*), not by item assignment")
+        self._beta1("item assignment").assign(self[key], value)
+
+    def __iadd__(self, other: Any) -> Tile:
+        return self._beta1("+=").accumulate(self, other, "add")
+
+    def __isub__(self, other: Any) -> Tile:
+        return self._beta1("-=").accumulate(self, other, "subtract")
+
+    def __imul__(self, other: Any) -> Tile:
+        return self._beta1("*=").accumulate(self, other, "multiply")
+
+    def __add__(self, other: Any) -> Tile:
+        return self._beta1("+").binary("add", self, other)
+
+    def __radd__(self, other: Any) -> Tile:
+        return self._beta1("+").binary("add", other, self)
+
+    def __sub__(self, other: Any) -> Tile:
+        return self._beta1("-").binary("subtract", self, other)
+
+    def __rsub__(self, other: Any) -> Tile:
+        return self._beta1("-").binary("subtract", other, self)
+
+    def __mul__(self, other: Any) -> Tile:
+        return self._beta1("*").binary("multiply", self, other)
+
+    def __rmul__(self, other: Any) -> Tile:
+        return self._beta1("*").binary("multiply", other, self)
+
+    def __truediv__(self, other: Any) -> Tile:
+        return self._beta1("/").binary("divide", self, other)
+
+    def __rtruediv__(self, other: Any) -> Tile:
+        return self._beta1("/").binary("divide", other, self)
+
+    def __neg__(self) -> Tile:
+        return self._beta1("-").binary("multiply", self, -1.0)
+
+    def broadcast_to(self, shape: Any) -> Tile:
+        """A new tile of ``shape`` holding this one broadcast (beta-1)."""
+        return self._beta1("broadcast_to").broadcast_to(self, tuple(shape))
+
+    def reshape(self, shape: Any) -> Tile:
+        """A reshaped view of a whole HBM tensor (beta-1 kernels reshape their inputs)."""
+        return self._beta1("reshape").reshape(self, tuple(shape))
 
     def __iter__(self) -> Any:
         self._fail("tiles cannot be iterated; index them with loop variables")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Trn2Params:
+    name: str = "trn2"  # the chip these numbers describe
     # --- on-chip memory (per NeuronCore) ---
     partitions: int = 128  # SBUF/PSUM partition count; also the matmul K limit
     # SBUF bytes per partition: 192 KiB per the v2 docs; the Trn2 guide says 224 KiB.
@@ -104,6 +105,32 @@ class Trn2Params:
     peak_bf16_flops: float = 2 * 128 * 128 * 2.4e9
     fp32_peak_divisor: float = 4.0  # fp32 runs at a quarter of the 16-bit rate
     core_clock_hz: float = 2.4e9  # clock used for neuroncore_cycle_count
+
+    # --- peak rates, per chip, for a roofline (read these, not the clocks) ---
+    @property
+    def tensor_peak_flops(self) -> float:
+        """TensorE peak FLOP/s at 16-bit operands (bf16/fp16)."""
+        return self.peak_bf16_flops
+
+    @property
+    def tensor_peak_flops_fp32(self) -> float:
+        """TensorE peak FLOP/s with fp32 operands."""
+        return self.peak_bf16_flops / self.fp32_peak_divisor
+
+    @property
+    def vector_elements_per_s(self) -> float:
+        """VectorE elements/s: one element per partition per cycle (the cost model's rate)."""
+        return self.vector_clock_hz * self.partitions
+
+    @property
+    def scalar_elements_per_s(self) -> float:
+        """ScalarE elements/s: one element per partition per cycle."""
+        return self.scalar_clock_hz * self.partitions
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        """HBM bandwidth of one core, bytes/s."""
+        return self.hbm_bytes_per_ns * 1e9
 
     def __post_init__(self) -> None:
         if self.rotation_depth < 1:

@@ -42,6 +42,7 @@ class NkiSimTarget(Target):
     # neuronx-cc options the kernel is compiled with (device.neuron.compiler_args):
     # the cost model follows those it models (kernelopt.sim.compiler).
     compiler_args: tuple[str, ...] = ()
+    chip: str = "trn2"  # device.sim.chip: the parameter set that times the kernel
     # Simulate in a child process: a kernel that loops forever or exhausts
     # memory must cost an attempt, not the runner.
     isolate: bool = True
@@ -63,6 +64,7 @@ class NkiSimTarget(Target):
             rel_l2=d.rel_l2,
             timeout_s=program.timeout_s,
             compiler_args=tuple(program.device.neuron.compiler_args),
+            chip=program.device.sim.chip,
         )
 
     @classmethod
@@ -79,6 +81,7 @@ class NkiSimTarget(Target):
             timeout_s=float(spec.get("timeout_s", 600.0)),
             isolate=False,  # the process that reads a spec is the isolated one
             compiler_args=tuple(spec.get("compiler_args") or ()),
+            chip=str(spec.get("chip") or "trn2"),
         )
 
     def reference(self, tree: Path) -> Measurement:
@@ -97,6 +100,7 @@ class NkiSimTarget(Target):
             "rel_l2": self.rel_l2,
             "timeout_s": self.timeout_s,
             "compiler_args": list(self.compiler_args),
+            "chip": self.chip,
         }
 
     def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
@@ -131,6 +135,7 @@ class NkiSimTarget(Target):
 
     def _measure_here(self, tree: Path) -> Measurement:
         from kernelopt.sim import check_kernel
+        from kernelopt.sim.chips import chip_params
 
         started = time.monotonic()
         try:
@@ -149,6 +154,7 @@ class NkiSimTarget(Target):
             mac_count=mac_count,
             compiler_args=self.compiler_args,
             explain=True,
+            params=chip_params(self.chip),
         )
         return self.measurement_of(report, mac_count, time.monotonic() - started)
 

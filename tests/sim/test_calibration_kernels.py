@@ -40,12 +40,15 @@ def test_every_calibration_kernel_has_a_case():
     assert kernels == {c.kernel for c in CASES}
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.kernel.removesuffix(".py"))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
 def test_calibration_kernel_numerics(case):
     workload = load_workload(CALIBRATION / case.workload, require=("f_numpy", "INPUT_SPECS"))
-    small = {name: ((1024, 1024), dtype) for name, (_, dtype) in workload.input_specs.items()}
+    shapes = case.small or {name: (1024, 1024) for name in workload.input_specs}
+    small = {name: (shapes[name], dtype) for name, (_, dtype) in workload.input_specs.items()}
     report = check_kernel(
-        CALIBRATION / case.kernel, dataclasses.replace(workload, input_specs=small)
+        CALIBRATION / case.kernel,
+        dataclasses.replace(workload, input_specs=small),
+        kernel_kwargs=case.small_kwargs,
     )
     assert report.error is None, report.error
     assert report.correct
