@@ -93,12 +93,15 @@ class FakeTools:
 def neuron_device(
     number: int, *, lnc: int = 1, busy_pid: int | None = None, cores_per_device: int = 8
 ) -> dict[str, Any]:
-    """A device spec for the fake neuron-ls; `busy_pid` attaches a process."""
-    first = number * cores_per_device
+    """A device spec for the fake neuron-ls; `busy_pid` attaches a process.
+
+    Its core ids are logical ids at the host's LNC, as neuron-ls prints them:
+    `cores_per_device` physical cores make `cores_per_device // lnc` logical ones."""
+    per = cores_per_device // lnc
     spec: dict[str, Any] = {
         "id": number,
         "lnc": lnc,
-        "cores": list(range(first, first + cores_per_device)),
+        "cores": list(range(number * per, (number + 1) * per)),
     }
     if busy_pid is not None:
         spec["processes"] = [{"pid": busy_pid, "command": "python3 train.py"}]

@@ -72,7 +72,7 @@ def test_busy_then_idle_waits_and_proceeds(fakes: FakeTools, lock_dir: str) -> N
     assert time.sleeps == [600, 600]
     assert [n.waited_s for n in notices] == [0, 600]
     assert "busy" in notices[0].reason and "999" in notices[0].reason
-    assert lease.binding == {"NEURON_RT_VISIBLE_CORES": "0"}
+    assert lease.binding == {"NEURON_RT_VISIBLE_CORES": "0", "NEURON_LOGICAL_NC_CONFIG": "1"}
     lease.release()
 
 
