@@ -44,6 +44,12 @@ _TOOL_COMMANDS = ("neuron-ls", "neuron-top", "neuron-monitor")
 # so it counts as a user of the device whatever runtime version neuron-ls shows for it.
 _COMPILER_COMMANDS = ("neuronx-cc", "walrus", "walrus_driver")
 
+# Every process of the host as "PID ARGS" lines: ps where it exists, else /proc.
+_PROCESS_TABLE = (
+    "ps -eo pid=,args= 2>/dev/null || for d in /proc/[0-9]*; do "
+    "printf '%s %s\\n' \"${d#/proc/}\" \"$(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null)\"; done"
+)
+
 # neuron-monitor prints one JSON document per line, forever: read the first line
 # through a FIFO, then stop the monitor instead of waiting for it to end. When no
 # line comes, pass on the monitor's exit status and the end of its stderr.
@@ -156,10 +162,31 @@ class NeuronGate:
         devices, command = self._list_devices(host)
         ignored = self.ignore_pids | (own_pids() if isinstance(host, LocalHost) else frozenset())
         usage = self._core_utilization(host, ignored) if self.use_monitor else None
+        leftovers = self._leftover_compilers(host, ignored)
         return [
-            self._status(host, device, index, command, ignored, usage)
+            self._status(host, device, index, command, ignored, usage, leftovers)
             for index, device in enumerate(devices)
         ]
+
+    def _leftover_compilers(self, host: Host, ignored: frozenset[int]) -> tuple[ProcessInfo, ...]:
+        """neuronx-cc / walrus processes in the host's process table. neuron-ls lists
+        only processes that use a device, so a compiler left over from an earlier
+        compile never shows there, yet the runtime fails (NRT_FAILURE) while one runs."""
+        result = host.run(_PROCESS_TABLE, timeout=self.timeout)
+        if result.timed_out or not result.stdout.strip():
+            said = (result.stderr.strip().splitlines() or ["no output"])[-1]
+            raise GateError(
+                f"cannot read the process table of host {host.name} (ps, /proc): {said}; "
+                "without it a leftover neuronx-cc cannot be ruled out"
+            )
+        found = []
+        for line in result.stdout.splitlines():
+            pid, _, command = line.strip().partition(" ")
+            if pid.isdigit() and int(pid) not in ignored and _is_compiler(command.strip()):
+                found.append(
+                    ProcessInfo(int(pid), command.strip(), "leftover compiler (process table)")
+                )
+        return tuple(found)
 
     def _list_devices(self, host: Host) -> tuple[list[dict[str, Any]], str]:
         result = run_tool(host, NEW_ARGS, search_path=self.search_path, timeout=self.timeout)
@@ -185,6 +212,7 @@ class NeuronGate:
         command: str,
         ignored: frozenset[int],
         usage: MonitorReading | None,
+        leftovers: tuple[ProcessInfo, ...] = (),
     ) -> DeviceStatus:
         where = f"`{command}` on host {host.name}, device entry {index}"
         number = _require(device, "neuron_device", int, where)
@@ -202,6 +230,8 @@ class NeuronGate:
             if pid not in ignored
             and (_is_compiler(name) or (version != "NA" and not _is_tool(name)))
         )
+        listed = {p.pid for p in processes}
+        processes += tuple(p for p in leftovers if p.pid not in listed)
         measured = usage.device(cores) if usage is not None else None
         utilization = None if isinstance(measured, str) else measured
         # The chip's first logical core, in the host's numbering (neuron-ls's ids).
@@ -210,9 +240,11 @@ class NeuronGate:
         if processes:
             names = ", ".join(f"{p.command} (pid {p.pid})" for p in processes)
             reason = f"neuron processes attached: {names}"
-            leftovers = [p for p in processes if _is_compiler(p.command)]
-            if leftovers:
-                reason += " (a leftover compiler process makes the runtime fail on this device)"
+            if any(_is_compiler(p.command) for p in processes):
+                reason += (
+                    " (a leftover compiler process (neuronx-cc or walrus) makes the runtime "
+                    "fail with NRT_FAILURE while it runs)"
+                )
         elif isinstance(measured, str):
             reason = f"utilization unknown: {measured}"  # unknown is busy
         elif utilization is not None and utilization > self.busy_utilization:
