@@ -45,7 +45,7 @@ _TOOL_COMMANDS = ("neuron-ls", "neuron-top", "neuron-monitor")
 _COMPILER_COMMANDS = ("neuronx-cc", "walrus", "walrus_driver")
 
 # Every process of the host as "PID ARGS" lines: ps where it exists, else /proc.
-_PROCESS_TABLE = (
+PROCESS_TABLE = (
     "ps -eo pid=,args= 2>/dev/null || for d in /proc/[0-9]*; do "
     "printf '%s %s\\n' \"${d#/proc/}\" \"$(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null)\"; done"
 )
@@ -151,7 +151,11 @@ class NeuronGate:
         busy_utilization: float = 5.0,
         use_monitor: bool = True,
         timeout: float = 30.0,
+        process_table: str = PROCESS_TABLE,
     ) -> None:
+        """``process_table`` is the shell line that prints the host's processes as
+        "PID ARGS" lines, where leftover compilers are looked for."""
+        self.process_table = process_table
         self.search_path = tuple(search_path)
         self.ignore_pids = ignore_pids
         self.busy_utilization = busy_utilization
@@ -172,8 +176,8 @@ class NeuronGate:
         """neuronx-cc / walrus processes in the host's process table. neuron-ls lists
         only processes that use a device, so a compiler left over from an earlier
         compile never shows there, yet the runtime fails (NRT_FAILURE) while one runs."""
-        result = host.run(_PROCESS_TABLE, timeout=self.timeout)
-        if result.timed_out or not result.stdout.strip():
+        result = host.run(self.process_table, timeout=self.timeout)
+        if result.timed_out or (result.returncode != 0 and not result.stdout.strip()):
             said = (result.stderr.strip().splitlines() or ["no output"])[-1]
             raise GateError(
                 f"cannot read the process table of host {host.name} (ps, /proc): {said}; "

@@ -9,6 +9,7 @@ are the scripts in tests/fakes, steered by the state file.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -17,6 +18,9 @@ from typing import Any
 from kernelopt.testing.fake_trn2 import FakeTrn2
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
+# The machine's process table is shared with whatever else runs here; a gate under
+# test looks for leftover compilers among this test process's children only.
+OWN_PROCESSES = f"ps -o pid=,args= --ppid {os.getpid()} || true"
 NEURON_TOOLS = ("neuron-ls", "neuron-monitor")
 TOOLS = (*NEURON_TOOLS, "nvidia-smi", "rocm-smi")
 

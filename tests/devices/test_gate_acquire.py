@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fake_tools import FakeTools, neuron_device
+from fake_tools import OWN_PROCESSES, FakeTools, neuron_device
 
 from kernelopt.devices import (
     Gate,
@@ -45,7 +45,12 @@ class FakeTime:
 
 
 def gate(fakes: FakeTools) -> Gate:
-    return make_gate("neuron", search_path=[str(fakes.bin_dir)], use_monitor=False)
+    return make_gate(
+        "neuron",
+        search_path=[str(fakes.bin_dir)],
+        use_monitor=False,
+        process_table=OWN_PROCESSES,
+    )
 
 
 def test_busy_then_idle_waits_and_proceeds(fakes: FakeTools, lock_dir: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_tools import FakeTools, neuron_device
+from fake_tools import OWN_PROCESSES, FakeTools, neuron_device
 
 from kernelopt.devices import Gate, GateError, make_gate
 from kernelopt.hosts import LocalHost
@@ -30,6 +30,8 @@ def idle_gate(kind: str, fakes: FakeTools) -> Gate:
     fakes.set("rocm", cards=[{"use": 0, "vram": 0}, {"use": 0, "vram": 0}])
     if kind == "none":
         return make_gate("none")
+    if kind == "neuron":
+        return make_gate(kind, search_path=[str(fakes.bin_dir)], process_table=OWN_PROCESSES)
     return make_gate(kind, search_path=[str(fakes.bin_dir)])
 
 

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_tools import FakeTools, neuron_device
+from fake_tools import OWN_PROCESSES, FakeTools, neuron_device
 
 from kernelopt.devices import GateError
 from kernelopt.devices.neuron import NeuronGate, parse_neuron_ls
@@ -19,6 +19,7 @@ HOST = LocalHost("box")
 
 
 def neuron(fakes: FakeTools, **options: object) -> NeuronGate:
+    options.setdefault("process_table", OWN_PROCESSES)
     return NeuronGate(search_path=[str(fakes.bin_dir)], **options)  # type: ignore[arg-type]
 
 
@@ -152,7 +153,7 @@ def test_neuron_missing_key_names_key_and_entry(fakes: FakeTools) -> None:
 
 def test_missing_tool_names_tool_and_host(fakes: FakeTools) -> None:
     fakes.remove("neuron-ls")
-    gate = NeuronGate(search_path=[str(fakes.bin_dir)])
+    gate = NeuronGate(search_path=[str(fakes.bin_dir)], process_table=OWN_PROCESSES)
     with pytest.raises(GateError, match=r"neuron-ls not found on host box"):
         gate.survey(HOST)
 

@@ -8,7 +8,7 @@ for the LNC the kernel runs with, keeping the chip.
 from __future__ import annotations
 
 import pytest
-from fake_tools import FakeTools, neuron_device
+from fake_tools import OWN_PROCESSES, FakeTools, neuron_device
 
 from kernelopt.devices.neuron import (
     BindingError,
@@ -41,7 +41,8 @@ def test_a_lease_on_device_k_binds_chip_k_at_every_lnc(
     physical: list[int],
 ) -> None:
     fakes.set("neuron", devices=[neuron_device(n, lnc=host_lnc) for n in range(16)])
-    status = NeuronGate(search_path=[str(fakes.bin_dir)]).survey(LocalHost())[device]
+    gate = NeuronGate(search_path=[str(fakes.bin_dir)], process_table=OWN_PROCESSES)
+    status = gate.survey(LocalHost())[device]
     assert status.device == str(device)
     env = for_lnc(status.binding, kernel_lnc)
     assert env["NEURON_RT_VISIBLE_CORES"] == core

@@ -8,6 +8,7 @@ orphan is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -40,11 +41,16 @@ def test_a_leftover_compiler_in_the_process_table_makes_every_device_busy(
     fakes: FakeTools, tmp_path: Path
 ) -> None:
     fakes.set("neuron", devices=[neuron_device(0), neuron_device(1)])
-    gate = NeuronGate(search_path=[str(fakes.bin_dir)])
-    assert all(s.idle for s in gate.survey(LocalHost()))
     pid = _orphan_compiler(tmp_path / "bin")
     try:
-        time.sleep(0.1)  # the shell has started the script
+        time.sleep(0.2)  # the shell has started the script
+        # The host's whole table has it (an unscoped gate reports it among whatever else
+        # runs on this machine); the gate under test reads the orphan's own session, so
+        # nothing else running here can change what it finds.
+        unscoped = NeuronGate(search_path=[str(fakes.bin_dir)]).survey(LocalHost())
+        assert all(f"(pid {pid})" in s.reason for s in unscoped)
+        session = f"ps -o pid=,args= -s {os.getsid(pid)} || true"
+        gate = NeuronGate(search_path=[str(fakes.bin_dir)], process_table=session)
         statuses = gate.survey(LocalHost())
         assert [s.idle for s in statuses] == [False, False]
         for status in statuses:
@@ -53,10 +59,13 @@ def test_a_leftover_compiler_in_the_process_table_makes_every_device_busy(
             (process,) = [p for p in status.processes if p.pid == pid]
             assert process.detail == "leftover compiler (process table)"
         # A compiler the caller owns is not a leftover.
-        mine = NeuronGate(search_path=[str(fakes.bin_dir)], ignore_pids=frozenset({pid}))
+        mine = NeuronGate(
+            search_path=[str(fakes.bin_dir)], ignore_pids=frozenset({pid}), process_table=session
+        )
         assert all(s.idle for s in mine.survey(LocalHost()))
     finally:
-        os.killpg(os.getpgid(pid), signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(os.getpgid(pid), signal.SIGTERM)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and not all(s.idle for s in gate.survey(LocalHost())):
         time.sleep(0.1)

@@ -115,9 +115,10 @@ def test_neuron_ls_new_format_wraps_the_list_and_old_format_refuses_the_new_flag
     new = _run(fake, "neuron-ls", "--output-format", "json")
     doc = json.loads(new.stdout)
     assert isinstance(doc, dict) and doc["instance_type"] == "trn2.48xlarge"
-    assert parse_neuron_ls(new.stdout, command="neuron-ls", host="h")[1]["neuroncore_ids"] == list(
-        range(8, 16)
-    )
+    # Logical ids at the host's LNC (Trn2's default 2: four per device), as neuron-ls.rst.
+    listed = parse_neuron_ls(new.stdout, command="neuron-ls", host="h")
+    assert [d["neuroncore_ids"] for d in listed] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert {(d["nc_count"], d["logical_neuroncore_config"]) for d in listed} == {(4, 2)}
     fake.configure(neuron_ls_format="old")
     assert _run(fake, "neuron-ls", "--output-format", "json").returncode != 0
     assert isinstance(json.loads(_run(fake, "neuron-ls", "--json-output").stdout), list)
@@ -134,7 +135,7 @@ def test_neuron_monitor_streams_documents_the_gate_can_read(fake: FakeTrn2) -> N
         process.kill()
         process.wait()
     usage = parse_neuron_monitor(first, host="h")
-    assert usage[8] == 87.5 and 0 not in usage
+    assert usage[4] == 87.5 and 0 not in usage
     assert json.loads(second)["neuron_hardware_info"]["neuron_device_type"] == "trainium2"
     assert fake.monitor_pids == [process.pid]
 
@@ -183,7 +184,7 @@ def test_capture_and_view_follow_the_profilers_documented_behaviour(
     (where,) = [c["ran_on"] for c in fake.calls("neuron-explorer:device")]
     assert (where["chip"], where["core"], where["bound"]) == (0, 0, False)
     Path(ntff).unlink()
-    bound = {"NEURON_RT_VISIBLE_CORES": "9"}
+    bound = {"NEURON_RT_VISIBLE_CORES": "5"}  # LNC=2: device 1's second core
     nth = ["--profile-nth-exec=2"]
     assert _run(fake, "neuron-explorer", "capture", "-n", neff, "-s", ntff, *nth, extra=bound)
     # The trace of the second execution goes to NAME_exec_2.ntff.
