@@ -46,6 +46,9 @@ def test_a_candidate_is_measured_on_the_device_as_the_current_sdk_does(
     assert m.metrics["mfu"] == m.metrics["mfu_estimated_percent"] == pytest.approx(formula)
     assert m.metrics["profiler_mfu_estimated_percent"] == m.profile["mfu_estimated_percent"]
     assert m.metrics["profiler_mfu_estimated_percent"] != pytest.approx(formula, rel=1e-6)
+    # ... and the time is the device's own report: the minimum of its timed runs.
+    (reported,) = [c["min_ms"] for c in fake.calls("nrtpy") if c["args"][0] == "benchmark-result"]
+    assert m.metrics["mfu"] == pytest.approx(100 * 2 * MACS / (reported / 1e3 * 78.64e12), rel=1e-9)
     # neuron-explorer's percent fields arrive as percent; its -1 fields are missing.
     assert 1.0 < m.profile["dma_active_time_percent"] <= 100.0
     assert "spill_save_bytes" not in m.profile and "hfu_estimated_percent" not in m.profile
