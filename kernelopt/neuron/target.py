@@ -393,7 +393,7 @@ class NeuronTarget(Target):
         measured: dict[str, Any] | None = None
         artifacts: dict[str, str] = {}
         compiled = c.directory is not None and c.record.get("status") == "ok"
-        binding, where = self._binding(lease)
+        binding, where = _bind(lease, self.settings.lnc)
         try:
             problem = sdk.runtime_problem() or where.get("error")
             if compiled and problem:
@@ -428,23 +428,23 @@ class NeuronTarget(Target):
             },
         )
 
-    def _binding(self, lease: HeldDevice) -> tuple[dict[str, str], dict[str, Any]]:
-        """The lease's core renumbered for the LNC this kernel runs with (same chip),
-        and what the record says about it: chip, logical core, physical cores, and
-        the numbering the lease came in."""
-        lnc = self.settings.lnc
-        try:
-            leased = read_binding(lease.binding, default_lnc=lnc)
-            binding = for_lnc(lease.binding, lnc)
-            bound = read_binding(binding)
-        except BindingError as exc:
-            error = f"cannot bind device {lease.device} for LNC {lnc}: {exc}"
-            return dict(lease.binding), {"error": error}
-        return binding, {
-            **bound.describe(),
-            "leased_cores": str(leased.core),
-            "leased_lnc": leased.lnc,
-        }
+
+def _bind(lease: HeldDevice, lnc: int) -> tuple[dict[str, str], dict[str, Any]]:
+    """The lease's core renumbered for the LNC the kernel runs with (same chip), and
+    what the record says about it: chip, logical core, physical cores, and the
+    numbering the lease came in; or the lease's binding and why it cannot be used."""
+    try:
+        leased = read_binding(lease.binding, default_lnc=lnc)
+        binding = for_lnc(lease.binding, lnc)
+        bound = read_binding(binding)
+    except BindingError as exc:
+        error = f"cannot bind device {lease.device} for LNC {lnc}: {exc}"
+        return dict(lease.binding), {"error": error}
+    return binding, {
+        **bound.describe(),
+        "leased_cores": str(leased.core),
+        "leased_lnc": leased.lnc,
+    }
 
 
 def _mac_count(workload: Any) -> int:
