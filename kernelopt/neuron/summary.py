@@ -6,8 +6,10 @@ not documented) whose value is the flat metrics dict; a negative number means
 here per tool (and version), never guessed from a value:
 
 * ``neuron-profile``: fractions in [0, 1] (zhang677/AccelOpt
-  ``profile_results.csv``; awslabs/nki-autotune scales its ``*_percent``
-  fields by 100 itself).
+  experiments/full_complete_local/profile_results.csv@2dbeab40: e.g. an adamw
+  kernel's ``vector_engine_active_time_percent`` 0.90, a matmul's
+  ``hfu_estimated_percent`` 0.36; awslabs/nki-autotune scales its
+  ``*_percent`` fields by 100 itself).
 * ``neuron-explorer``: percent, the unit its schema gives every ``*_percent``
   field of the Summary table (aws-neuron/aws-neuron-sdk
   tools/neuron-explorer/profile-schema-reference.rst, schema 7.4.0, SDK 2.31).
