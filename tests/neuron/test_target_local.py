@@ -110,6 +110,14 @@ def test_an_older_sdk_compiles_with_nki_standalone_and_profiles_with_neuron_prof
     (compiled,) = [c for c in fake.calls("neuronx-cc") if c["args"][0] == "compile"]
     assert "-O3" in compiled["args"]
     assert fake.calls("neuron-explorer") == [] and fake.calls("neuron-profile")
+    # neuron-profile prints fractions: the same summary file read in its unit gives
+    # the record's percent, and the metadata fields it carries come through.
+    (flat,) = json.loads(Path(m.artifacts["summary"]).read_text()).values()
+    assert 0 < flat["dma_active_time_percent"] <= 1
+    assert m.profile["dma_active_time_percent"] == pytest.approx(
+        100 * flat["dma_active_time_percent"]
+    )
+    assert m.extra["instance_type"] == "trn2.48xlarge"
 
 
 @pytest.mark.parametrize(
