@@ -16,20 +16,14 @@ import json
 import os
 import shlex
 import tarfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.remote import parse_output
-
-
-class MeasurableTarget(Protocol):
-    device: str
-    deterministic: bool
-
-    def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement: ...
+from kernelopt.targets.base import Target
 
 
 class NoIdleDeviceError(RuntimeError):
@@ -51,15 +45,15 @@ class Device:
     python: str = "python3"
     activate: str | None = None
 
-    def measure(self, target: MeasurableTarget, tree: Path) -> Measurement:
+    def measure(self, target: Target, tree: Path) -> Measurement:
         if self.host is None:
             m = target.measure(tree, env=self.env)
         else:
             m = self._measure_remote(target, tree)
         return labelled(m, self)
 
-    def _measure_remote(self, target: MeasurableTarget, tree: Path) -> Measurement:
-        spec = dict(target.spec())  # type: ignore[attr-defined]
+    def _measure_remote(self, target: Target, tree: Path) -> Measurement:
+        spec = dict(target.spec())
         spec["env"] = self.env
         host = self.host
         try:

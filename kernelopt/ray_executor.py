@@ -32,13 +32,13 @@ from kernelopt.devices.base import DeviceStatus, ProcessInfo
 from kernelopt.executor import (
     Device,
     HostFault,
-    MeasurableTarget,
     NoIdleDeviceError,
     labelled,
     tar_tree,
 )
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.program import Program, RayConfig
+from kernelopt.targets.base import Target
 
 INSTALL_HINT = "pip install -e '.[ray]'"
 # Kinds whose device is the Ray resource itself: there is no device tool to ask.
@@ -183,9 +183,9 @@ class RayDevice(Device):
     call_timeout_s: float = 120.0  # added to the target's own timeout for each call
     trees: dict[Path, Any] = field(default_factory=dict)  # tree -> object ref, shipped once
 
-    def measure(self, target: MeasurableTarget, tree: Path) -> Measurement:
+    def measure(self, target: Target, tree: Path) -> Measurement:
         ray = require_ray()
-        spec = dict(target.spec())  # type: ignore[attr-defined]
+        spec = dict(target.spec())
         timeout = float(spec.get("timeout_s", 600.0)) + self.call_timeout_s
         packed = None if Path(tree) in self.trees else tar_tree(Path(tree))
         try:

@@ -1,9 +1,17 @@
-"""The Neuron gate: devices from neuron-ls, utilization from neuron-monitor.
+"""The Neuron gate: devices from neuron-ls, utilization from neuron-monitor,
+leftover compilers from the host's process table.
 
-Binding choice: the unit kernelopt locks is a whole Neuron device (so no other
-kernelopt measurement shares its HBM bandwidth), and a measurement is bound to
-the device's first logical NeuronCore: with LNC=1 one physical core ("4"),
-with LNC=2 the pair of physical cores behind it ("4,5").
+Binding choice: the unit kernelopt locks is a whole Neuron device (chip), so no
+other kernelopt measurement shares its HBM bandwidth, and a measurement is
+bound to the chip's first logical NeuronCore.
+
+Core numbering: `neuroncore_ids` in neuron-ls's JSON are *logical* ids in the
+host's current LNC numbering, the ids NEURON_RT_VISIBLE_CORES takes (Trn2's
+default LNC=2: four per chip, device 0 -> 0..3, device 15 -> 60..63; LNC=1:
+eight per chip; aws-neuron-sdk tools/neuron-sys-tools/neuron-ls.rst and
+about-neuron/arch/neuron-features/logical-neuroncore-config.rst). A binding
+therefore carries the LNC its ids are numbered in (NEURON_LOGICAL_NC_CONFIG),
+and `for_lnc` renumbers it for the LNC a kernel runs with, keeping the chip.
 """
 
 from __future__ import annotations
@@ -36,6 +44,12 @@ _TOOL_COMMANDS = ("neuron-ls", "neuron-top", "neuron-monitor")
 # so it counts as a user of the device whatever runtime version neuron-ls shows for it.
 _COMPILER_COMMANDS = ("neuronx-cc", "walrus", "walrus_driver")
 
+# Every process of the host as "PID ARGS" lines: ps where it exists, else /proc.
+PROCESS_TABLE = (
+    "ps -eo pid=,args= 2>/dev/null || for d in /proc/[0-9]*; do "
+    "printf '%s %s\\n' \"${d#/proc/}\" \"$(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null)\"; done"
+)
+
 # neuron-monitor prints one JSON document per line, forever: read the first line
 # through a FIFO, then stop the monitor instead of waiting for it to end. When no
 # line comes, pass on the monitor's exit status and the end of its stderr.
@@ -45,6 +59,85 @@ _ONE_MONITOR_DOC = (
     'else wait "$m"; s=$?; tail -n 3 "$d/e" >&2; fi; rm -rf "$d"; '
     'printf "%s\\n" "$line"; exit "$s"; }'
 )
+
+
+# Every Trainium2 device (chip) holds eight physical NeuronCore-v3
+# (logical-neuroncore-config.rst); logical core c at LNC l covers physical cores
+# c*l .. c*l+l-1, so chip k's logical ids at LNC l are k*8/l .. (k+1)*8/l - 1.
+PHYSICAL_CORES_PER_CHIP = 8
+VISIBLE_CORES_ENV = "NEURON_RT_VISIBLE_CORES"
+LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
+
+
+class BindingError(ValueError):
+    """A core binding that cannot be read or renumbered; the message says why."""
+
+
+@dataclass(frozen=True)
+class CoreBinding:
+    """One logical NeuronCore, named in the numbering of the LNC it runs with."""
+
+    core: int  # the logical id, as NEURON_RT_VISIBLE_CORES takes it
+    lnc: int  # physical cores per logical core in this numbering
+
+    @property
+    def physical(self) -> tuple[int, ...]:
+        return tuple(range(self.core * self.lnc, (self.core + 1) * self.lnc))
+
+    @property
+    def chip(self) -> int:
+        return self.physical[0] // PHYSICAL_CORES_PER_CHIP
+
+    def env(self) -> dict[str, str]:
+        return {VISIBLE_CORES_ENV: str(self.core), LNC_ENV: str(self.lnc)}
+
+    def renumbered(self, lnc: int) -> CoreBinding:
+        """The logical core at ``lnc`` that starts at this one's first physical core."""
+        if lnc < 1 or PHYSICAL_CORES_PER_CHIP % lnc:
+            raise BindingError(f"LNC {lnc} is not 1, 2, 4 or 8 physical cores per logical core")
+        first = self.physical[0]
+        if first % lnc:
+            raise BindingError(
+                f"logical core {self.core} at LNC {self.lnc} starts at physical core {first}, "
+                f"which no logical core at LNC {lnc} starts at"
+            )
+        return CoreBinding(first // lnc, lnc)
+
+    def describe(self) -> dict[str, object]:
+        """What a measurement's record says about where it ran."""
+        return {
+            "chip": self.chip,
+            "visible_cores": str(self.core),
+            "lnc": self.lnc,
+            "physical_cores": list(self.physical),
+        }
+
+
+def read_binding(env: Mapping[str, str], default_lnc: int | None = None) -> CoreBinding:
+    """The binding in ``env``: the first core of NEURON_RT_VISIBLE_CORES (an id, a
+    range "4-7" or a list "4,5"), numbered at NEURON_LOGICAL_NC_CONFIG, else at
+    ``default_lnc``. Raises BindingError when either is missing or unreadable."""
+    cores = str(env.get(VISIBLE_CORES_ENV, "")).strip()
+    first = cores.split(",")[0].split("-")[0].strip()
+    if not first.isdigit():
+        raise BindingError(f"{VISIBLE_CORES_ENV}={cores!r} names no NeuronCore")
+    raw = env.get(LNC_ENV)
+    if raw is None and default_lnc is None:
+        raise BindingError(
+            f"{VISIBLE_CORES_ENV}={cores} does not say its LNC numbering ({LNC_ENV} unset)"
+        )
+    text = str(raw if raw is not None else default_lnc).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise BindingError(f"{LNC_ENV}={text!r} is not a positive integer")
+    return CoreBinding(int(first), int(text))
+
+
+def for_lnc(env: Mapping[str, str], lnc: int) -> dict[str, str]:
+    """``env`` with its core renumbered for a kernel that runs at ``lnc``: the same
+    chip, its first logical core in that numbering. A binding without its LNC is
+    taken as already numbered at ``lnc``."""
+    binding = read_binding(env, default_lnc=lnc).renumbered(lnc)
+    return {**env, **binding.env()}
 
 
 class NeuronGate:
@@ -58,7 +151,11 @@ class NeuronGate:
         busy_utilization: float = 5.0,
         use_monitor: bool = True,
         timeout: float = 30.0,
+        process_table: str = PROCESS_TABLE,
     ) -> None:
+        """``process_table`` is the shell line that prints the host's processes as
+        "PID ARGS" lines, where leftover compilers are looked for."""
+        self.process_table = process_table
         self.search_path = tuple(search_path)
         self.ignore_pids = ignore_pids
         self.busy_utilization = busy_utilization
@@ -69,10 +166,31 @@ class NeuronGate:
         devices, command = self._list_devices(host)
         ignored = self.ignore_pids | (own_pids() if isinstance(host, LocalHost) else frozenset())
         usage = self._core_utilization(host, ignored) if self.use_monitor else None
+        leftovers = self._leftover_compilers(host, ignored)
         return [
-            self._status(host, device, index, command, ignored, usage)
+            self._status(host, device, index, command, ignored, usage, leftovers)
             for index, device in enumerate(devices)
         ]
+
+    def _leftover_compilers(self, host: Host, ignored: frozenset[int]) -> tuple[ProcessInfo, ...]:
+        """neuronx-cc / walrus processes in the host's process table. neuron-ls lists
+        only processes that use a device, so a compiler left over from an earlier
+        compile never shows there, yet the runtime fails (NRT_FAILURE) while one runs."""
+        result = host.run(self.process_table, timeout=self.timeout)
+        if result.timed_out or (result.returncode != 0 and not result.stdout.strip()):
+            said = (result.stderr.strip().splitlines() or ["no output"])[-1]
+            raise GateError(
+                f"cannot read the process table of host {host.name} (ps, /proc): {said}; "
+                "without it a leftover neuronx-cc cannot be ruled out"
+            )
+        found = []
+        for line in result.stdout.splitlines():
+            pid, _, command = line.strip().partition(" ")
+            if pid.isdigit() and int(pid) not in ignored and _is_compiler(command.strip()):
+                found.append(
+                    ProcessInfo(int(pid), command.strip(), "leftover compiler (process table)")
+                )
+        return tuple(found)
 
     def _list_devices(self, host: Host) -> tuple[list[dict[str, Any]], str]:
         result = run_tool(host, NEW_ARGS, search_path=self.search_path, timeout=self.timeout)
@@ -98,6 +216,7 @@ class NeuronGate:
         command: str,
         ignored: frozenset[int],
         usage: MonitorReading | None,
+        leftovers: tuple[ProcessInfo, ...] = (),
     ) -> DeviceStatus:
         where = f"`{command}` on host {host.name}, device entry {index}"
         number = _require(device, "neuron_device", int, where)
@@ -115,16 +234,21 @@ class NeuronGate:
             if pid not in ignored
             and (_is_compiler(name) or (version != "NA" and not _is_tool(name)))
         )
+        listed = {p.pid for p in processes}
+        processes += tuple(p for p in leftovers if p.pid not in listed)
         measured = usage.device(cores) if usage is not None else None
         utilization = None if isinstance(measured, str) else measured
-        binding = {"NEURON_RT_VISIBLE_CORES": ",".join(str(c) for c in cores[:lnc])}
+        # The chip's first logical core, in the host's numbering (neuron-ls's ids).
+        binding = CoreBinding(cores[0], lnc).env()
         reason = "idle"
         if processes:
             names = ", ".join(f"{p.command} (pid {p.pid})" for p in processes)
             reason = f"neuron processes attached: {names}"
-            leftovers = [p for p in processes if _is_compiler(p.command)]
-            if leftovers:
-                reason += " (a leftover compiler process makes the runtime fail on this device)"
+            if any(_is_compiler(p.command) for p in processes):
+                reason += (
+                    " (a leftover compiler process (neuronx-cc or walrus) makes the runtime "
+                    "fail with NRT_FAILURE while it runs)"
+                )
         elif isinstance(measured, str):
             reason = f"utilization unknown: {measured}"  # unknown is busy
         elif utilization is not None and utilization > self.busy_utilization:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Protocol
 from kernelopt.devices.acquire import Lease, NoIdleDevice, acquire
 from kernelopt.devices.base import Gate
 from kernelopt.devices.locks import DEFAULT_LOCK_DIR
+from kernelopt.devices.neuron import LNC_ENV, BindingError, for_lnc, read_binding
 from kernelopt.hosts.base import Host, HostError
 from kernelopt.hosts.local import LocalHost
 from kernelopt.measurement import FAILED, Measurement
@@ -270,7 +271,8 @@ class NeuronTarget(Target):
 
     def _lease(self, env: Mapping[str, str] | None = None) -> Lease | _CallersDevice | Measurement:
         if env and env.get(VISIBLE_CORES_ENV):
-            return _CallersDevice(LocalHost(), {VISIBLE_CORES_ENV: env[VISIBLE_CORES_ENV]})
+            kept = {k: env[k] for k in (VISIBLE_CORES_ENV, LNC_ENV) if k in env}
+            return _CallersDevice(LocalHost(), kept)
         lease = acquire(
             self.gate,
             self.hosts,
@@ -391,12 +393,13 @@ class NeuronTarget(Target):
         measured: dict[str, Any] | None = None
         artifacts: dict[str, str] = {}
         compiled = c.directory is not None and c.record.get("status") == "ok"
+        binding, where = _bind(lease, self.settings.lnc)
         try:
-            problem = sdk.runtime_problem()
+            problem = sdk.runtime_problem() or where.get("error")
             if compiled and problem:
                 measured = {"stage": "measure", "status": "failed", "error": problem}
             elif compiled and c.directory is not None:
-                measured = self.calls.measure(host, sdk, c.directory, p.macs, lease.binding)
+                measured = self.calls.measure(host, sdk, c.directory, p.macs, binding)
             if c.directory is not None:
                 wanted = artifact_paths(c.directory)
                 artifacts = remote.fetch(host, wanted, self.results_dir / p.key)
@@ -410,7 +413,7 @@ class NeuronTarget(Target):
             c.record,
             measured,
             host=host.name,
-            device=f"{lease.device}@{lease.binding.get(VISIBLE_CORES_ENV, '')}",
+            device=f"{lease.device}@{binding.get(VISIBLE_CORES_ENV, '')}",
             duration_s=float(c.record.get("compile_s", 0.0)) + time.monotonic() - started,
             artifacts=artifacts,
             extra={
@@ -421,8 +424,27 @@ class NeuronTarget(Target):
                 "pipeline_options": list(s.pipeline_options),
                 "sdk": sdk.to_json(),
                 "compiler_version": sdk.compiler_version,
+                "bound": where,
             },
         )
+
+
+def _bind(lease: HeldDevice, lnc: int) -> tuple[dict[str, str], dict[str, Any]]:
+    """The lease's core renumbered for the LNC the kernel runs with (same chip), and
+    what the record says about it: chip, logical core, physical cores, and the
+    numbering the lease came in; or the lease's binding and why it cannot be used."""
+    try:
+        leased = read_binding(lease.binding, default_lnc=lnc)
+        binding = for_lnc(lease.binding, lnc)
+        bound = read_binding(binding)
+    except BindingError as exc:
+        error = f"cannot bind device {lease.device} for LNC {lnc}: {exc}"
+        return dict(lease.binding), {"error": error}
+    return binding, {
+        **bound.describe(),
+        "leased_cores": str(leased.core),
+        "leased_lnc": leased.lnc,
+    }
 
 
 def _mac_count(workload: Any) -> int:

@@ -9,6 +9,7 @@ are the scripts in tests/fakes, steered by the state file.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -17,6 +18,9 @@ from typing import Any
 from kernelopt.testing.fake_trn2 import FakeTrn2
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
+# The machine's process table is shared with whatever else runs here; a gate under
+# test looks for leftover compilers among this test process's children only.
+OWN_PROCESSES = f"ps -o pid=,args= --ppid {os.getpid()} || true"
 NEURON_TOOLS = ("neuron-ls", "neuron-monitor")
 TOOLS = (*NEURON_TOOLS, "nvidia-smi", "rocm-smi")
 
@@ -93,12 +97,15 @@ class FakeTools:
 def neuron_device(
     number: int, *, lnc: int = 1, busy_pid: int | None = None, cores_per_device: int = 8
 ) -> dict[str, Any]:
-    """A device spec for the fake neuron-ls; `busy_pid` attaches a process."""
-    first = number * cores_per_device
+    """A device spec for the fake neuron-ls; `busy_pid` attaches a process.
+
+    Its core ids are logical ids at the host's LNC, as neuron-ls prints them:
+    `cores_per_device` physical cores make `cores_per_device // lnc` logical ones."""
+    per = cores_per_device // lnc
     spec: dict[str, Any] = {
         "id": number,
         "lnc": lnc,
-        "cores": list(range(first, first + cores_per_device)),
+        "cores": list(range(number * per, (number + 1) * per)),
     }
     if busy_pid is not None:
         spec["processes"] = [{"pid": busy_pid, "command": "python3 train.py"}]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fake_tools import FakeTools, neuron_device
+from fake_tools import OWN_PROCESSES, FakeTools, neuron_device
 
 from kernelopt.devices import (
     Gate,
@@ -45,7 +45,12 @@ class FakeTime:
 
 
 def gate(fakes: FakeTools) -> Gate:
-    return make_gate("neuron", search_path=[str(fakes.bin_dir)], use_monitor=False)
+    return make_gate(
+        "neuron",
+        search_path=[str(fakes.bin_dir)],
+        use_monitor=False,
+        process_table=OWN_PROCESSES,
+    )
 
 
 def test_busy_then_idle_waits_and_proceeds(fakes: FakeTools, lock_dir: str) -> None:
@@ -72,7 +77,7 @@ def test_busy_then_idle_waits_and_proceeds(fakes: FakeTools, lock_dir: str) -> N
     assert time.sleeps == [600, 600]
     assert [n.waited_s for n in notices] == [0, 600]
     assert "busy" in notices[0].reason and "999" in notices[0].reason
-    assert lease.binding == {"NEURON_RT_VISIBLE_CORES": "0"}
+    assert lease.binding == {"NEURON_RT_VISIBLE_CORES": "0", "NEURON_LOGICAL_NC_CONFIG": "1"}
     lease.release()
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from fake_tools import FakeTools, neuron_device
+from fake_tools import OWN_PROCESSES, FakeTools, neuron_device
 
 from kernelopt.devices import NoIdleDevice, WaitNotice, acquire
 from kernelopt.devices.cli import gate_command
@@ -18,6 +18,7 @@ HOST = LocalHost("box")
 
 
 def neuron(fakes: FakeTools, **options: object) -> NeuronGate:
+    options.setdefault("process_table", OWN_PROCESSES)
     return NeuronGate(search_path=[str(fakes.bin_dir)], **options)  # type: ignore[arg-type]
 
 

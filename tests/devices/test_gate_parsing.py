@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_tools import FakeTools, neuron_device
+from fake_tools import OWN_PROCESSES, FakeTools, neuron_device
 
 from kernelopt.devices import GateError
 from kernelopt.devices.neuron import NeuronGate, parse_neuron_ls
@@ -19,6 +19,7 @@ HOST = LocalHost("box")
 
 
 def neuron(fakes: FakeTools, **options: object) -> NeuronGate:
+    options.setdefault("process_table", OWN_PROCESSES)
     return NeuronGate(search_path=[str(fakes.bin_dir)], **options)  # type: ignore[arg-type]
 
 
@@ -37,7 +38,7 @@ def test_neuron_idle_and_busy_devices_with_new_format(fakes: FakeTools) -> None:
     fakes.set("neuron", devices=[neuron_device(0), neuron_device(1, busy_pid=31337)])
     statuses = neuron(fakes).survey(HOST)
     assert [(s.device, s.idle) for s in statuses] == [("0", True), ("1", False)]
-    assert statuses[0].binding == {"NEURON_RT_VISIBLE_CORES": "0"}
+    assert statuses[0].binding == {"NEURON_RT_VISIBLE_CORES": "0", "NEURON_LOGICAL_NC_CONFIG": "1"}
     assert statuses[1].processes[0].pid == 31337
     assert "31337" in statuses[1].reason
     assert fakes.calls == ["neuron-ls --output-format json"]
@@ -102,9 +103,13 @@ def test_neuron_own_process_on_local_host_is_not_a_user(fakes: FakeTools) -> Non
     assert neuron(fakes).survey(HOST)[0].idle
 
 
-def test_neuron_lnc2_binds_the_pair_behind_the_first_logical_core(fakes: FakeTools) -> None:
+def test_neuron_binds_the_first_logical_core_in_the_hosts_numbering(fakes: FakeTools) -> None:
+    # LNC=2: device 2's logical ids are 8..11 (four per chip), not physical 16..23.
     fakes.set("neuron", devices=[neuron_device(2, lnc=2)])
-    assert neuron(fakes).survey(HOST)[0].binding == {"NEURON_RT_VISIBLE_CORES": "16,17"}
+    assert neuron(fakes).survey(HOST)[0].binding == {
+        "NEURON_RT_VISIBLE_CORES": "8",
+        "NEURON_LOGICAL_NC_CONFIG": "2",
+    }
 
 
 def test_neuron_utilization_from_one_monitor_document_then_monitor_stopped(
@@ -148,7 +153,7 @@ def test_neuron_missing_key_names_key_and_entry(fakes: FakeTools) -> None:
 
 def test_missing_tool_names_tool_and_host(fakes: FakeTools) -> None:
     fakes.remove("neuron-ls")
-    gate = NeuronGate(search_path=[str(fakes.bin_dir)])
+    gate = NeuronGate(search_path=[str(fakes.bin_dir)], process_table=OWN_PROCESSES)
     with pytest.raises(GateError, match=r"neuron-ls not found on host box"):
         gate.survey(HOST)
 

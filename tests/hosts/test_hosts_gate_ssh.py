@@ -34,7 +34,11 @@ def test_neuron_survey_lease_and_lock_over_ssh(
     assert statuses[1].utilization == 1.0
     lock_dir = str(tmp_path / "locks with 'quote")
     lease = acquire(gate, [ssh_host], poll_s=0.01, max_wait_s=0, lock_dir=lock_dir)
-    assert isinstance(lease, Lease) and lease.binding == {"NEURON_RT_VISIBLE_CORES": "2,3"}
+    # The first logical core of device 1, in the LNC numbering neuron-ls used for it.
+    assert isinstance(lease, Lease) and lease.binding == {
+        "NEURON_RT_VISIBLE_CORES": "2",
+        "NEURON_LOGICAL_NC_CONFIG": "2",
+    }
     second = acquire(gate, [ssh_host], poll_s=0.01, max_wait_s=0, lock_dir=lock_dir)
     assert isinstance(second, NoIdleDevice) and "locked" in second.reason
     lease.release()

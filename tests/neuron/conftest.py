@@ -8,6 +8,7 @@ classes. SSH tests reuse the loopback sshd of tests/hosts.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -76,7 +77,13 @@ def make_target(fake: FakeTrn2, tmp_path: Path) -> Callable[..., NeuronTarget]:
             workload="ir/small/workload.py",
             kernel="ir/small/kernel.py",
             hosts=hosts,
-            gate=NeuronGate(search_path=(str(fake.bin_dir),), timeout=20),
+            # Leftover compilers are looked for among this test's children only: the
+            # machine's process table is shared with whatever else runs here.
+            gate=NeuronGate(
+                search_path=(str(fake.bin_dir),),
+                timeout=20,
+                process_table=f"ps -o pid=,args= --ppid {os.getpid()} || true",
+            ),
             results_dir=tmp_path / "results" / "run1",
             settings=config,
             python=sys.executable,

@@ -143,7 +143,7 @@ def test_a_neff_for_another_lnc_is_a_runtime_error(fake: FakeTrn2, tmp_path: Pat
         runtime=True,
     )
     assert record["status"] == "failed"
-    assert "compiled for LNC=2 but NEURON_LOGICAL_NC_CONFIG=1" in record["error"]
+    assert "compiled for LNC=2 but the runtime runs at LNC=1" in record["error"]
     assert record["timing"] == "device" and record["peak_flops"] == 78.64e12
 
 

@@ -4,9 +4,13 @@ target on the device's host): the binding is used as given, no gate runs."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from kernelopt.neuron.target import NeuronTarget
 from kernelopt.testing.fake_trn2 import FakeTrn2
@@ -47,3 +51,50 @@ def test_the_spec_describes_a_target_that_measures_on_this_machine(
     # Without the caller's binding there is no device to use: a failure, at once.
     alone = rebuilt.measure(make_tree())
     assert alone.status == "failed" and "no idle Neuron device" in alone.error
+
+
+@pytest.mark.slow
+def test_kernelopt_always_binds_though_the_runtime_does_not_require_it(
+    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+) -> None:
+    # The real runtime needs no NEURON_RT_VISIBLE_CORES (every core is visible) and
+    # loads on core 0 without it: a dropped binding would silently measure on chip 0.
+    fake.configure(devices=2, busy={"0": 1})
+    m = make_target().measure(make_tree())
+    assert m.status == "ok", m.error
+    runs = [c for c in fake.calls("nrtpy") if c["args"][0] == "load_from_neff"]
+    traces = fake.calls("neuron-explorer:device")
+    assert runs and traces
+    for call in runs + traces:
+        assert call["ran_on"]["bound"] and call["ran_on"]["chip"] == 1
+    assert all(c["env"]["NEURON_RT_VISIBLE_CORES"] == "8" for c in runs)
+
+    # The same NEFF loaded without a binding runs, on chip 0: the fake is no stricter.
+    env = {**os.environ, **fake.env(runtime=True), "NEURON_LOGICAL_NC_CONFIG": "1"}
+    env.pop("NEURON_RT_VISIBLE_CORES", None)
+    load = f"import nrtpy; nrtpy.NrtpyModel.load_from_neff({m.artifacts['neff']!r})"
+    done = subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    unbound = fake.calls("nrtpy")[-1]["ran_on"]
+    assert (unbound["bound"], unbound["chip"], unbound["core"]) == (False, 0, 0)
+
+
+def test_a_callers_binding_is_renumbered_for_the_kernels_lnc_or_refused() -> None:
+    from kernelopt.hosts import LocalHost
+    from kernelopt.neuron.target import _bind, _CallersDevice
+
+    # Device 3 leased at the host's LNC=2 (logical core 12): at lnc 1 the same chip is 24.
+    held = _CallersDevice(
+        LocalHost(), {"NEURON_RT_VISIBLE_CORES": "12", "NEURON_LOGICAL_NC_CONFIG": "2"}
+    )
+    binding, where = _bind(held, 1)
+    assert binding == {"NEURON_RT_VISIBLE_CORES": "24", "NEURON_LOGICAL_NC_CONFIG": "1"}
+    assert where["chip"] == 3 and where["physical_cores"] == [24]
+    assert (where["leased_cores"], where["leased_lnc"]) == ("12", 2)
+    # Physical core 9 is the second half of an LNC-2 core: no LNC-2 core starts there.
+    odd = _CallersDevice(
+        LocalHost(), {"NEURON_RT_VISIBLE_CORES": "9", "NEURON_LOGICAL_NC_CONFIG": "1"}
+    )
+    _, where = _bind(odd, 2)
+    assert "cannot bind device neuron for LNC 2" in where["error"]
+    assert "physical core 9" in where["error"]

@@ -1,4 +1,4 @@
-"""neuron-profile summary-json: one-key unwrap, fractions to percent, negatives dropped."""
+"""summary-json: one-key unwrap, the unit of *_percent decided per tool, negatives dropped."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from kernelopt.neuron.summary import (
     convert_fields,
     mfu_percent,
     parse_summary,
+    percent_unit,
     unwrap_summary,
 )
 
@@ -33,7 +34,7 @@ def test_fraction_becomes_percent_and_negative_is_missing() -> None:
             }
         }
     )
-    profile = parse_summary(text)
+    profile = parse_summary(text, tool="neuron-profile")
     assert profile["mfu_estimated_percent"] == pytest.approx(87.3)
     assert profile["dma_active_time_percent"] == pytest.approx(100.0)
     assert "mbu_estimated_percent" not in profile
@@ -57,16 +58,39 @@ def test_several_nested_keys_are_refused_with_the_keys_named() -> None:
 
 def test_not_json_names_the_source_and_the_start_of_the_output() -> None:
     with pytest.raises(SummaryError, match="view of k.neff.*Error: no NTFF"):
-        parse_summary("Error: no NTFF\n", source="view of k.neff")
+        parse_summary("Error: no NTFF\n", source="view of k.neff", tool="neuron-profile")
 
 
-def test_percent_already_above_one_is_kept_and_nan_dropped() -> None:
-    converted = convert_fields({"hfu_estimated_percent": 42.0, "mbu_estimated_percent": "nan"})
+def test_the_unit_is_the_tools_not_the_values() -> None:
+    # Below 1 % in percent (explorer's unit) stays below 1 %: no hundredfold inflation.
+    small = json.dumps({"k": {"mfu_estimated_percent": 0.5, "dma_active_time_percent": 37.5}})
+    explorer = parse_summary(small, tool="neuron-explorer")
+    assert explorer["mfu_estimated_percent"] == pytest.approx(0.5)
+    assert explorer["dma_active_time_percent"] == pytest.approx(37.5)
+    # The same 0.5 from neuron-profile is a fraction: 50 %.
+    fraction = json.dumps({"k": {"mfu_estimated_percent": 0.5}})
+    assert parse_summary(fraction, tool="neuron-profile")["mfu_estimated_percent"] == 50.0
+    assert percent_unit("/opt/aws/neuron/bin/neuron-profile", "2.26.0") == "fraction"
+
+
+def test_a_value_outside_the_tools_unit_is_an_error_naming_the_field() -> None:
+    with pytest.raises(SummaryError, match="dma_active_time_percent is 37.5.*fraction"):
+        parse_summary(json.dumps({"k": {"dma_active_time_percent": 37.5}}), tool="neuron-profile")
+    with pytest.raises(SummaryError, match="no known unit.*'neuron-top'"):
+        parse_summary("{}", tool="neuron-top")
+
+
+def test_nan_is_dropped() -> None:
+    converted = convert_fields(
+        {"hfu_estimated_percent": 42.0, "mbu_estimated_percent": "nan"}, "percent"
+    )
     assert converted == {"hfu_estimated_percent": 42.0}
 
 
 def test_missing_ceiling_gives_no_roofline_efficiency() -> None:
-    profile = parse_summary(json.dumps({"k": {"mfu_estimated_percent": 0.5}}))
+    profile = parse_summary(
+        json.dumps({"k": {"mfu_estimated_percent": 0.5}}), tool="neuron-profile"
+    )
     assert "roofline_efficiency" not in profile
 
 
@@ -90,11 +114,9 @@ def test_conversion_is_once_and_total(fraction: float, missing: float, count: in
         "dma_active_time_percent": missing,
         "dma_transfer_count": count,
     }
-    converted = convert_fields(flat)
+    converted = convert_fields(flat, "fraction")
     assert converted["tensor_engine_active_time_percent"] == pytest.approx(100 * fraction)
     assert "dma_active_time_percent" not in converted
     assert converted["dma_transfer_count"] == count
-    # Converting the result again changes nothing but fractions of at most 1%.
-    again = convert_fields(converted)
-    if converted["tensor_engine_active_time_percent"] > 1.0:
-        assert again == converted
+    # Read as percent, the converted record is unchanged: the unit is applied once.
+    assert convert_fields(converted, "percent") == converted

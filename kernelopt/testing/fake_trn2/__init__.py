@@ -46,6 +46,9 @@ TOOLS = {
     "neuronx-cc": "neuronx_cc",
 }
 PYLIB = Path(__file__).resolve().parent / "pylib"
+# The folder holding this kernelopt package: a host's environment has kernelopt
+# installed, and it must be this copy (not another install on the machine).
+KERNELOPT_ROOT = Path(__file__).resolve().parents[3]
 # The Python environments of each SDK style: which fake packages each one holds.
 ENVIRONMENTS = {
     "current": {
@@ -152,7 +155,7 @@ class FakeTrn2:
         scratch.replace(self.config_path)  # a tool never reads half a file
 
     def _pythonpath(self, packages: tuple[str, ...]) -> str:
-        return ":".join(str(PYLIB / p) for p in packages)
+        return ":".join([*(str(PYLIB / p) for p in packages), str(KERNELOPT_ROOT)])
 
     def env(self, base: dict[str, str] | None = None, *, runtime: bool = False) -> dict[str, str]:
         """Environment variables that enable the fake (on top of ``base``): the tools

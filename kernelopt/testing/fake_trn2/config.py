@@ -38,8 +38,10 @@ DEFAULTS: dict[str, Any] = {
     # A device count, or explicit devices: [{id, cores, lnc, processes: [{pid, command,
     # version}], omit_processes_key}].
     "devices": 2,
+    # Physical NeuronCores per device, and the host's LNC: Trn2 defaults to LNC=2,
+    # four logical cores per device (neuron-ls.rst, logical-neuroncore-config.rst).
     "cores_per_device": 8,
-    "lnc": 1,
+    "lnc": 2,
     # device number -> pid of a foreign runtime attached to it ("busy").
     "busy": {},
     # core -> utilization percent, reported by one runtime with pid monitor_runtime_pid.

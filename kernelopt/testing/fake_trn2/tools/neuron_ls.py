@@ -1,7 +1,26 @@
-"""Fake neuron-ls, following the Neuron LS User Guide and the announcement of its
-newer JSON output (Neuron 2.34): ``-j/--json-output`` prints the device list,
-``--output-format json`` the list wrapped with instance fields (older tools
-refuse that flag). Device entries carry the keys kernelopt reads (docs/trn2.md).
+"""Fake neuron-ls, written from the public record, interface by interface.
+
+* ``-j`` / ``--json-output``: a top-level JSON list, one object per device with
+  ``neuron_device``, ``bdf``, ``cpu_affinity``, ``numa_node``, ``connected_to``,
+  ``nc_count``, ``logical_neuroncore_config``, ``memory_size``,
+  ``neuroncore_ids``, ``neuron_processes`` ({pid, command,
+  neuron_runtime_version}). Source: aws-neuron/aws-neuron-sdk
+  tools/neuron-sys-tools/neuron-ls.rst, the ``neuron-ls -j`` example of a
+  trn2.48xlarge (``nc_count`` 4, ``logical_neuroncore_config`` 2, device 0 ->
+  ids [0, 1, 2, 3], device 15 -> [60, 61, 62, 63]) and its field definitions
+  ("NEURON CORE IDS / neuroncore_ids ... used with NEURON_RT_VISIBLE_CORES").
+* Core ids are *logical* ids in the host's LNC numbering and ``nc_count``
+  counts logical cores: eight physical NeuronCore-v3 per Trainium2 device
+  (about-neuron/arch/neuron-features/logical-neuroncore-config.rst), so LNC=2
+  shows four per device and LNC=1 eight. Ids of device k are contiguous from
+  k * nc_count, as in the example (unverified for hosts whose devices are not
+  all visible, e.g. containers).
+* ``--output-format json`` (Neuron 2.34 release notes): unverified shape; the
+  fake wraps the list with instance fields under a configurable key, and an
+  older tool refuses the flag with argparse's usual error (unverified text).
+* An idle device: ``neuron_processes`` empty, or absent (unverified: both).
+* The tool lists only processes that use a device (neuron-ls.rst: "processes
+  running on each device"); a compiler never appears unless a test says so.
 """
 
 from __future__ import annotations
@@ -28,7 +47,8 @@ def _specs(settings: dict[str, Any]) -> list[dict[str, Any]]:
     """Explicit device specs, or ones made from the count and the busy map."""
     if isinstance(settings["devices"], list):
         return settings["devices"]
-    per, lnc = int(settings["cores_per_device"]), int(settings["lnc"])
+    physical, lnc = int(settings["cores_per_device"]), int(settings["lnc"])
+    per = physical // lnc  # logical cores per device at the host's LNC
     busy = {str(k): v for k, v in settings["busy"].items()}
     return [
         {
@@ -53,7 +73,7 @@ def devices(settings: dict[str, Any]) -> list[dict[str, Any]]:
             "cpu_affinity": "0-47,96-143",
             "numa_node": "0",
             "connected_to": [n for n in ids if n != number][:4],
-            "nc_count": len(cores) // lnc,
+            "nc_count": len(cores),
             "logical_neuroncore_config": lnc,
             "memory_size": 103079215104,
             "neuroncore_ids": cores,

@@ -1,8 +1,21 @@
-"""Fake neuron-monitor, following the Neuron Monitor User Guide: one complete JSON
-document per period on stdout, until stopped. Each foreign runtime appears in
-``neuron_runtime_data`` with its cores under
-``report.neuroncore_counters.neuroncores_in_use``; ``instance_info`` and
-``neuron_hardware_info`` are always present.
+"""Fake neuron-monitor, written from the public record, interface by interface.
+
+* Output: one complete JSON document per period on stdout until stopped (period
+  from the configuration, default 5 s). Source: aws-neuron/aws-neuron-sdk
+  tools/neuron-sys-tools/neuron-monitor-user-guide.rst.
+* ``neuron_runtime_data[i]``: ``pid``, ``neuron_runtime_tag``, ``error`` and
+  ``report.neuroncore_counters.neuroncores_in_use["<core>"].neuroncore_utilization``
+  (a percentage, 0-100), one entry per runtime process; only cores in use are
+  listed. Source: the same guide's "neuroncore_counters" section.
+* The core keys: the guide does not say whether they are logical ids at the
+  host's LNC or physical ids (unverified); the fake uses the logical ids that
+  neuron-ls prints for the same device.
+* ``instance_info`` and ``neuron_hardware_info`` (``neuron_device_type``,
+  ``neuroncore_version``, ``neuron_device_count``,
+  ``neuroncore_per_device_count``, ``logical_neuroncore_config``): the same
+  guide; the per-device count at LNC=2 being the logical count is unverified.
+* Failure modes (exit 1 with a message, no output, a hang, a line that is not
+  JSON) are test inputs; their exact text is unverified.
 """
 
 from __future__ import annotations
@@ -44,7 +57,8 @@ def document(settings: dict[str, Any]) -> dict[str, Any]:
     runtimes = []
     # A busy device (the "busy" map) has a foreign runtime keeping its cores at work;
     # explicit device lists report only the utilization given for them.
-    per = int(settings["cores_per_device"])
+    lnc = int(settings["lnc"])
+    per = int(settings["cores_per_device"]) // lnc  # logical cores per device
     if not isinstance(settings["devices"], list):
         for device, pid in settings["busy"].items():
             cores = {str(c): 87.5 for c in range(int(device) * per, (int(device) + 1) * per)}
@@ -52,7 +66,6 @@ def document(settings: dict[str, Any]) -> dict[str, Any]:
     if settings["utilization"]:
         cores = {str(c): v for c, v in settings["utilization"].items()}
         runtimes.append(_runtime(int(settings["monitor_runtime_pid"]), cores, period))
-    lnc = int(settings["lnc"])
     return {
         "neuron_runtime_data": runtimes,
         "system_data": {},
@@ -61,7 +74,7 @@ def document(settings: dict[str, Any]) -> dict[str, Any]:
             "neuron_device_type": "trainium2",
             "neuroncore_version": "v3" if lnc == 1 else "v3d",
             "neuron_device_count": len(_specs(settings)),
-            "neuroncore_per_device_count": per // lnc,
+            "neuroncore_per_device_count": per,
             "logical_neuroncore_config": lnc,
             "error": "",
         },

@@ -1,15 +1,34 @@
-"""Fake Neuron profiler CLI, as ``neuron-profile`` (Neuron Profiler User Guide) and
-``neuron-explorer`` (its successor; "Migration Guide from Neuron Profiler to
-Neuron Explorer" and "Profile a NKI Kernel"), which take the same commands:
+"""Fake Neuron profiler CLI, as ``neuron-profile`` and ``neuron-explorer``, written
+from the public record, interface by interface:
 
-    capture -n FILE.neff -s PROFILE.ntff [--profile-nth-exec=N] [--enable-dge-notifs]
-        runs the NEFF on the visible NeuronCore and writes the trace; with
-        --profile-nth-exec=N the trace of the N-th execution goes to
-        PROFILE_exec_N.ntff
-    view -n FILE.neff -s PROFILE.ntff --output-format summary-json
-        prints the summary: one top-level key holding a flat dict, *_percent
-        fields as fractions, -1 where a metric is not available
-    --version
+* ``capture -n FILE.neff -s PROFILE.ntff [--profile-nth-exec=N]
+  [--enable-dge-notifs] [NAME FILE.npy ...]``: runs the NEFF on a NeuronCore and
+  writes the trace; with ``--profile-nth-exec=N`` the trace of the N-th execution
+  goes to ``PROFILE_exec_N.ntff``. Inputs come as ``NAME FILE.npy`` pairs; an
+  input not given is filled with zero bytes. Sources: aws-neuron/aws-neuron-sdk
+  tools/neuron-explorer/how-to-profile-workload.rst ("neuron-explorer capture"
+  replaces the deprecated "neuron-profile capture", identical interface; zero
+  bytes for inputs not provided) and the Neuron Profiler user guide
+  (``-n``/``-s``/``--profile-nth-exec``). The ``_exec_N`` file name follows
+  awslabs/nki-autotune's profiler (unverified in the docs). How a wrong input
+  size is reported is unverified; the fake refuses it.
+* The core it runs on: NEURON_RT_VISIBLE_CORES when set, else core 0, like the
+  runtime it uses (``kernelopt.testing.fake_trn2.cores``).
+* ``view -n FILE.neff -s PROFILE.ntff --output-format summary-json``: one
+  top-level key holding a flat dict, -1 where a metric is not available
+  (the older Neuron Profiler user guide; awslabs/nki-autotune reads it the same
+  way). The ``*_percent`` unit is the tool's:
+  - ``neuron-profile``: fractions in [0, 1] (zhang677/AccelOpt
+    ``profile_results.csv``; nki-autotune scales by 100 itself). Whether its
+    summary-json also carries ``instance_type``, ``compiler_version`` and
+    ``runtime_version`` is unverified; the fake prints them.
+  - ``neuron-explorer``: percent, the unit of the Summary table's
+    ``*_percent`` fields in tools/neuron-explorer/profile-schema-reference.rst
+    (schema 7.4.0, SDK 2.31); ``instance_type``, ``compiler_version`` and
+    ``runtime_version`` are Metadata fields there, not Summary ones, so its
+    summary-json has none of them. That summary-json follows the Summary
+    schema's units is unverified (the page warns the JSON "may change").
+* ``--version``: one line ending in the version (unverified format).
 
 The numbers come from the fake device's model stored in the NEFF and the
 traced execution's own (noisy) time stored in the NTFF.
@@ -19,12 +38,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from kernelopt.testing.fake_trn2 import config, hardware, neff
+from kernelopt.testing.fake_trn2.cores import PlacementError, place
 
 # The summary-json fields the fake prints (docs/trn2.md, "Fake contract").
 SUMMARY_FIELDS = (
@@ -60,6 +79,10 @@ SUMMARY_FIELDS = (
     "compiler_version",
     "runtime_version",
 )
+# Metadata, not Summary, fields in Neuron Explorer's schema.
+METADATA_FIELDS = ("instance_type", "compiler_version", "runtime_version")
+# The unit of each tool's *_percent fields.
+PERCENT_SCALE = {"neuron-profile": 0.01, "neuron-explorer": 1.0}
 CAPTURE_FLAGS = ("--profile-nth-exec", "--enable-dge-notifs")
 
 
@@ -85,7 +108,9 @@ def ntff_path(requested: str, nth: str | None) -> Path:
     return path.with_name(f"{path.stem}_exec_{nth}{path.suffix}") if nth else path
 
 
-def summary(data: dict[str, Any], trace: dict[str, Any], settings: dict[str, Any]) -> dict:
+def summary(
+    data: dict[str, Any], trace: dict[str, Any], settings: dict[str, Any], tool: str
+) -> dict:
     model = dict(data["profile"])
     modelled = float(model.get("total_time") or 0.0)
     measured = float(trace["total_time"])
@@ -109,13 +134,65 @@ def summary(data: dict[str, Any], trace: dict[str, Any], settings: dict[str, Any
     values["runtime_version"] = settings["runtime_version"]
     flat: dict[str, Any] = {}
     for key in SUMMARY_FIELDS:
+        if tool == "neuron-explorer" and key in METADATA_FIELDS:
+            continue
         if key in settings["unavailable"] or key not in values:
             flat[key] = -1
         elif key.endswith("_percent"):
-            flat[key] = float(values[key]) / 100.0  # fractions in [0, 1] in real output
+            flat[key] = float(values[key]) * PERCENT_SCALE[tool]
         else:
             flat[key] = values[key]
     return flat
+
+
+def _inputs(
+    tool: str, positional: list[str], declared: dict[str, Any]
+) -> tuple[dict[str, str], str | None]:
+    """What each NEFF input was fed: the digest of the bytes in its ``NAME FILE``
+    pair's .npy, or "zeros"; or an error text."""
+    import numpy as np
+
+    if len(positional) % 2:
+        return {}, f"{tool} capture: inputs come as NAME FILE pairs, got {positional}"
+    given = dict(zip(positional[::2], positional[1::2], strict=True))
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        return {}, f"{tool} capture: the NEFF has no input {unknown[0]!r} ({sorted(declared)})"
+    for name, path in given.items():
+        shape, dtype = declared[name]
+        try:
+            array = np.load(path)
+        except (OSError, ValueError) as error:
+            return {}, f"{tool} capture: cannot read input {name} from {path}: {error}"
+        want = int(np.prod(shape)) * _itemsize(dtype)
+        if array.nbytes != want:
+            return {}, f"{tool} capture: input {name} has {array.nbytes} bytes, expected {want}"
+        given[name] = "sha256:" + hashlib.sha256(array.tobytes()).hexdigest()
+    return {name: given.get(name, "zeros") for name in declared}, None
+
+
+def _itemsize(dtype: str) -> int:
+    import numpy as np
+
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, dtype)).itemsize
+
+
+def _positional(argv: list[str]) -> list[str]:
+    """The arguments that are neither flags nor the values of -n / -s."""
+    found, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("-n", "--neff-path", "-s", "--session-file", "--profile-nth-exec"):
+            skip = True
+        elif not arg.startswith("-"):
+            found.append(arg)
+    return found
 
 
 def capture(tool: str, argv: list[str], settings: dict[str, Any]) -> int:
@@ -126,15 +203,21 @@ def capture(tool: str, argv: list[str], settings: dict[str, Any]) -> int:
     if _unknown(argv, CAPTURE_FLAGS):
         print(f"{tool} capture: unknown flags {_unknown(argv, CAPTURE_FLAGS)}", file=sys.stderr)
         return 2
-    cores = os.environ.get("NEURON_RT_VISIBLE_CORES", "")
-    if not cores:
-        print(f"{tool}: no NeuronCore visible to this process", file=sys.stderr)
+    try:
+        where = place(settings)
+    except PlacementError as error:
+        print(f"{tool}: {error}", file=sys.stderr)
         return 1
     try:
         data = neff.read(neff_file, neff.NEFF_FORMAT)
     except neff.FakeFileError as error:
         print(f"{tool}: {error}", file=sys.stderr)
         return 1
+    fed, problem = _inputs(tool, _positional(argv), data["inputs"])
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    config.record_call(f"{tool}:device", ["capture", neff_file], ran_on=where.as_dict(), inputs=fed)
     if settings["run_error"]:
         print(f"{tool}: NRT_EXEC_ERROR: {settings['run_error']}", file=sys.stderr)
         return 1
@@ -145,7 +228,6 @@ def capture(tool: str, argv: list[str], settings: dict[str, Any]) -> int:
     (factor,) = hardware.noise(
         data["profile"], float(settings["noise_pp"]), f"{digest}:capture:{history}", 1
     )
-    first = int(cores.split(",")[0].split("-")[0])
     neff.write(
         target,
         neff.NTFF_FORMAT,
@@ -153,8 +235,9 @@ def capture(tool: str, argv: list[str], settings: dict[str, Any]) -> int:
             "neff": neff_file,
             "total_time": float(data["profile"].get("total_time", 0.0)) * factor,
             "exec": int(nth or 1),
-            "nc_idx": first % int(settings["cores_per_device"]),
-            "nd_idx": first // int(settings["cores_per_device"]),
+            "inputs": fed,
+            "nc_idx": where.core % (int(settings["cores_per_device"]) // where.lnc),
+            "nd_idx": where.chip,
         },
     )
     print(f"profile written to {target}")
@@ -175,7 +258,7 @@ def view(tool: str, argv: list[str], settings: dict[str, Any]) -> int:
     except neff.FakeFileError as error:
         print(f"{tool}: {error}", file=sys.stderr)
         return 1
-    print(json.dumps({Path(neff_file).stem: summary(data, trace, settings)}, indent=2))
+    print(json.dumps({Path(neff_file).stem: summary(data, trace, settings, tool)}, indent=2))
     return 0
 
 

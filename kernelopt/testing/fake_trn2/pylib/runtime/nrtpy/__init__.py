@@ -1,19 +1,36 @@
-"""Fake ``nrtpy``, following the nrtpy model, tensor, configuration and error
-reference pages and "Tutorial: Validate, benchmark, and trace a kernel with
-nrtpy":
+"""Fake ``nrtpy``, written from the public record, interface by interface.
 
-    model = NrtpyModel.load_from_neff(path, name=None, core_id=0, cc_enabled=False,
-                                      rank_id=0, world_size=1)
-    model.input_tensors_info / model.output_tensors_info   # name -> (shape, size)
-    outputs = model(inputs={name: NrtpyTensor}, outputs=None, save_trace=False,
-                    ntff_name=None)   # auto-allocated outputs may have a void dtype
-    stats = model.benchmark(inputs, outputs=None, warmup_iter=5, benchmark_iter=5,
-                            mode="device")   # BenchmarkResult, milliseconds
-    NrtpyTensor.from_numpy(array, name=None, core_id=0), .write_from_numpy(a), .numpy()
+* ``NrtpyModel.load_from_neff(neff_path, name=None, core_id=0, cc_enabled=False,
+  rank_id=0, world_size=1)``, ``input_tensors_info`` / ``output_tensors_info``
+  (name -> metadata with ``shape`` and ``size``), ``__call__(inputs, outputs=None,
+  save_trace=False, ntff_name=None)`` and ``benchmark(inputs, outputs=None,
+  warmup_iter=5, benchmark_iter=5, mode="device")`` returning ``BenchmarkResult``
+  (milliseconds). Source: aws-neuron/aws-neuron-sdk
+  neuron-runtime/nrtpy/model.rst (nrtpy model API, 2026-07-30).
+* ``NrtpyTensor.from_numpy(array, name=None, core_id=0)``, ``write_from_numpy``,
+  ``numpy()``; auto-allocated outputs may come back as raw bytes (void dtype) to
+  be reinterpreted by the caller. Source: nrtpy tensor reference and "Tutorial:
+  Validate, benchmark, and trace a kernel with nrtpy".
+* ``configure(visible_cores=None)`` before the runtime starts, ``reset()``.
+  Source: nrtpy ``configuration.rst``. Not required: without
+  NEURON_RT_VISIBLE_CORES every core is visible and a model loads on core 0
+  (see ``kernelopt.testing.fake_trn2.cores``), as the real runtime does.
+* The NEFF must be compiled for the runtime's LNC (NEURON_LOGICAL_NC_CONFIG,
+  else the host's): logical-neuroncore-config.rst ("You must compile your
+  Models to use the LNC configuration set by the Neuron Runtime environment
+  variable"). The error's status and text are unverified.
+* Errors carry an NRT status name and code (nrtpy errors reference); the
+  statuses chosen for each failure here are unverified.
+* nrtpy first shipped in Neuron 2.32 and cannot share an environment with the
+  ``nki`` wheel (nrtpy-getting-started.rst): importing it next to the fake
+  current ``nki`` fails.
+* ``BenchmarkResult`` field names other than ``mean_ms``/``min_ms`` are
+  unverified; ``durations_ms`` is offered, and a release without
+  ``benchmark`` can be configured (``no_device_benchmark``).
 
-The "device" is the fake hardware model (kernelopt.testing.fake_trn2.hardware).
-With the fake set up as the current SDK, importing this next to the ``nki``
-wheel fails, as the docs warn the two cannot share one environment.
+The "device" behind it is the fake hardware model
+(kernelopt.testing.fake_trn2.hardware); each load records where it ran
+(chip, logical core, LNC) in the fake's call log.
 """
 
 from __future__ import annotations
@@ -30,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from kernelopt.testing.fake_trn2 import config, hardware, neff
+from kernelopt.testing.fake_trn2.cores import PlacementError, place
 
 
 def _settings() -> dict[str, Any]:
@@ -147,21 +165,23 @@ class _Model:
         rank_id: int = 0,
         world_size: int = 1,
     ) -> _Model:
-        config.record_call("nrtpy", ["load_from_neff", str(neff_path)])
-        if not os.environ.get("NEURON_RT_VISIBLE_CORES"):
-            # The fake insists on the binding a kernelopt measurement always sets.
-            raise NrtError("NRT_FAILURE", 1, "no NeuronCore bound (NEURON_RT_VISIBLE_CORES)")
+        settings = _settings()
+        try:
+            where = place(settings, core_id=core_id)
+        except PlacementError as error:
+            config.record_call("nrtpy", ["load_from_neff", str(neff_path)])
+            raise NrtError("NRT_INVALID", 2, f"Failed to load model: {error}") from None
+        config.record_call("nrtpy", ["load_from_neff", str(neff_path)], ran_on=where.as_dict())
         try:
             data = neff.read(neff_path, neff.NEFF_FORMAT)
         except neff.FakeFileError as error:
             raise NrtError("NRT_INVALID", 2, f"Failed to load model: {error}") from None
-        configured = os.environ.get("NEURON_LOGICAL_NC_CONFIG", "1")
-        if str(data["lnc"]) != configured:
+        if int(data["lnc"]) != where.lnc:
             raise NrtError(
                 "NRT_INVALID",
                 2,
-                f"the NEFF was compiled for LNC={data['lnc']} but "
-                f"NEURON_LOGICAL_NC_CONFIG={configured}",
+                f"the NEFF was compiled for LNC={data['lnc']} but the runtime runs at "
+                f"LNC={where.lnc} (NEURON_LOGICAL_NC_CONFIG)",
             )
         _ACTIVE["runtime"] = True
         model_class = _Model if _settings()["no_device_benchmark"] else NrtpyModel
@@ -299,15 +319,21 @@ class NrtpyModel(_Model):
         ]
         mean = sum(durations) / len(durations)
         spread = (sum((d - mean) ** 2 for d in durations) / len(durations)) ** 0.5
+        # What the device reported, so a test can check figures against the source.
+        config.record_call("nrtpy", ["benchmark-result", self.path], min_ms=min(durations))
         return BenchmarkResult(
             mean, min(durations), max(durations), spread, benchmark_iter, warmup_iter, durations
         )
 
 
 def _dtype(name: str) -> np.dtype:
-    from kernelopt.workload import numpy_dtype
+    """numpy's dtype of that name, or ml_dtypes' for the narrow floats (bfloat16)."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes
 
-    return numpy_dtype(name)
+        return np.dtype(getattr(ml_dtypes, name))
 
 
 def _nbytes(shape: Any, dtype: str) -> int:
