@@ -47,3 +47,12 @@ NEFF_NAME = "file.neff"
 NTFF_NAME = "profile.ntff"
 COMPILE_LOG_NAME = "log-neuron-cc.txt"
 SUMMARY_NAME = "summary.json"
+# The NEFF's input and output tensors (name, shape, dtype) as its compiler described them.
+TENSORS_NAME = "tensors.json"
+# The compile API's own artifacts folder inside out/ (neuronx-cc wants it empty).
+ARTIFACTS_DIR = "nki-artifacts"
+# The seeded inputs a profiler capture is fed, one NAME.npy each, inside out/.
+INPUTS_DIR = "inputs"
+# Without a device-side benchmark (SDK 2.22-2.31), the device time is the minimum of
+# total_time over this many captures (at most device.neuron.iterations).
+CAPTURE_RUNS = 5
