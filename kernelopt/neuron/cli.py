@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kernelopt.testing.fake_trn2 import DEFAULT_HOME, SDK_STYLES, FakeTrn2
+from kernelopt.testing.fake_trn2 import DEFAULT_HOME, SDK_ALIASES, SDK_STYLES, FakeTrn2
 
 _HOME = click.option(
     "--home",
@@ -41,7 +41,7 @@ def fake_trn2_group() -> None:
 @_HOME
 @click.option(
     "--sdk",
-    type=click.Choice(SDK_STYLES),
+    type=click.Choice((*SDK_STYLES, *SDK_ALIASES)),
     default=None,
     help="current: nki.compiler API, neuron-explorer, nrtpy in an environment of its own "
     "(HOME/activate-runtime); older: nki_standalone, neuron-profile, one environment "

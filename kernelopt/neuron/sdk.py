@@ -96,6 +96,14 @@ def generation(compile_probe: dict[str, Any], has_nrtpy: bool, profiler: str | N
     return None
 
 
+def _current_driver(compile_probe: dict[str, Any]) -> bool:
+    """Whether the probed nki driver has the current shape (five parameters, no
+    input_output_aliases)."""
+    shapes = _module(compile_probe, "nki.compiler.driver").get("shapes") or {}
+    to_neff = shapes.get("compile_bir_to_neff") or []
+    return bool(to_neff) and "input_output_aliases" not in to_neff
+
+
 def plan(
     compile_probe: dict[str, Any],
     runtime_probe: dict[str, Any],
@@ -121,13 +129,24 @@ def plan(
         problems.append(f"no profiler on PATH ({', '.join(PROFILERS)})")
     compiler = (compile_probe.get("tools") or {}).get("neuronx-cc") or {}
     has_nrtpy = bool(runtime.get("ok"))
+    # nrtpy installed but failing to import (e.g. beside the nki wheel) is a broken
+    # environment to report, not an SDK without nrtpy to time another way.
+    nrtpy_absent = not has_nrtpy and "No module named 'nrtpy'" in str(runtime.get("error", ""))
     if forced in PATHS:
         path, chosen = forced, "forced (device.neuron.sdk_path)"
         if forced == "nrtpy" and not has_nrtpy:
             problems.append("sdk_path nrtpy: the run environment has no nrtpy")
     else:
-        path = "nrtpy" if has_nrtpy else "capture" if profiler else None
+        path = "nrtpy" if has_nrtpy else "capture" if profiler and nrtpy_absent else None
         chosen = "probed"
+        if path == "capture" and generation(compile_probe, False, profiler) == "2.30-2.31":
+            if _current_driver(compile_probe):
+                problems.append(
+                    "sdk_path: this nki has the current (>= 2.32) compiler driver but the run "
+                    "environment has no nrtpy, so times come from profiler captures; set "
+                    "device.neuron.runtime_activate to an nrtpy environment for the device-side "
+                    "benchmark"
+                )
     shapes: dict[str, Any] = {}
     for probe in (compile_probe, runtime_probe):
         for module, found in (probe.get("modules") or {}).items():

@@ -29,6 +29,7 @@ KERNELS = Path(__file__).resolve().parent / "kernels"
 # Which fake environment holds each kind of Python entry point.
 ENVIRONMENTS = {"runtime": ("current", True), "current": ("current", False)}
 ENVIRONMENTS.update({"older": ("older", False), "baseline": ("current", False)})
+ENVIRONMENTS.update({"2.30": ("2.30", False)})
 
 
 def table(heading: str, width: int) -> list[list[str]]:
@@ -139,7 +140,7 @@ def test_the_table_covers_every_fake_sdk_package_and_tool() -> None:
         "nrtpy.NrtpyModel.benchmark",
         "nki.compiler.driver.compile_bir_to_neff",
         "neuronxcc.nki_standalone.compile_nki_ir_kernel_to_neff",
-        "nkipy.runtime.execute._compile_kernel",
+        "nkipy.core.compile.compile_to_neff",
         "neuron-explorer view",
         "neuron-profile capture",
         "neuron-ls",
@@ -187,6 +188,7 @@ def fakes(tmp_path: Path) -> dict[str, FakeTrn2]:
     return {
         "current": FakeTrn2(tmp_path / "current").install(sdk="current"),
         "older": FakeTrn2(tmp_path / "older").install(sdk="older"),
+        "2.30": FakeTrn2(tmp_path / "2.30").install(sdk="2.30"),
     }
 
 
