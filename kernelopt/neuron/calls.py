@@ -83,6 +83,10 @@ class DriverCalls:
     def probe(self, host: Host) -> SdkPlan:
         """The host's SDK path: the compiler is looked for where compiles run, the
         runtime and profiler where runs are. Raises ProbeError."""
+        return self.probe_all(host)[0]
+
+    def probe_all(self, host: Host) -> tuple[SdkPlan, tuple[dict[str, Any], dict[str, Any]]]:
+        """The plan and the two environments' probe records (compile, run)."""
         tools = {False: "neuronx-cc", True: ",".join(PROFILERS)}
         if not self.split:
             tools = {False: ",".join((*PROFILERS, "neuronx-cc"))}
@@ -103,7 +107,8 @@ class DriverCalls:
                 probes.append(record)
         finally:
             host.remove_tree(directory)
-        return plan(probes[0], probes[-1], split=self.split, forced=self.settings.sdk_path)
+        found = plan(probes[0], probes[-1], split=self.split, forced=self.settings.sdk_path)
+        return found, (probes[0], probes[-1])
 
     def compile(self, host: Host, sdk: SdkPlan, directory: str) -> dict[str, Any]:
         """The candidate's kernel to a NEFF with the compile API the probe found."""

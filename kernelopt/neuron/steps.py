@@ -31,6 +31,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -81,6 +82,7 @@ class TensorStub:
 
 # What a compile, a run and the baseline need, by the module that provides it.
 MODULES = {
+    "nki": "nki",
     "nki.compiler.driver": "nki",
     "neuronxcc.nki_standalone": "neuronxcc",
     "neuronxcc.nki": "neuronxcc",
@@ -88,6 +90,10 @@ MODULES = {
     "nkipy.core.compile": "nkipy",
     "nkipy.runtime.execute": "nkipy",
 }
+
+
+# Environment variables the probe reports (the nrtpy environment needs the first).
+PROBED_ENV = ("LD_LIBRARY_PATH", "NEURON_RT_VISIBLE_CORES", "NEURON_LOGICAL_NC_CONFIG")
 
 
 def _version(package: str) -> str | None:
@@ -168,7 +174,8 @@ def probe_step(args: argparse.Namespace) -> None:
             except (OSError, subprocess.TimeoutExpired):
                 version = None
         tools[tool] = {"path": path, "version": version}
-    emit({"python": sys.executable, "modules": modules, "tools": tools})
+    env = {name: os.environ.get(name) for name in PROBED_ENV}
+    emit({"python": sys.executable, "modules": modules, "tools": tools, "env": env})
 
 
 # -- compile --------------------------------------------------------------------

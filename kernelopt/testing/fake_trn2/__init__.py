@@ -50,6 +50,7 @@ TOOLS = {
 }
 PYLIB = Path(__file__).resolve().parent / "pylib"
 KERNELOPT_ROOT = Path(__file__).resolve().parents[3]
+NRTPY_LIBRARY = "/opt/aws/neuron/lib"
 # The Python environments of each SDK layout: the fake package folders each one holds
 # (pylib/README-style notes in each package name its public sources).
 ENVIRONMENTS = {
@@ -121,7 +122,11 @@ class FakeTrn2:
         for name in ("activate", "activate-runtime"):
             script = self.home / name
             if name in ENVIRONMENTS[style]:
-                script.write_text(self._export_lines(ENVIRONMENTS[style][name]))
+                lines = self._export_lines(ENVIRONMENTS[style][name])
+                if name == "activate-runtime":
+                    # The nrtpy environment needs the runtime's libraries (nrtpy-getting-started).
+                    lines += f'export LD_LIBRARY_PATH={NRTPY_LIBRARY}:"$LD_LIBRARY_PATH"\n'
+                script.write_text(lines)
             else:
                 script.unlink(missing_ok=True)
         return self
@@ -179,7 +184,11 @@ class FakeTrn2:
         style = ENVIRONMENTS[self.sdk]
         packages = style.get("activate-runtime" if runtime else "activate", style["activate"])
         path = base.get("PATH", "")
+        extra = (
+            {"LD_LIBRARY_PATH": NRTPY_LIBRARY} if runtime and "activate-runtime" in style else {}
+        )
         return {
+            **extra,
             "PATH": f"{self.bin_dir}:{path}" if path else str(self.bin_dir),
             # An environment's packages are its own, as an activated venv's site-packages.
             "PYTHONPATH": self._pythonpath(packages),
