@@ -43,9 +43,10 @@ def fake_trn2_group() -> None:
     "--sdk",
     type=click.Choice((*SDK_STYLES, *SDK_ALIASES)),
     default=None,
-    help="current: nki.compiler API, neuron-explorer, nrtpy in an environment of its own "
-    "(HOME/activate-runtime); older: nki_standalone, neuron-profile, one environment "
-    "(default: as installed before, else older)",
+    help="the SDK layout, as it shipped: 2.26 (neuronxcc.nki, neuron-profile), 2.27 (both "
+    "namespaces, neuron-explorer), 2.30 (nki with its compiler driver, no nrtpy), 2.32 (nrtpy in "
+    "an environment of its own, HOME/activate-runtime); older = 2.27, current = 2.32 "
+    "(default: as installed before, else 2.27)",
 )
 def env_command(home: Path | None, sdk: str | None) -> None:
     """Install the fake and print the `export` lines that enable it.
@@ -57,7 +58,7 @@ def env_command(home: Path | None, sdk: str | None) -> None:
 
     \b
     Example:
-      eval "$(kernelopt fake-trn2 env --home /tmp/trn2 --sdk older)"
+      eval "$(kernelopt fake-trn2 env --home /tmp/trn2 --sdk 2.30)"
     """
     click.echo(_toolchain(home, sdk).export_lines(), nl=False)
 

@@ -19,9 +19,11 @@ NEURON_PLATFORM_TARGET_OVERRIDE=trn2 and without NEURON_RT_VISIBLE_CORES (a
 compile worker holds no core); `measure` runs in the nrtpy environment and
 expects the caller to have bound NEURON_RT_VISIBLE_CORES from its device
 lease. `measure` is the one timing path for candidates and the compiler
-baseline alike: the runtime's device-side benchmark (or, without it, the
-profiler's total_time), the device's output checked against f_numpy, the
-profiler's summary, and MFU at 78.64e12 FLOP/s per physical core.
+baseline alike, by the SDK path the probe chose (``--path``): ``nrtpy`` (SDK >=
+2.32) runs the runtime's device-side benchmark, checks the device's output against
+f_numpy and profiles one execution; ``capture`` (SDK 2.22-2.31, no nrtpy) times the
+profiler's capture of the NEFF fed the seeded inputs, several times, from its
+total_time. MFU at 78.64e12 FLOP/s per physical core.
 """
 
 from __future__ import annotations

@@ -135,3 +135,27 @@ def test_a_missing_activate_script_is_a_failed_probe_with_the_fix(tmp_path: Path
 def test_the_help_has_an_example() -> None:
     result = CliRunner().invoke(doctor_command, ["--help"])
     assert result.exit_code == 0 and "kernelopt doctor gym-3" in result.output
+
+
+@pytest.mark.slow
+def test_doctor_diagnoses_an_ssh_host(sshd: Any, tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.30")
+    fake.configure(monitor_period_s=0.1)
+    args = [
+        "trn-1",
+        "--ssh-config",
+        str(sshd.ssh_config),
+        "--tools-dir",
+        str(fake.bin_dir),
+        "--activate",
+        str(fake.activate_path),
+        "--python",
+        sys.executable,
+        "--json",
+    ]
+    result = CliRunner().invoke(doctor_command, args)
+    report = json.loads(result.output)
+    steps = _steps(report)
+    assert report["host"] == "trn-1" and report["sdk"]["path"] == "capture", report
+    assert "compile_bir_to_neff" in steps["compile"]["path"]
+    assert steps["gate"]["path"] and "2 device(s)" in steps["gate"]["has"]

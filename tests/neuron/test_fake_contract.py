@@ -289,3 +289,24 @@ def test_the_summary_keys_are_the_ones_kernelopt_documents_reading() -> None:
     for name in ("total_time", "mfu_estimated_percent", "mbu_estimated_percent", "nc_idx"):
         assert name in documented and f"`{name}`" in text
     assert re.search(r"\| MFU \|", text)
+
+
+def test_every_fake_sdk_module_names_its_public_source_or_says_unverified() -> None:
+    """A fake module with public entry points says where their behaviour comes from."""
+    pylib = ROOT / "kernelopt" / "testing" / "fake_trn2" / "pylib"
+    checked = 0
+    for folder in ("current", "older", "baseline"):
+        for path in sorted((pylib / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            public = [
+                n.name
+                for n in tree.body
+                if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("_")
+            ]
+            if not public:
+                continue
+            checked += 1
+            doc = ast.get_docstring(tree) or ""
+            assert re.search(r"[Ss]ource|unverified|release notes", doc), path
+            assert "kernelopt/neuron" not in doc, f"{path}: a fake follows the SDK, not kernelopt"
+    assert checked >= 10
