@@ -23,13 +23,13 @@ from kernelopt.devices.base import GateError
 from kernelopt.devices.neuron import NeuronGate, parse_neuron_ls
 from kernelopt.hosts.base import Host, HostError
 from kernelopt.neuron.calls import DriverCalls, ProbeError
-from kernelopt.neuron.facts import NEURON_BIN, PROFILERS
+from kernelopt.neuron.facts import NEURON_BIN, NRTPY_LIBRARY, PROFILERS
 from kernelopt.neuron.sdk import SdkPlan
 from kernelopt.program import NeuronConfig
 
 STEPS = ("gate", "compile", "run", "time", "profile", "baseline", "check")
 REQUIRED = ("gate", "compile", "run", "time", "check")
-NRTPY_LIB = "/opt/aws/neuron/lib"
+NRTPY_LIB = NRTPY_LIBRARY
 COMPILERS = ("neuronx-cc", "walrus")
 
 NRTPY_FIX = (

@@ -49,6 +49,7 @@ from kernelopt.neuron.facts import (
     DEVICE_CHECK_SEED,
     LNC_ENV,
     NEFF_NAME,
+    NRTPY_LIBRARY,
     NTFF_NAME,
     PLATFORM,
     PLATFORM_ENV,
@@ -439,6 +440,10 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
             },
         )
         return _finished(record, args, profile)
+    # The nrtpy environment needs the runtime's libraries (nrtpy-getting-started).
+    library = env.get("LD_LIBRARY_PATH", "")
+    if NRTPY_LIBRARY not in library.split(":"):
+        env = {**env, "LD_LIBRARY_PATH": ":".join(p for p in (NRTPY_LIBRARY, library) if p)}
     ran, (error, status) = _run_neff(args, env, neff)
     if ran is None:
         return failed(error, status)

@@ -31,9 +31,11 @@ VISIBLE_CORES_ENV = "NEURON_RT_VISIBLE_CORES"
 LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 
 NEURON_BIN = "/opt/aws/neuron/bin"
+# The runtime's libraries, which the nrtpy environment needs on LD_LIBRARY_PATH.
+NRTPY_LIBRARY = "/opt/aws/neuron/lib"
 
-# The profiler CLI: named neuron-explorer from SDK 2.33, neuron-profile before; same
-# capture / view commands. Probed in this order.
+# The profiler CLI: neuron-explorer from SDK 2.27, neuron-profile before (unsupported
+# from 2.30); same capture / view commands. Probed in this order.
 PROFILERS = ("neuron-explorer", "neuron-profile")
 # Trace the second execution, past one-time warm-up effects (Profile a NKI Kernel guide).
 PROFILE_NTH_EXEC = 2
