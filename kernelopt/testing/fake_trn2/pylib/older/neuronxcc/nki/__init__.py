@@ -13,7 +13,9 @@ Interfaces and sources:
 - Keyword names beyond those the public runner passes, defaults, and error types:
   unverified.
 kernelopt does not call these (it compiles once with nki_standalone and times with the
-profiler's capture); they exist so the layout is as it shipped.
+profiler's capture); they exist so the layout is as it shipped. The fake device runs
+only kernels its model can read (written against ``nki.*``, as on 2.27); a kernel
+importing ``neuronxcc.nki`` fails in the fake's compile with the model's error.
 """
 
 from __future__ import annotations
