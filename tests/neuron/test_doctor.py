@@ -18,6 +18,8 @@ from click.testing import CliRunner
 from kernelopt.neuron.cli import doctor_command
 from kernelopt.testing.fake_trn2 import KERNELOPT_ROOT, FakeTrn2
 
+KERNELS = Path(__file__).resolve().parent / "kernels"
+
 
 def _doctor(fake: FakeTrn2, *extra: str, runtime: bool = True) -> tuple[int, dict[str, Any]]:
     args = ["--activate", str(fake.activate_path), "--python", sys.executable, "--json"]
@@ -159,3 +161,30 @@ def test_doctor_diagnoses_an_ssh_host(sshd: Any, tmp_path: Path) -> None:
     assert report["host"] == "trn-1" and report["sdk"]["path"] == "capture", report
     assert "compile_bir_to_neff" in steps["compile"]["path"]
     assert steps["gate"]["path"] and "2 device(s)" in steps["gate"]["has"]
+
+
+@pytest.mark.slow
+def test_doctor_reads_the_programs_device_settings(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.27")
+    fake.configure(monitor_period_s=0.1)
+    small = tmp_path / "ir" / "small"
+    small.mkdir(parents=True)
+    for name in ("workload.py", "kernel.py"):
+        (small / name).write_text((KERNELS / name).read_text())
+    program = tmp_path / "trn.md"
+    program.write_text(
+        "---\nname: trn\n"
+        "target: {kind: nki, workload: ir/small/workload.py, kernel: ir/small/kernel.py}\n"
+        "metric: {name: mfu, better: higher}\n"
+        f"device:\n  kind: neuron\n  hosts: [localhost]\n  python: {sys.executable}\n"
+        f"  neuron:\n    activate: {fake.activate_path}\n    lnc: 2\n    sdk_path: capture\n"
+        "---\nTune it.\n"
+    )
+    env = {"PATH": f"{fake.bin_dir}:{os.environ['PATH']}"}
+    result = CliRunner().invoke(doctor_command, ["--program", str(program), "--json"], env=env)
+    report = json.loads(result.output)
+    gate = _steps(report)["gate"]
+    assert report["sdk"]["path_chosen"] == "forced (device.neuron.sdk_path)"
+    assert gate["status"] == "warn" and "device.neuron.lnc is 2" in gate["missing"]
+    bad = CliRunner().invoke(doctor_command, ["--program", str(tmp_path / "none.md")])
+    assert bad.exit_code != 0 and "no such program file" in bad.output
