@@ -188,3 +188,16 @@ def test_doctor_reads_the_programs_device_settings(tmp_path: Path) -> None:
     assert gate["status"] == "warn" and "device.neuron.lnc is 2" in gate["missing"]
     bad = CliRunner().invoke(doctor_command, ["--program", str(tmp_path / "none.md")])
     assert bad.exit_code != 0 and "no such program file" in bad.output
+
+
+@pytest.mark.slow
+def test_a_2_26_host_has_no_nki_namespace_and_doctor_says_so(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.26")
+    fake.configure(monitor_period_s=0.1)
+    code, report = _doctor(fake)
+    steps = _steps(report)
+    assert report["sdk"]["generation"] == "2.22-2.26" and report["sdk"]["path"] == "capture"
+    compile_ = steps["compile"]
+    assert compile_["status"] == "warn" and "nki.* namespace" in compile_["missing"]
+    assert "2.27" in compile_["fix"] and "compile_nki_ir_kernel_to_neff" in compile_["path"]
+    assert "neuron-profile capture" in steps["time"]["path"]
