@@ -443,7 +443,7 @@ def _register_plugins() -> None:
     """Commands that live beside the library they front."""
     from kernelopt.devices.cli import gate_command
     from kernelopt.ir.cli import ir_group
-    from kernelopt.neuron.cli import fake_trn2_group
+    from kernelopt.neuron.cli import doctor_command, fake_trn2_group
     from kernelopt.report.cli import report_command
     from kernelopt.sim.cli import sim_command
 
@@ -452,6 +452,7 @@ def _register_plugins() -> None:
     main.add_command(gate_command, name="gate")
     main.add_command(report_command, name="report")
     main.add_command(fake_trn2_group, name="fake-trn2")
+    main.add_command(doctor_command, name="doctor")
 
 
 _register_plugins()

@@ -55,6 +55,7 @@ class NeuronConfig:
     compiler_args: tuple[str, ...] = ()
     pipeline_options: tuple[str, ...] = ()
     runtime_activate: str | None = None
+    sdk_path: str = "auto"  # auto, nrtpy or capture (docs/trn2.md)
     runtime_python: str | None = None
     tolerance: float = 1e-2
     lnc: int = 1
@@ -334,6 +335,7 @@ def _device(d: dict[str, Any]) -> Device:
             compiler_args=tuple(d["neuron"]["compiler_args"]),
             pipeline_options=tuple(d["neuron"]["pipeline_options"]),
             runtime_activate=d["neuron"]["runtime_activate"],
+            sdk_path=d["neuron"]["sdk_path"],
             runtime_python=d["neuron"]["runtime_python"],
             tolerance=float(d["neuron"]["tolerance"]),
             lnc=d["neuron"]["lnc"],

@@ -186,6 +186,12 @@ SCHEMA = Section(
                             "a script sourced on the host before the Neuron tools run, e.g. ~/venvs/kernel-env/bin/activate",
                             default=None,
                         ),
+                        "sdk_path": Key(
+                            "str",
+                            "the measuring path: auto (probe the host), nrtpy (SDK >= 2.32: nki compile, nrtpy runs and times) or capture (SDK 2.22-2.31: the profiler's capture of the NEFF fed the seeded inputs, timed from total_time over several executions)",
+                            default="auto",
+                            choices=("auto", "nrtpy", "capture"),
+                        ),
                         "runtime_activate": Key(
                             "str",
                             "a script sourced before the runtime (nrtpy) runs and times a NEFF, when nrtpy lives in an environment of its own (the nki and nrtpy wheels cannot share one); default: activate",

@@ -27,7 +27,7 @@ from typing import Any
 from kernelopt.files import write_atomically
 
 # The files a reused build ships back into the host directory's out/, by artifact name.
-KEPT = ("neff", "compile_log")
+KEPT = ("neff", "compile_log", "tensors")
 # Times of the first build: a reuse has none of its own.
 _NOT_REUSED = ("compile_started", "compile_finished", "compile_s")
 

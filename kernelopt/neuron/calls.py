@@ -24,6 +24,7 @@ from kernelopt.neuron.facts import (
     NTFF_NAME,
     PROFILERS,
     SUMMARY_NAME,
+    TENSORS_NAME,
 )
 from kernelopt.neuron.remote import OUT, TREE
 from kernelopt.neuron.sdk import SdkPlan, plan
@@ -82,6 +83,10 @@ class DriverCalls:
     def probe(self, host: Host) -> SdkPlan:
         """The host's SDK path: the compiler is looked for where compiles run, the
         runtime and profiler where runs are. Raises ProbeError."""
+        return self.probe_all(host)[0]
+
+    def probe_all(self, host: Host) -> tuple[SdkPlan, tuple[dict[str, Any], dict[str, Any]]]:
+        """The plan and the two environments' probe records (compile, run)."""
         tools = {False: "neuronx-cc", True: ",".join(PROFILERS)}
         if not self.split:
             tools = {False: ",".join((*PROFILERS, "neuronx-cc"))}
@@ -102,7 +107,8 @@ class DriverCalls:
                 probes.append(record)
         finally:
             host.remove_tree(directory)
-        return plan(probes[0], probes[-1], split=self.split)
+        found = plan(probes[0], probes[-1], split=self.split, forced=self.settings.sdk_path)
+        return found, (probes[0], probes[-1])
 
     def compile(self, host: Host, sdk: SdkPlan, directory: str) -> dict[str, Any]:
         """The candidate's kernel to a NEFF with the compile API the probe found."""
@@ -147,6 +153,8 @@ class DriverCalls:
             str(s.tolerance),
             "--profiler",
             sdk.profiler or "",
+            "--path",
+            sdk.path or "nrtpy",
         ]
         timeout = s.compile_timeout_s + SLACK_S
         return self.run(host, directory, args, timeout, env=binding, runtime=True)
@@ -181,4 +189,5 @@ def artifact_paths(directory: str) -> dict[str, str]:
         "ntff": f"{out}/{NTFF_NAME}",
         "summary": f"{out}/{SUMMARY_NAME}",
         "compile_log": f"{out}/{COMPILE_LOG_NAME}",
+        "tensors": f"{out}/{TENSORS_NAME}",
     }

@@ -11,7 +11,7 @@ happened to the kernel: failures are records with a status and the error.
         [--timeout 600]
     python -m kernelopt.neuron.driver measure --workload W --out DIR --profiler TOOL
         [--warmup 10] [--iterations 100] [--macs N] [--lnc 1] [--seed 0]
-        [--tolerance 0.01] [--timeout 600]
+        [--tolerance 0.01] [--timeout 600] [--path nrtpy|capture]
 
 `probe` says what this environment has (compile APIs, runtime, profilers).
 The compile commands run in the NKI environment with
@@ -19,9 +19,11 @@ NEURON_PLATFORM_TARGET_OVERRIDE=trn2 and without NEURON_RT_VISIBLE_CORES (a
 compile worker holds no core); `measure` runs in the nrtpy environment and
 expects the caller to have bound NEURON_RT_VISIBLE_CORES from its device
 lease. `measure` is the one timing path for candidates and the compiler
-baseline alike: the runtime's device-side benchmark (or, without it, the
-profiler's total_time), the device's output checked against f_numpy, the
-profiler's summary, and MFU at 78.64e12 FLOP/s per physical core.
+baseline alike, by the SDK path the probe chose (``--path``): ``nrtpy`` (SDK >=
+2.32) runs the runtime's device-side benchmark, checks the device's output against
+f_numpy and profiles one execution; ``capture`` (SDK 2.22-2.31, no nrtpy) times the
+profiler's capture of the NEFF fed the seeded inputs, several times, from its
+total_time. MFU at 78.64e12 FLOP/s per physical core.
 """
 
 from __future__ import annotations
@@ -40,12 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.neuron.facts import (
+    CAPTURE_RUNS,
     COMPILE_LOG_NAME,
     DEFAULT_COMPILE_TIMEOUT_S,
     DEFAULT_DEVICE_TOLERANCE,
     DEVICE_CHECK_SEED,
     LNC_ENV,
     NEFF_NAME,
+    NRTPY_LIBRARY,
     NTFF_NAME,
     PLATFORM,
     PLATFORM_ENV,
@@ -57,7 +61,6 @@ from kernelopt.neuron.facts import (
 )
 from kernelopt.neuron.steps import MARK as STEP_MARK
 from kernelopt.neuron.summary import SummaryError, mfu_percent, parse_summary
-from kernelopt.workload import WorkloadError, load_workload, make_inputs
 
 # The longest an error message in a record gets; the full text is in the log file.
 _ERROR_CHARS = 4000
@@ -226,15 +229,15 @@ def compile_reference(args: argparse.Namespace, env: Mapping[str, str]) -> dict[
 
 
 def _profile(
-    args: argparse.Namespace, env: Mapping[str, str], neff: Path, ntff: Path
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    neff: Path,
+    ntff: Path,
+    inputs: Sequence[str] = (),
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """Capture a trace of one execution fed the seeded inputs (a capture without
-    inputs runs on zero bytes) and read its summary: (profile, error)."""
+    """Capture a trace of one execution (fed ``inputs``, ``NAME file.npy`` words; without
+    them the profiler fills the inputs with zero bytes) and read its summary."""
     tool = args.profiler
-    try:
-        feeds = _seeded_input_files(args, neff.parent / "inputs")
-    except (WorkloadError, OSError) as exc:
-        return None, f"cannot write the seeded inputs for {tool} capture: {exc}"
     capture = run(
         [
             tool,
@@ -244,7 +247,7 @@ def _profile(
             "-s",
             str(ntff),
             f"--profile-nth-exec={PROFILE_NTH_EXEC}",
-            *feeds,
+            *inputs,
         ],
         env,
         args.timeout,
@@ -269,21 +272,6 @@ def _profile(
         return parse_summary(view.stdout, source=f"{tool} view of {neff}", tool=tool), None
     except SummaryError as exc:
         return None, str(exc)
-
-
-def _seeded_input_files(args: argparse.Namespace, folder: Path) -> list[str]:
-    """``NAME FILE.npy`` pairs of the inputs the run was checked on (seed ``args.seed``),
-    named as the kernel's parameters, for the profiler's ``capture``."""
-    import numpy as np
-
-    workload = load_workload(Path(args.workload), require=("INPUT_SPECS",))
-    folder.mkdir(parents=True, exist_ok=True)
-    pairs: list[str] = []
-    for name, array in make_inputs(workload.input_specs, args.seed).items():
-        path = folder / f"{name}.npy"
-        np.save(path, array)
-        pairs += [name, str(path)]
-    return pairs
 
 
 def _run_neff(
@@ -361,11 +349,57 @@ def _mfu(macs: int, seconds: float, peak: float, profile: Mapping[str, Any]) -> 
     }
 
 
+def _inputs(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[list[str], str | None]:
+    """``NAME file.npy`` words of the seeded inputs for a capture: (words, error)."""
+    argv = _python_step(
+        "inputs", "--workload", args.workload, "--out", str(args.out), "--seed", str(args.seed)
+    )
+    done = run(argv, env, args.timeout)
+    found = _step_record(done)
+    if done.returncode != 0 or found is None:
+        return [], f"writing the seeded inputs failed: {_tail(done.stderr or done.stdout)}"
+    return [word for pair in found["inputs"] for word in pair], None
+
+
+def _capture_timing(
+    args: argparse.Namespace, env: Mapping[str, str], neff: Path, ntff: Path
+) -> tuple[dict[str, Any] | None, str | None]:
+    """SDKs without a device-side benchmark (2.22-2.31): the profiler's capture of the
+    NEFF fed the seeded inputs, several times; device time = its total_time."""
+    words, problem = _inputs(args, env)
+    if problem:
+        return None, problem
+    runs = max(1, min(args.iterations, CAPTURE_RUNS))
+    seconds, profile = [], None
+    for k in range(runs):
+        each = ntff.with_name(f"{ntff.stem}-{k}{ntff.suffix}")
+        found, problem = _profile(args, env, neff, each, words)
+        if found is None:
+            return None, problem
+        total = found.get("total_time")
+        if not isinstance(total, int | float) or total <= 0:
+            return None, f"{args.profiler} view reported no total_time for run {k + 1}"
+        seconds.append(float(total))
+        profile = found
+        each.replace(ntff)
+    return {
+        "profile": profile,
+        "timing_source": f"{args.profiler} capture total_time (fed the seeded inputs)",
+        "iterations": runs,
+        "warmup": PROFILE_NTH_EXEC - 1,
+        "min_s": min(seconds),
+        "median_s": statistics.median(seconds),
+        "mean_s": statistics.fmean(seconds),
+        "durations_ms": [1e3 * t for t in seconds],
+    }, None
+
+
 def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
     out = Path(args.out)
     neff, ntff = out / NEFF_NAME, out / NTFF_NAME
     record: dict[str, Any] = {
         "stage": "measure",
+        "sdk_path": args.path,
         "measure_started": time.time(),
         "visible_cores": env.get(VISIBLE_CORES_ENV, ""),
         "timing": "device",
@@ -385,6 +419,31 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
     if not neff.is_file():
         return failed(f"no NEFF at {neff}: compile first")
     env = {**env, LNC_ENV: str(args.lnc)}
+    if args.path == "capture":
+        if not args.profiler:
+            return failed("the capture path needs a profiler (neuron-explorer or neuron-profile)")
+        captured, problem = _capture_timing(args, env, neff, ntff)
+        if captured is None:
+            return failed(problem or "the capture gave no device time")
+        profile = captured.pop("profile")
+        record.update(captured)
+        record.update(
+            neff=str(neff),
+            ntff=str(ntff),
+            summary=str(out / SUMMARY_NAME),
+            device_check={
+                "passed": None,
+                "status": "not available",
+                "seed": args.seed,
+                "message": "a profiler capture returns no output tensors kernelopt can read "
+                "on this SDK path (no nrtpy): the CPU check is the numerics gate",
+            },
+        )
+        return _finished(record, args, profile)
+    # The nrtpy environment needs the runtime's libraries (nrtpy-getting-started).
+    library = env.get("LD_LIBRARY_PATH", "")
+    if NRTPY_LIBRARY not in library.split(":"):
+        env = {**env, "LD_LIBRARY_PATH": ":".join(p for p in (NRTPY_LIBRARY, library) if p)}
     ran, (error, status) = _run_neff(args, env, neff)
     if ran is None:
         return failed(error, status)
@@ -392,6 +451,8 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
     record.update(
         runtime=ran.get("runtime"),
         runtime_version=ran.get("runtime_version"),
+        run_call_shape=ran.get("call_shape"),
+        output_dtypes=ran.get("output_dtypes"),
         device_check=check,
         neff=str(neff),
     )
@@ -405,7 +466,10 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
         )
     profile: dict[str, Any] = {}
     if args.profiler:
-        found, problem = _profile(args, env, neff, ntff)
+        words, problem = _inputs(args, env)
+        if problem:
+            return failed(problem)
+        found, problem = _profile(args, env, neff, ntff, words)
         if found is None:
             return failed(problem or "the profiler gave no summary")
         profile = found
@@ -417,6 +481,12 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
             "reported no total_time"
         )
     record.update(timing)
+    return _finished(record, args, profile)
+
+
+def _finished(
+    record: dict[str, Any], args: argparse.Namespace, profile: dict[str, Any]
+) -> dict[str, Any]:
     return {
         **record,
         "status": "ok",
@@ -455,6 +525,7 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--workload", required=True)
     m.add_argument("--out", required=True)
     m.add_argument("--profiler", default="")
+    m.add_argument("--path", choices=("nrtpy", "capture"), default="nrtpy")
     m.add_argument("--warmup", type=int, default=10)
     m.add_argument("--iterations", type=int, default=100)
     m.add_argument("--macs", type=int, default=0)

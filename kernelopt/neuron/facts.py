@@ -31,9 +31,11 @@ VISIBLE_CORES_ENV = "NEURON_RT_VISIBLE_CORES"
 LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 
 NEURON_BIN = "/opt/aws/neuron/bin"
+# The runtime's libraries, which the nrtpy environment needs on LD_LIBRARY_PATH.
+NRTPY_LIBRARY = "/opt/aws/neuron/lib"
 
-# The profiler CLI: named neuron-explorer from SDK 2.33, neuron-profile before; same
-# capture / view commands. Probed in this order.
+# The profiler CLI: neuron-explorer from SDK 2.27, neuron-profile before (unsupported
+# from 2.30); same capture / view commands. Probed in this order.
 PROFILERS = ("neuron-explorer", "neuron-profile")
 # Trace the second execution, past one-time warm-up effects (Profile a NKI Kernel guide).
 PROFILE_NTH_EXEC = 2
@@ -47,3 +49,12 @@ NEFF_NAME = "file.neff"
 NTFF_NAME = "profile.ntff"
 COMPILE_LOG_NAME = "log-neuron-cc.txt"
 SUMMARY_NAME = "summary.json"
+# The NEFF's input and output tensors (name, shape, dtype) as its compiler described them.
+TENSORS_NAME = "tensors.json"
+# The compile API's own artifacts folder inside out/ (neuronx-cc wants it empty).
+ARTIFACTS_DIR = "nki-artifacts"
+# The seeded inputs a profiler capture is fed, one NAME.npy each, inside out/.
+INPUTS_DIR = "inputs"
+# Without a device-side benchmark (SDK 2.22-2.31), the device time is the minimum of
+# total_time over this many captures (at most device.neuron.iterations).
+CAPTURE_RUNS = 5

@@ -37,6 +37,9 @@ EXTRA_FIELDS = (
     "worst",
     "max_abs_error",
     "neff_reused_from",
+    "sdk_path",
+    "run_call_shape",
+    "output_dtypes",
 )
 _TIMES = ("compile_started", "compile_finished", "measure_started", "measure_finished")
 

@@ -5,20 +5,23 @@ in the Python environment it needs.
     python -m kernelopt.neuron.steps compile --api API --kernel K --workload W --out DIR
         [--func F] [--lnc 1] [--opt 2] [--compiler-arg ARG ...] [--pipeline-option OPT ...]
     python -m kernelopt.neuron.steps compile-reference --workload W --out DIR [--lnc 1]
+    python -m kernelopt.neuron.steps inputs --workload W --out DIR [--seed 0]
     python -m kernelopt.neuron.steps run --neff N --workload W [--warmup 10]
         [--iterations 100] [--seed 0] [--tolerance 0.01]
 
-`probe` reports which SDK pieces this environment has. `compile` turns the
-kernel into a NEFF with the NKI compiler API (``api`` "nki.compiler", the
-current SDK) or the older ``neuronxcc.nki_standalone`` entry point.
-`compile-reference` compiles the workload's f_numpy through nkipy (the
-compiler baseline). `run` runs a NEFF with nrtpy on the bound NeuronCore:
-the device-side benchmark, and the device's output of the measured run
-compared with f_numpy on the seeded inputs. The driver runs these as
-subprocesses so a compile can be killed at its timeout and a crash stays a
-record; the compile steps run in the NKI environment, `run` in the nrtpy one
-(the two wheels cannot share an environment). Nothing else in kernelopt
-imports the SDK.
+`probe` reports which SDK pieces this environment has and the parameters of each
+entry point kernelopt may call (the call shapes). `compile` turns the kernel into a
+NEFF with the NKI compiler driver (``api`` "nki.compiler", in the shape the
+signatures show) or ``neuronxcc.nki_standalone``, and leaves the compiler's
+description of the NEFF's tensors beside it (tensors.json). `compile-reference`
+compiles the workload's f_numpy through nkipy (the compiler baseline) in a fresh
+folder of its own. `inputs` writes the seeded inputs as NAME.npy files for a
+profiler capture (SDKs without nrtpy). `run` runs a NEFF with nrtpy on the bound
+NeuronCore: the device-side benchmark, and the device's output of the measured run
+compared with f_numpy on the seeded inputs. The driver runs these as subprocesses
+so a compile can be killed at its timeout and a crash stays a record; the compile
+steps run in the NKI environment, `run` in the nrtpy one (the two wheels cannot
+share an environment). Nothing else in kernelopt imports the SDK.
 
 Each step ends by printing one line ``KERNELOPT-STEP {json}``.
 """
@@ -29,23 +32,36 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import inspect
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kernelopt.neuron.facts import NEFF_NAME, PLATFORM, PROFILERS
+from kernelopt.neuron.facts import (
+    ARTIFACTS_DIR,
+    INPUTS_DIR,
+    NEFF_NAME,
+    PLATFORM,
+    PROFILERS,
+    TENSORS_NAME,
+)
 from kernelopt.neuron.numerics import compare
-from kernelopt.workload import WorkloadError, load_workload, make_inputs
+from kernelopt.workload import WorkloadError, load_workload, make_inputs, numpy_dtype
 
 MARK = "KERNELOPT-STEP "
 CURRENT_API = "nki.compiler"
 OLDER_API = "nki_standalone"
+# The current driver names an input aliased to an output with this suffix.
+MUST_ALIAS_SUFFIX = ".must_alias_input"
 
 
 class StepError(RuntimeError):
@@ -69,11 +85,18 @@ class TensorStub:
 
 # What a compile, a run and the baseline need, by the module that provides it.
 MODULES = {
+    "nki": "nki",
     "nki.compiler.driver": "nki",
     "neuronxcc.nki_standalone": "neuronxcc",
+    "neuronxcc.nki": "neuronxcc",
     "nrtpy": "nrtpy",
+    "nkipy.core.compile": "nkipy",
     "nkipy.runtime.execute": "nkipy",
 }
+
+
+# Environment variables the probe reports (the nrtpy environment needs the first).
+PROBED_ENV = ("LD_LIBRARY_PATH", "NEURON_RT_VISIBLE_CORES", "NEURON_LOGICAL_NC_CONFIG")
 
 
 def _version(package: str) -> str | None:
@@ -84,6 +107,49 @@ def _version(package: str) -> str | None:
     return str(value) if value is not None else None
 
 
+def parameters(function: Any) -> list[str] | None:
+    """A callable's parameter names in order (``*args`` as ``*name``), None if it has no
+    signature Python can read."""
+    try:
+        found = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    names = []
+    for p in found:
+        prefix = "*" if p.kind == p.VAR_POSITIONAL else "**" if p.kind == p.VAR_KEYWORD else ""
+        names.append(prefix + p.name)
+    return names
+
+
+def _attribute(module: str, dotted: str) -> Any:
+    obj: Any = importlib.import_module(module)
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+# The call shapes kernelopt adapts to: each entry point's parameters, as found.
+SHAPES = {
+    "nki.compiler.driver": ("compile_to_bir", "compile_bir_to_neff", "CompileOptions"),
+    "neuronxcc.nki_standalone": ("compile_nki_ir_kernel_to_neff",),
+    "neuronxcc.nki": ("baremetal", "benchmark"),
+    "nrtpy": ("NrtpyModel.load_from_neff", "NrtpyModel.benchmark"),
+    "nkipy.core.compile": ("compile_to_neff",),
+    "nkipy.runtime.execute": ("_compile_kernel",),
+}
+
+
+def call_shapes(module: str) -> dict[str, list[str] | None]:
+    """The parameters of each entry point of ``module`` kernelopt may call (absent: None)."""
+    shapes: dict[str, list[str] | None] = {}
+    for name in SHAPES.get(module, ()):
+        try:
+            shapes[name] = parameters(_attribute(module, name))
+        except Exception:  # noqa: BLE001 - absent in this release
+            shapes[name] = None
+    return shapes
+
+
 def probe_step(args: argparse.Namespace) -> None:
     modules: dict[str, dict[str, Any]] = {}
     for module, package in MODULES.items():
@@ -92,7 +158,11 @@ def probe_step(args: argparse.Namespace) -> None:
         except Exception as exc:  # noqa: BLE001 - an SDK module may fail in any way
             modules[module] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
         else:
-            modules[module] = {"ok": True, "version": _version(package)}
+            modules[module] = {
+                "ok": True,
+                "version": _version(package),
+                "shapes": call_shapes(module),
+            }
     tools = {}
     for tool in args.tools.split(",") if args.tools else ():
         path = shutil.which(tool)
@@ -107,7 +177,8 @@ def probe_step(args: argparse.Namespace) -> None:
             except (OSError, subprocess.TimeoutExpired):
                 version = None
         tools[tool] = {"path": path, "version": version}
-    emit({"python": sys.executable, "modules": modules, "tools": tools})
+    env = {name: os.environ.get(name) for name in PROBED_ENV}
+    emit({"python": sys.executable, "modules": modules, "tools": tools, "env": env})
 
 
 # -- compile --------------------------------------------------------------------
@@ -191,9 +262,44 @@ def _sdk_missing(what: str, exc: Exception) -> StepError:
     )
 
 
+def _spec(spec: Any) -> dict[str, Any]:
+    """A compiler's tensor spec (``.name``, ``.shape``, ``.dtype``) as JSON."""
+    dtype = getattr(spec, "dtype", None)
+    dtype = getattr(dtype, "name", None) or (str(dtype) if dtype is not None else None)
+    shape = getattr(spec, "shape", None)
+    return {
+        "name": str(spec.name),
+        "shape": [int(n) for n in shape] if shape is not None else None,
+        "dtype": dtype,
+    }
+
+
+def write_tensors(out: Path, inputs: list[dict], outputs: list[dict], source: str) -> None:
+    """The NEFF's tensors as its compiler described them, beside it (TENSORS_NAME), so
+    the run reads outputs in the dtype the NEFF writes rather than guessing one."""
+    (out / TENSORS_NAME).write_text(
+        json.dumps({"inputs": inputs, "outputs": outputs, "source": source})
+    )
+
+
+def _ncc_error(exc: BaseException) -> StepError:
+    """A compiler failure in the compiler's own words (NCCError on current nki)."""
+    text = str(exc).strip() or repr(exc)
+    return StepError(f"compile failed ({type(exc).__name__}): {text}")
+
+
 def _compile_current(
     function: Any, inputs: dict[str, np.ndarray], names: list[str], out: Path, args: Any
 ) -> dict[str, Any]:
+    """The NKI compiler driver, in the call shape this nki has (probed by signature):
+
+    - "specs" (the current driver): compile_to_bir returns one result whose
+      ``input_specs`` / ``output_specs`` name the tensors; compile_bir_to_neff takes
+      five positionals and raises on failure.
+    - "tuple" (the driver before it): compile_to_bir returns (bir, trace result) with
+      ``argument_names`` / ``output_names``; compile_bir_to_neff also takes
+      ``input_output_aliases`` and reports failure in ``neuronx_cc_error``.
+    """
     if args.compiler_arg:
         raise StepError(
             f"compiler_args {args.compiler_arg} are neuronx-cc command-line options, which the "
@@ -202,41 +308,104 @@ def _compile_current(
         )
     try:
         from nki.compiler.driver import CompileOptions, compile_bir_to_neff, compile_to_bir
-        from nki.compiler.frontend import TracerFrontend
-        from nki.framework.kernel import Kernel
     except ImportError as exc:
         raise _sdk_missing("the NKI compiler API (nki.compiler)", exc) from None
+    to_bir = parameters(compile_to_bir) or []
+    to_neff = parameters(compile_bir_to_neff) or []
+    frontend = wrapper = None
+    if "frontend" in to_bir:
+        try:
+            from nki.compiler.frontend import TracerFrontend
+
+            frontend = TracerFrontend()
+        except ImportError as exc:
+            raise _sdk_missing("nki.compiler.frontend.TracerFrontend", exc) from None
+    kernel = function
+    try:
+        from nki.framework.kernel import Kernel
+
+        kernel, wrapper = Kernel(function), "nki.framework.kernel.Kernel"
+    except ImportError:
+        pass
     neff = out / NEFF_NAME
+    # neuronx-cc wants an empty artifacts folder: one of its own, never the working directory.
+    artifacts = out / ARTIFACTS_DIR
+    if artifacts.exists():
+        shutil.rmtree(artifacts)
+    artifacts.mkdir(parents=True)
     options = CompileOptions(
-        target=PLATFORM, lnc=args.lnc, output_path=str(neff), artifacts_dir=str(out)
+        target=PLATFORM, lnc=args.lnc, output_path=str(neff), artifacts_dir=str(artifacts)
     )
     if args.pipeline_option:
         options = options.set_pipeline_options(*args.pipeline_option)
-    bir, traced = compile_to_bir(
-        Kernel(function),
-        frontend=TracerFrontend(),
-        inputs=inputs,
-        compile_opts=options,
-        output_names=names,
-    )
-    arrays = [np.zeros(s.shape, dtype=np.dtype(s.dtype)) for s in traced.input_specs]
-    compiled = compile_bir_to_neff(
-        options,
-        bir,
-        arrays,
-        traced.argument_names,
-        traced.output_names,
-        input_output_aliases=traced.input_output_aliases,
-    )
+    keywords: dict[str, Any] = {"inputs": inputs, "compile_opts": options}
+    if frontend is not None:
+        keywords["frontend"] = frontend
+    if "output_names" in to_bir:
+        keywords["output_names"] = names
+    try:
+        result = compile_to_bir(kernel, **keywords)
+    except Exception as exc:  # noqa: BLE001 - the compiler's own error types
+        raise _ncc_error(exc) from None
+    if hasattr(result, "input_specs") and hasattr(result, "output_specs"):
+        shape, bir = "specs", result
+        in_specs = [_spec(s) for s in result.input_specs]
+        out_specs = [_spec(s) for s in result.output_specs]
+        argument_names = [s["name"] for s in in_specs]
+        output_arg_names = [s["name"] for s in out_specs]
+        aliases = None
+        source = "compile_to_bir result output_specs"
+    elif isinstance(result, tuple) and len(result) == 2:
+        shape, (bir, traced) = "tuple", result
+        argument_names = list(traced.argument_names)
+        output_arg_names = list(traced.output_names)
+        aliases = getattr(traced, "input_output_aliases", None)
+        in_specs = [
+            {"name": n, "shape": list(np.shape(inputs[n])), "dtype": str(inputs[n].dtype)}
+            for n in argument_names
+            if n in inputs
+        ]
+        out_specs = []
+        source = "none: this driver's trace result names no output dtype"
+    else:
+        raise StepError(
+            f"nki.compiler.driver.compile_to_bir returned a {type(result).__name__} with neither "
+            "input_specs/output_specs nor a (bir, trace result) pair: a call shape kernelopt "
+            f"does not know (compile_to_bir{tuple(to_bir)})"
+        )
+    arrays = [inputs[n.removesuffix(MUST_ALIAS_SUFFIX)] for n in argument_names]
+    positional = (options, bir, arrays, argument_names, output_arg_names)
+    extra = {}
+    if "input_output_aliases" in to_neff and aliases is not None:
+        extra["input_output_aliases"] = aliases
+    try:
+        compiled = compile_bir_to_neff(*positional, **extra)
+    except Exception as exc:  # noqa: BLE001 - NCCError and whatever else the compiler raises
+        raise _ncc_error(exc) from None
     error = getattr(compiled, "neuronx_cc_error", None)
     if error:
         raise StepError(str(error).strip())
+    if not out_specs and hasattr(compiled, "output_specs"):
+        out_specs = [_spec(s) for s in compiled.output_specs]
+        source = "compile_bir_to_neff result output_specs"
+    if not neff.is_file():
+        built = getattr(compiled, "neff_path", None)
+        if built and Path(built).is_file():
+            shutil.copyfile(built, neff)
+    write_tensors(out, in_specs, out_specs, source)
     return {
         "target": PLATFORM,
         "lnc": args.lnc,
         "output_path": str(neff),
-        "artifacts_dir": str(out),
+        "artifacts_dir": str(artifacts),
         "pipeline_options": list(args.pipeline_option),
+        "call_shape": {
+            "result": shape,
+            "compile_to_bir": to_bir,
+            "compile_bir_to_neff": to_neff,
+            "kernel": wrapper or "the @nki.jit object",
+            "input_output_aliases": "input_output_aliases" in extra,
+        },
     }
 
 
@@ -268,11 +437,22 @@ def _compile_older(
     except subprocess.CalledProcessError as exc:
         print(exc.stdout or "", end="")
         raise StepError((exc.stderr or exc.stdout or str(exc)).strip()) from None
+    except Exception as exc:  # noqa: BLE001 - the compiler's own error types
+        raise _ncc_error(exc) from None
+    write_tensors(
+        out,
+        [{"name": n, "shape": list(v.shape), "dtype": str(v.dtype)} for n, v in inputs.items()],
+        [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype.name} for s in stubs],
+        "kernel_outputs given to compile_nki_ir_kernel_to_neff",
+    )
     return {
         "platform_target": PLATFORM,
         "logical_nc_config": args.lnc,
         "output_directory": str(out),
         "additional_compiler_args": additional,
+        "call_shape": {
+            "compile_nki_ir_kernel_to_neff": parameters(compile_nki_ir_kernel_to_neff),
+        },
     }
 
 
@@ -292,32 +472,123 @@ def compile_step(args: argparse.Namespace) -> None:
         options = _compile_older(function, inputs, stubs, out, args)
     else:
         raise StepError(f"unknown compile API {args.api!r}")
+    print(f"call shape: {json.dumps(options.get('call_shape'))}")
     emit({"api": args.api, "options": options})
 
 
+# nkipy's own flags for a traced numpy kernel (nkipy core/compile.py), used when the
+# installed nkipy does not name them itself.
+NKIPY_FLAGS = "--lnc 1 --internal-tensorizer-opt-level=2"
+
+
+def _lnc_of(flags: str) -> int | None:
+    words = shlex.split(flags)
+    for i, word in enumerate(words):
+        if word in ("--lnc", "--logical-nc-config") and i + 1 < len(words):
+            return int(words[i + 1])
+        if word.startswith(("--lnc=", "--logical-nc-config=")):
+            return int(word.split("=", 1)[1])
+    return None
+
+
 def compile_reference_step(args: argparse.Namespace) -> None:
-    """f_numpy traced by nkipy and compiled by neuronx-cc into out/NEFF_NAME."""
+    """f_numpy traced by nkipy and compiled by neuronx-cc into out/NEFF_NAME.
+
+    nkipy removes its build folder before compiling and returns to the working
+    directory afterwards, so it builds in a fresh folder of its own (never the
+    step's working directory). Its own flags (``--lnc 1
+    --internal-tensorizer-opt-level=2``) come first; kernelopt adds ``--lnc N`` only
+    when the program's LNC differs from theirs.
+    """
     workload = load(Path(args.workload))
     inputs = make_inputs(workload.input_specs, 0)
     try:
         from nkipy.core.trace import NKIPyKernel
-        from nkipy.runtime.execute import _compile_kernel
     except ImportError as exc:
         raise StepError(f"nkipy is not importable here ({exc})") from None
-    out = Path(args.out)
+    out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    options = f"--lnc {args.lnc} --internal-tensorizer-opt-level=2"
+    build = Path(tempfile.mkdtemp(prefix="kernelopt-nkipy-", dir=out.parent))
     try:
-        traced = NKIPyKernel.trace(workload.f_numpy)
-        result = _compile_kernel(
-            traced, *inputs.values(), artifacts_dir=str(out), additional_compiler_args=options
-        )
-    except Exception as exc:  # the SDK's error types vary by release
+        record = _compile_nkipy(NKIPyKernel, workload, inputs, build, out, args.lnc)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    print(f"call shape: {json.dumps(record['call_shape'])}")
+    emit({"api": "nkipy", "options": record})
+
+
+def _compile_nkipy(
+    kernel_class: Any,
+    workload: Any,
+    inputs: dict[str, np.ndarray],
+    build: Path,
+    out: Path,
+    lnc: int,
+) -> dict[str, Any]:
+    compile_module = execute = None
+    try:
+        import nkipy.core.compile as compile_module
+    except ImportError:
+        try:
+            import nkipy.runtime.execute as execute
+        except ImportError as exc:
+            raise StepError(f"nkipy has neither core.compile nor runtime.execute ({exc})") from None
+    own = str(getattr(compile_module or execute, "nkipy_compiler_args", "") or NKIPY_FLAGS)
+    added = f"--lnc {lnc}" if (_lnc_of(own) or 1) != lnc else ""
+    artifacts = build / "artifacts"
+    try:
+        traced = kernel_class.trace(workload.f_numpy)
+        if compile_module is not None and hasattr(compile_module, "compile_to_neff"):
+            traced.specialize(*inputs.values())
+            target = getattr(compile_module, "CompilationTarget", None)
+            keywords: dict[str, Any] = {
+                "output_dir": str(artifacts),
+                "neff_name": NEFF_NAME,
+                "additional_compiler_args": " ".join(w for w in (own, added) if w),
+                "save_artifacts": True,
+            }
+            if target is not None and hasattr(target, "TRN2"):
+                keywords["target"] = target.TRN2
+            built = compile_module.compile_to_neff(traced, **keywords)
+            shape = {"compile_to_neff": parameters(compile_module.compile_to_neff)}
+            code = getattr(traced, "_code", None)
+        else:
+            execute = execute or importlib.import_module("nkipy.runtime.execute")
+            function = getattr(execute, "_compile_kernel", None)
+            if function is None:
+                raise StepError(
+                    "nkipy offers neither core.compile.compile_to_neff nor "
+                    "runtime.execute._compile_kernel: a layout kernelopt does not know"
+                )
+            # This entry point removes artifacts_dir and prepends nkipy's own flags itself.
+            result = function(
+                traced,
+                *inputs.values(),
+                artifacts_dir=str(artifacts),
+                additional_compiler_args=added,
+            )
+            built = result[0] if isinstance(result, tuple | list) else result
+            shape = {"_compile_kernel": parameters(function)}
+            code = getattr(traced, "_code", None)
+    except StepError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - nkipy's and the compiler's own error types
         raise StepError(f"nkipy could not compile f_numpy: {type(exc).__name__}: {exc}") from None
-    built = Path(result[0] if isinstance(result, tuple | list) else result)
-    if built.resolve() != (out / NEFF_NAME).resolve():
-        shutil.copyfile(built, out / NEFF_NAME)
-    emit({"api": "nkipy", "options": {"additional_compiler_args": options}})
+    shutil.copyfile(built, out / NEFF_NAME)
+    outputs = [_spec(t) for t in getattr(code, "outputs", None) or []]
+    write_tensors(
+        out,
+        [_spec(t) for t in getattr(code, "inputs", None) or []],
+        outputs,
+        "nkipy traced IR outputs" if outputs else "none: nkipy's trace named no outputs",
+    )
+    return {
+        "nkipy_compiler_args": own,
+        "additional_compiler_args": added,
+        "build_dir": "a fresh folder beside the step's own (removed afterwards)",
+        "lnc": lnc,
+        "call_shape": shape,
+    }
 
 
 # -- run ------------------------------------------------------------------------
@@ -356,13 +627,45 @@ def _poison(outputs: dict[str, Any]) -> None:
         value.write_from_numpy(np.full(size, 0xFF, dtype=np.uint8))
 
 
+def output_layout(
+    neff: Path, want: tuple[np.ndarray, ...], info: Any = None
+) -> tuple[list[tuple[tuple[int, ...], np.dtype]], str]:
+    """Each output's shape and dtype as the NEFF writes it: from the compiler's tensor
+    description beside the NEFF (TENSORS_NAME), else from the runtime's output tensor
+    info (shape and byte size: a float of that width); and where that came from."""
+    described = neff.parent / TENSORS_NAME
+    if described.is_file():
+        outputs = json.loads(described.read_text()).get("outputs") or []
+        if outputs and all(o.get("dtype") for o in outputs):
+            return [
+                (tuple(o["shape"] or np.shape(w)), numpy_dtype(o["dtype"]))
+                for o, w in zip(outputs, want, strict=False)
+            ], f"{TENSORS_NAME} (the compiler's output specs)"
+    if info:
+        found = []
+        for meta in info.values():
+            shape = tuple(getattr(meta, "shape", ()) or ())
+            count = int(np.prod(shape)) if shape else 1
+            width = int(getattr(meta, "size", 0)) // max(count, 1)
+            if width not in _FLOAT_OF_WIDTH:
+                break
+            found.append((shape, np.dtype(_FLOAT_OF_WIDTH[width])))
+        else:
+            return found, "the runtime's output_tensors_info (byte width)"
+    raise StepError(
+        f"no output dtype for {neff}: no {TENSORS_NAME} from its compile and the runtime "
+        "reports no usable output tensor info"
+    )
+
+
+# A float output's dtype by its width in bytes, where only the width is known.
+_FLOAT_OF_WIDTH = {2: "bfloat16", 4: "float32"}
+
+
 def run_step(args: argparse.Namespace) -> None:
     workload = load(Path(args.workload))
     inputs = make_inputs(workload.input_specs, args.seed)
     want = expected_outputs(workload, inputs)
-    floats = [v.dtype for v in inputs.values() if v.dtype.kind in "fV"]
-    dtype = floats[0] if floats else np.dtype(np.float32)
-    stubs = [(tuple(np.shape(w)), dtype) for w in want]
     try:
         import nrtpy
         from nrtpy import NrtpyModel, NrtpyTensor
@@ -378,6 +681,14 @@ def run_step(args: argparse.Namespace) -> None:
         outputs = model(inputs=tensors)
         if outputs is None:
             raise StepError("the runtime returned no output tensors")
+        stubs, source = output_layout(
+            Path(args.neff), want, getattr(model, "output_tensors_info", None)
+        )
+        record["output_dtypes"] = {"dtypes": [d.name for _, d in stubs], "source": source}
+        record["call_shape"] = {
+            "load_from_neff": parameters(NrtpyModel.load_from_neff),
+            "benchmark": parameters(model.benchmark) if hasattr(model, "benchmark") else None,
+        }
         if hasattr(model, "benchmark"):
             _poison(outputs)
             stats = model.benchmark(
@@ -415,6 +726,28 @@ def run_step(args: argparse.Namespace) -> None:
     emit(record)
 
 
+def inputs_step(args: argparse.Namespace) -> None:
+    """The seeded inputs as NAME.npy files for a profiler capture, named as the NEFF
+    names them (its compiler's tensor description), else by the workload's parameters."""
+    workload = load(Path(args.workload))
+    inputs = make_inputs(workload.input_specs, args.seed)
+    out = Path(args.out)
+    folder = out / INPUTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    names = list(inputs)
+    described = out / TENSORS_NAME
+    if described.is_file():
+        found = [t["name"] for t in json.loads(described.read_text()).get("inputs") or []]
+        if len(found) == len(names):
+            names = found
+    pairs = []
+    for name, value in zip(names, inputs.values(), strict=True):
+        path = folder / f"{name}.npy"
+        np.save(path, np.ascontiguousarray(value), allow_pickle=False)
+        pairs.append([name, str(path)])
+    emit({"inputs": pairs, "seed": args.seed})
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m kernelopt.neuron.steps")
     sub = top.add_subparsers(dest="step", required=True)
@@ -434,6 +767,10 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--workload", required=True)
     b.add_argument("--out", required=True)
     b.add_argument("--lnc", type=int, default=1)
+    i = sub.add_parser("inputs", help="the seeded inputs as NAME.npy files")
+    i.add_argument("--workload", required=True)
+    i.add_argument("--out", required=True)
+    i.add_argument("--seed", type=int, default=0)
     r = sub.add_parser("run", help="run, check and time a NEFF on the bound NeuronCore")
     r.add_argument("--neff", required=True)
     r.add_argument("--workload", required=True)
@@ -451,6 +788,7 @@ def main(argv: list[str] | None = None) -> int:
         "compile": compile_step,
         "compile-reference": compile_reference_step,
         "run": run_step,
+        "inputs": inputs_step,
     }
     try:
         steps[args.step](args)

@@ -147,23 +147,36 @@ def test_a_neff_for_another_lnc_is_a_runtime_error(fake: FakeTrn2, tmp_path: Pat
     assert record["timing"] == "device" and record["peak_flops"] == 78.64e12
 
 
-@pytest.mark.parametrize("sdk", ["current", "older"])
-def test_probe_reports_what_each_environment_has(fake: FakeTrn2, sdk: str) -> None:
+@pytest.mark.parametrize("sdk", ["2.32", "2.30", "2.27"])
+def test_probe_reports_what_each_environment_has_and_the_call_shapes(
+    fake: FakeTrn2, sdk: str
+) -> None:
     fake.install(sdk=sdk)
     compiling, running = _driver(fake, "probe"), _driver(fake, "probe", runtime=True)
     assert compiling["status"] == running["status"] == "ok"
-    api = "nki.compiler.driver" if sdk == "current" else "neuronxcc.nki_standalone"
-    assert compiling["modules"][api] == {
-        "ok": True,
-        "version": compiling["modules"][api]["version"],
-    }
-    assert compiling["modules"]["nkipy.runtime.execute"]["ok"]
-    assert running["modules"]["nrtpy"]["ok"] and running["modules"]["nrtpy"]["version"]
-    profiler = "neuron-explorer" if sdk == "current" else "neuron-profile"
-    other = "neuron-profile" if sdk == "current" else "neuron-explorer"
+    api = "nki.compiler.driver" if sdk != "2.27" else "neuronxcc.nki_standalone"
+    assert compiling["modules"][api]["ok"] and compiling["modules"][api]["version"]
+    assert compiling["modules"]["nkipy.core.compile"]["ok"]
+    assert running["modules"]["nrtpy"]["ok"] == (sdk == "2.32")
+    profiler = "neuron-explorer"
     assert running["tools"][profiler]["path"] and running["tools"][profiler]["version"]
-    assert running["tools"][other]["path"] is None
-    if sdk == "current":
+    assert bool(running["tools"]["neuron-profile"]["path"]) == (sdk == "2.27")
+    shapes = compiling["modules"][api]["shapes"]
+    if sdk == "2.32":
+        # The current driver: five positionals, no input_output_aliases.
+        assert shapes["compile_bir_to_neff"] == [
+            "compile_opts",
+            "bir",
+            "input_arrays",
+            "argument_names",
+            "output_arg_names",
+        ]
+        assert running["modules"]["nrtpy"]["shapes"]["NrtpyModel.benchmark"]
         # Two environments: no nrtpy where nki is, no NKI compiler where nrtpy is.
         assert not compiling["modules"]["nrtpy"]["ok"]
         assert not running["modules"]["nki.compiler.driver"]["ok"]
+    elif sdk == "2.30":
+        assert "input_output_aliases" in shapes["compile_bir_to_neff"]
+        assert "No module named 'nrtpy'" in running["modules"]["nrtpy"]["error"]
+    else:
+        assert "kernel_outputs" in shapes["compile_nki_ir_kernel_to_neff"]

@@ -29,6 +29,7 @@ KERNELS = Path(__file__).resolve().parent / "kernels"
 # Which fake environment holds each kind of Python entry point.
 ENVIRONMENTS = {"runtime": ("current", True), "current": ("current", False)}
 ENVIRONMENTS.update({"older": ("older", False), "baseline": ("current", False)})
+ENVIRONMENTS.update({"2.30": ("2.30", False)})
 
 
 def table(heading: str, width: int) -> list[list[str]]:
@@ -139,7 +140,7 @@ def test_the_table_covers_every_fake_sdk_package_and_tool() -> None:
         "nrtpy.NrtpyModel.benchmark",
         "nki.compiler.driver.compile_bir_to_neff",
         "neuronxcc.nki_standalone.compile_nki_ir_kernel_to_neff",
-        "nkipy.runtime.execute._compile_kernel",
+        "nkipy.core.compile.compile_to_neff",
         "neuron-explorer view",
         "neuron-profile capture",
         "neuron-ls",
@@ -187,6 +188,7 @@ def fakes(tmp_path: Path) -> dict[str, FakeTrn2]:
     return {
         "current": FakeTrn2(tmp_path / "current").install(sdk="current"),
         "older": FakeTrn2(tmp_path / "older").install(sdk="older"),
+        "2.30": FakeTrn2(tmp_path / "2.30").install(sdk="2.30"),
     }
 
 
@@ -287,3 +289,24 @@ def test_the_summary_keys_are_the_ones_kernelopt_documents_reading() -> None:
     for name in ("total_time", "mfu_estimated_percent", "mbu_estimated_percent", "nc_idx"):
         assert name in documented and f"`{name}`" in text
     assert re.search(r"\| MFU \|", text)
+
+
+def test_every_fake_sdk_module_names_its_public_source_or_says_unverified() -> None:
+    """A fake module with public entry points says where their behaviour comes from."""
+    pylib = ROOT / "kernelopt" / "testing" / "fake_trn2" / "pylib"
+    checked = 0
+    for folder in ("current", "older", "baseline"):
+        for path in sorted((pylib / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            public = [
+                n.name
+                for n in tree.body
+                if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("_")
+            ]
+            if not public:
+                continue
+            checked += 1
+            doc = ast.get_docstring(tree) or ""
+            assert re.search(r"[Ss]ource|unverified|release notes", doc), path
+            assert "kernelopt/neuron" not in doc, f"{path}: a fake follows the SDK, not kernelopt"
+    assert checked >= 10

@@ -67,16 +67,50 @@ def test_env_prints_export_lines_that_enable_the_tools_in_a_shell(tmp_path: Path
     assert (home / "activate").read_text() == result.output
 
 
-def test_the_older_layout_has_neuron_profile_and_one_environment(tmp_path: Path) -> None:
+# What each layout ships, as the release notes say (docs/trn2.md, "SDK generations").
+LAYOUTS = {
+    "2.26": ({"neuron-profile"}, {"neuronxcc.nki", "neuronxcc.nki_standalone", "nkipy"}),
+    "2.27": (
+        {"neuron-profile", "neuron-explorer"},
+        {"neuronxcc.nki", "nki", "neuronxcc.nki_standalone", "nkipy"},
+    ),
+    "2.30": (
+        {"neuron-explorer"},
+        {"nki", "nki.compiler.driver", "neuronxcc.nki_standalone", "nkipy"},
+    ),
+    "2.32": (
+        {"neuron-explorer"},
+        {"nki", "nki.compiler.driver", "neuronxcc.nki_standalone", "nkipy"},
+    ),
+}
+MODULES = ("neuronxcc.nki", "nki", "nki.compiler.driver", "neuronxcc.nki_standalone", "nkipy")
+
+
+@pytest.mark.parametrize("sdk", sorted(LAYOUTS))
+def test_each_layout_ships_what_its_release_did_and_nrtpy_only_from_2_32(
+    tmp_path: Path, sdk: str
+) -> None:
     home = tmp_path / "trn2"
-    result = CliRunner().invoke(fake_trn2_group, ["env", "--home", str(home), "--sdk", "older"])
+    result = CliRunner().invoke(fake_trn2_group, ["env", "--home", str(home), "--sdk", sdk])
     assert result.exit_code == 0, result.output
     fake = FakeTrn2(home)
-    assert (fake.bin_dir / "neuron-profile").exists()
-    assert not (fake.bin_dir / "neuron-explorer").exists()
-    assert fake.runtime_activate_path == fake.activate_path
-    both = _run(fake, sys.executable, "-c", "import nrtpy, neuronxcc.nki_standalone, nkipy")
-    assert both.returncode == 0, both.stderr
+    profilers, modules = LAYOUTS[sdk]
+    on_path = {t for t in ("neuron-profile", "neuron-explorer") if (fake.bin_dir / t).exists()}
+    assert on_path == profilers
+    probe = (
+        "import importlib, json\n"
+        "found = []\n"
+        f"for m in {MODULES!r} + ('nrtpy',):\n"
+        "    try:\n        importlib.import_module(m)\n        found.append(m)\n"
+        "    except ImportError:\n        pass\n"
+        "print(json.dumps(found))"
+    )
+    done = _run(fake, sys.executable, "-c", probe)
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout)) == modules  # never nrtpy in the compile environment
+    runtime = _run(fake, sys.executable, "-c", "import nrtpy", runtime=True)
+    assert (runtime.returncode == 0) == (sdk == "2.32"), runtime.stderr
+    assert (fake.runtime_activate_path != fake.activate_path) == (sdk == "2.32")
 
 
 def test_nrtpy_next_to_the_nki_wheel_fails_as_the_docs_warn(fake: FakeTrn2) -> None:
@@ -101,12 +135,12 @@ def test_set_and_show_change_the_fakes_settings(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     shown = json.loads(runner.invoke(fake_trn2_group, ["show", "--home", home]).output)
     assert shown["compile_delay_s"] == 2 and shown["busy"] == {"0": 77}
-    assert shown["sdk"] == "older"
+    assert shown["sdk"] == "2.27"
     bad = runner.invoke(fake_trn2_group, ["set", "--home", home, "colour=blue"])
     assert bad.exit_code != 0 and "unknown fake Trn2 settings ['colour']" in bad.output
     assert runner.invoke(fake_trn2_group, ["set", "--home", home, "oops"]).exit_code != 0
     wrong = runner.invoke(fake_trn2_group, ["set", "--home", home, "sdk=newest"])
-    assert wrong.exit_code != 0 and "sdk must be one of current, older" in wrong.output
+    assert wrong.exit_code != 0 and "sdk must be one of 2.26, 2.27, 2.30, 2.32" in wrong.output
 
 
 def test_neuron_ls_new_format_wraps_the_list_and_old_format_refuses_the_new_flag(

@@ -71,3 +71,42 @@ def test_what_is_missing_is_said_with_the_fix() -> None:
     runtime = found.runtime_problem() or ""
     assert "device.neuron.runtime_activate" in runtime and "nki wheel cannot" in runtime
     assert any("no profiler" in p for p in found.problems)
+
+
+def test_without_nrtpy_the_capture_path_is_taken_and_the_generation_inferred() -> None:
+    absent = {"ok": False, "error": "ModuleNotFoundError: No module named 'nrtpy'"}
+    older_driver = {
+        "ok": True,
+        "version": "0.2",
+        "shapes": {"compile_bir_to_neff": ["opts", "bir", "a", "b", "c", "input_output_aliases"]},
+    }
+    one = _probe(
+        {"nki": "0.2", "nki.compiler.driver": older_driver, "nrtpy": absent},
+        {"neuron-explorer": "/bin/neuron-explorer", "neuron-profile": None},
+    )
+    found = plan(one, one, split=False)
+    assert (found.path, found.generation, found.runtime) == ("capture", "2.30-2.31", None)
+    assert found.runtime_problem() is None
+    assert found.shapes["nki.compiler.driver.compile_bir_to_neff"][-1] == "input_output_aliases"
+    beta1 = _probe(
+        {"neuronxcc.nki": "2.21", "neuronxcc.nki_standalone": "2.21", "nrtpy": absent},
+        {"neuron-profile": "/bin/neuron-profile", "neuron-explorer": None},
+    )
+    assert plan(beta1, beta1, split=False).generation == "2.22-2.26"
+
+
+def test_a_broken_nrtpy_is_reported_not_worked_around_and_a_forced_path_wins() -> None:
+    conflict = {"ok": False, "error": "ImportError: nrtpy: the nki wheel cannot share"}
+    one = _probe(
+        {"nki.compiler.driver": "0.3", "nrtpy": conflict},
+        {"neuron-explorer": "/bin/neuron-explorer"},
+    )
+    assert plan(one, one, split=False).path is None
+    assert "nki wheel cannot share" in (plan(one, one, split=False).runtime_problem() or "")
+    forced = plan(one, one, split=False, forced="capture")
+    assert (forced.path, forced.path_chosen) == ("capture", "forced (device.neuron.sdk_path)")
+    assert forced.runtime_problem() is None
+    absent = {"ok": False, "error": "ModuleNotFoundError: No module named 'nrtpy'"}
+    none = _probe({"nki.compiler.driver": "0.3", "nrtpy": absent}, {"neuron-explorer": "/x"})
+    wants = plan(none, none, split=False, forced="nrtpy")
+    assert wants.path == "nrtpy" and "sdk_path nrtpy" in (wants.runtime_problem() or "")

@@ -72,7 +72,7 @@ def test_a_candidate_is_measured_on_the_device_as_the_current_sdk_does(
         assert fed == "sha256:" + hashlib.sha256(seeded[name].tobytes()).hexdigest()
 
     folder = Path(m.artifacts["neff"]).parent
-    assert set(m.artifacts) == {"neff", "ntff", "summary", "compile_log"}
+    assert set(m.artifacts) == {"neff", "ntff", "summary", "compile_log", "tensors"}
     assert all(Path(p).parent == folder and Path(p).is_file() for p in m.artifacts.values())
     neff = json.loads(Path(m.artifacts["neff"]).read_text())
     assert neff["pipeline_options"] == list(PIPELINE) and neff["api"] == "nki.compiler"
@@ -90,41 +90,43 @@ def test_a_candidate_is_measured_on_the_device_as_the_current_sdk_does(
     assert fake.calls("neuron-profile") == []
 
 
-def test_an_older_sdk_compiles_with_nki_standalone_and_profiles_with_neuron_profile(
+def test_an_sdk_without_nrtpy_compiles_with_nki_standalone_and_times_profiler_captures(
     fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
 ) -> None:
-    fake.install(sdk="older")
+    fake.install(sdk="2.27")  # no nrtpy before 2.32: the profiler's capture times the NEFF
     target = make_target(opt=3, compiler_args=("--internal-max-instruction-limit=1000000",))
     m = target.measure(make_tree())
 
     assert m.status == "ok", m.error
     sdk = m.extra["sdk"]
-    assert (sdk["compile_api"], sdk["profiler"], sdk["environments"]) == (
+    assert (sdk["compile_api"], sdk["profiler"], sdk["environments"], sdk["path"]) == (
         "nki_standalone",
-        "neuron-profile",
+        "neuron-explorer",
         "one",
+        "capture",
     )
+    assert sdk["generation"] == "2.27-2.29" and sdk["runtime"] is None
     assert m.extra["timing"] == "device" and m.extra["peak_flops"] == 78.64e12
+    assert m.extra["timing_source"] == "neuron-explorer capture total_time (fed the seeded inputs)"
+    assert m.extra["iterations"] == 5 and m.extra["device_check"]["status"] == "not available"
     options = m.extra["compile_options"]["additional_compiler_args"]
     assert options == "-O3 --internal-max-instruction-limit=1000000"
     (compiled,) = [c for c in fake.calls("neuronx-cc") if c["args"][0] == "compile"]
     assert "-O3" in compiled["args"]
-    assert fake.calls("neuron-explorer") == [] and fake.calls("neuron-profile")
-    # neuron-profile prints fractions: the same summary file read in its unit gives
-    # the record's percent, and the metadata fields it carries come through.
-    (flat,) = json.loads(Path(m.artifacts["summary"]).read_text()).values()
-    assert 0 < flat["dma_active_time_percent"] <= 1
-    assert m.profile["dma_active_time_percent"] == pytest.approx(
-        100 * flat["dma_active_time_percent"]
-    )
-    assert m.extra["instance_type"] == "trn2.48xlarge"
+    captures = [c for c in fake.calls("neuron-explorer") if c["args"][0] == "capture"]
+    assert len(captures) == 5
+    # Each capture is fed the seeded inputs, NAME file.npy, not zero bytes.
+    assert captures[0]["args"][-4::2] == ["lhsT", "rhs"]
+    assert all(a.endswith(".npy") for a in captures[0]["args"][-3::2])
+    assert fake.calls("nrtpy") == []
+    assert [c["args"] for c in fake.calls("neuron-profile")] == [["--version"]]  # the probe
 
 
 @pytest.mark.parametrize(
     ("sdk", "settings", "message"),
     [
         ("current", {"compiler_args": ("-O3",)}, "put compiler pipeline options in"),
-        ("older", {"pipeline_options": PIPELINE}, "need the NKI compiler API"),
+        ("2.27", {"pipeline_options": PIPELINE}, "need the NKI compiler API"),
     ],
 )
 def test_options_the_sdks_compile_api_does_not_take_are_refused_not_dropped(

@@ -1,7 +1,7 @@
 """`kernelopt run` and `kernelopt try` on device neuron, end to end, with the fake
-Trn2 toolchain on this machine, set up as the current SDK (nki.compiler,
-neuron-explorer, nrtpy in an environment of its own) and as an older one
-(nki_standalone, neuron-profile, one environment).
+Trn2 toolchain on this machine, set up as SDK 2.32 (nki.compiler, neuron-explorer,
+nrtpy in an environment of its own), 2.30 (nki.compiler in its older shape, no
+nrtpy: profiler captures time the NEFF) and 2.27 (nki_standalone, no nrtpy).
 
 gate (neuron-ls) -> probe -> CPU check -> compile -> run, check and time on the device ->
 profile -> parse -> decide, and the compiler baseline through the same timing path.
@@ -83,13 +83,15 @@ def current(tmp_path: Path) -> tuple[Path, FakeTrn2, dict[str, str]]:
 @pytest.mark.parametrize(
     ("sdk", "compile_api", "profiler", "environments"),
     [
-        ("current", "nki.compiler", "neuron-explorer", "split"),
-        ("older", "nki_standalone", "neuron-profile", "one"),
+        ("2.32", "nki.compiler", "neuron-explorer", "split"),
+        ("2.30", "nki.compiler", "neuron-explorer", "one"),
+        ("2.27", "nki_standalone", "neuron-explorer", "one"),
     ],
 )
 def test_a_run_measures_device_time_with_the_sdk_it_finds_and_records_which(
     tmp_path: Path, sdk: str, compile_api: str, profiler: str, environments: str
 ) -> None:
+    nrtpy = sdk == "2.32"
     root, fake, env = _setup(tmp_path, sdk)
     proc = kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -103,13 +105,20 @@ def test_a_run_measures_device_time_with_the_sdk_it_finds_and_records_which(
     assert extra["timing"] == "device" and extra["peak_flops"] == 78.64e12
     assert extra["sdk"]["compile_api"] == compile_api == extra["compile_api"]
     assert extra["sdk"]["profiler"] == profiler and extra["sdk"]["environments"] == environments
-    assert extra["device_check"]["passed"] and extra["cpu_check"]["seeds"] == [0, 1]
+    assert extra["sdk"]["path"] == ("nrtpy" if nrtpy else "capture") == extra["sdk_path"]
+    if nrtpy:
+        assert extra["device_check"]["passed"]
+    else:
+        assert extra["device_check"]["status"] == "not available"
+    assert extra["cpu_check"]["seeds"] == [0, 1]
     # The profile, with the profiler's field names, percent converted once.
     assert 1 < m["profile"]["tensor_engine_active_time_percent"] <= 100
     assert Path(m["artifacts"]["neff"]).exists() and Path(m["artifacts"]["ntff"]).exists()
-    assert {"neuron-ls", "neuronx-cc", profiler, "nrtpy"} <= {c["tool"] for c in fake.calls()}
+    tools = {c["tool"] for c in fake.calls()}
+    assert {"neuron-ls", "neuronx-cc", profiler} <= tools and ("nrtpy" in tools) == nrtpy
     # The host is probed once for the whole run, though several NEFFs were measured.
-    assert len([c for c in fake.calls("nrtpy") if c["args"][0] == "benchmark"]) >= 2
+    if nrtpy:
+        assert len([c for c in fake.calls("nrtpy") if c["args"][0] == "benchmark"]) >= 2
     for tool in ("neuronx-cc", profiler):
         assert len([c for c in fake.calls(tool) if c["args"] == ["--version"]]) == 1, tool
     assert extra["sdk"]["compiler_version"] == fake.settings()["compiler_version"]

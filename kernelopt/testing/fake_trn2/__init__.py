@@ -1,22 +1,23 @@
-"""A fake Trainium2 toolchain that follows the Neuron documentation.
+"""A fake Trainium2 toolchain that follows the public record of the Neuron SDK.
 
 `FakeTrn2(home).install(sdk=...)` writes wrapper executables into
 ``home/bin`` and settings into ``home/config.json``, and activate scripts
-that stand for the host's Python environments:
+that stand for the host's Python environments, in one of the SDK layouts as
+they shipped (ENVIRONMENTS, STYLE_TOOLS; docs/trn2.md "The fake toolchain"):
 
-* ``sdk="current"``: tools neuron-ls, neuron-monitor, neuronx-cc and
-  neuron-explorer; ``activate`` is the NKI environment (the ``nki`` wheel with
-  the ``nki.compiler`` API, and nkipy), ``activate-runtime`` the separate nrtpy
-  environment (the two wheels cannot share one).
-* ``sdk="older"``: neuron-profile instead of neuron-explorer, and one
-  environment (``activate``) with ``neuronxcc.nki_standalone``, ``nki`` and
-  ``nrtpy``.
+* ``2.26``: ``neuronxcc.nki`` (NKI Beta 1, with baremetal/benchmark) and
+  ``neuronxcc.nki_standalone``; neuron-profile; no nrtpy; one environment.
+* ``2.27``: both ``neuronxcc.nki`` and the new ``nki`` namespace; neuron-profile
+  and neuron-explorer; no nrtpy.
+* ``2.30``: the ``nki`` namespace with its compiler driver (the shape before June
+  2026); neuron-explorer only; no nrtpy.
+* ``2.32``: the current ``nki`` driver (``activate``) and ``nrtpy`` in an
+  environment of its own (``activate-runtime``).
 
-Every entry point and output format is written from the documented
-signature (each with its documentation page in docs/trn2.md); the "device"
-behind them is a model of its own (hardware.py), not kernelopt's screening
-simulator. Nothing here is active until an activate script or `env()` is
-used: kernelopt never looks for this package on its own.
+Each fake package names, per interface, the public source it follows and marks
+"unverified" where none settles a behaviour; the "device" behind them is a model
+of its own (hardware.py), not kernelopt's screening simulator. Nothing here is
+active until an activate script or `env()` is used.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from kernelopt.testing.fake_trn2.config import (
     DEFAULTS,
     HOME_ENV,
     MONITOR_PIDS_NAME,
+    SDK_ALIASES,
     SDK_STYLES,
+    canonical,
 )
 
 TOOLS = {
@@ -49,21 +52,33 @@ PYLIB = Path(__file__).resolve().parent / "pylib"
 # The folder holding this kernelopt package: a host's environment has kernelopt
 # installed, and it must be this copy (not another install on the machine).
 KERNELOPT_ROOT = Path(__file__).resolve().parents[3]
-# The Python environments of each SDK style: which fake packages each one holds.
+NRTPY_LIBRARY = "/opt/aws/neuron/lib"
+# The Python environments of each SDK layout: the fake package folders each one holds
+# (pylib/README-style notes in each package name its public sources).
 ENVIRONMENTS = {
-    "current": {
-        "activate": ("current", "baseline"),
+    # NKI Beta 1 (neuronxcc.nki with baremetal/benchmark), nki_standalone, no nrtpy.
+    "2.26": {"activate": ("older", "baseline")},
+    # Both namespaces (NKI release notes 2.27.0), no nrtpy.
+    "2.27": {"activate": ("older/v227", "older", "baseline")},
+    # The nki namespace with its compiler driver (shape before June 2026), no nrtpy.
+    "2.30": {"activate": ("older/v230", "older", "baseline")},
+    # The current nki driver; nrtpy in an environment of its own (nrtpy-getting-started).
+    "2.32": {
+        "activate": ("current", "older", "baseline"),
         "activate-runtime": ("runtime",),
     },
-    "older": {"activate": ("older", "runtime", "baseline")},
 }
+# The tools on PATH: neuron-explorer from 2.27 and neuron-profile unsupported from 2.30
+# (Neuron dev-tools release notes).
 STYLE_TOOLS = {
-    "current": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-explorer"),
-    "older": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-profile"),
+    "2.26": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-profile"),
+    "2.27": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-profile", "neuron-explorer"),
+    "2.30": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-explorer"),
+    "2.32": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-explorer"),
 }
 DEFAULT_HOME = Path("~/.cache/kernelopt/fake-trn2")
 
-__all__ = ["DEFAULTS", "DEFAULT_HOME", "FakeTrn2", "PYLIB", "SDK_STYLES", "TOOLS"]
+__all__ = ["DEFAULTS", "DEFAULT_HOME", "FakeTrn2", "PYLIB", "SDK_ALIASES", "SDK_STYLES", "TOOLS"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +109,7 @@ class FakeTrn2:
 
     @property
     def sdk(self) -> str:
-        return str(self.settings()["sdk"])
+        return canonical(str(self.settings()["sdk"]))
 
     def install(self, sdk: str | None = None) -> FakeTrn2:
         """Wrappers and activate scripts for ``sdk`` (default: as configured, else older)."""
@@ -109,7 +124,11 @@ class FakeTrn2:
         for name in ("activate", "activate-runtime"):
             script = self.home / name
             if name in ENVIRONMENTS[style]:
-                script.write_text(self._export_lines(ENVIRONMENTS[style][name]))
+                lines = self._export_lines(ENVIRONMENTS[style][name])
+                if name == "activate-runtime":
+                    # The nrtpy environment needs the runtime's libraries (nrtpy-getting-started).
+                    lines += f'export LD_LIBRARY_PATH={NRTPY_LIBRARY}:"$LD_LIBRARY_PATH"\n'
+                script.write_text(lines)
             else:
                 script.unlink(missing_ok=True)
         return self
@@ -124,6 +143,7 @@ class FakeTrn2:
         wrapper.write_text(
             "#!/bin/sh\n"
             f"{HOME_ENV}={shlex.quote(str(self.home))} "
+            f"PYTHONPATH={shlex.quote(str(KERNELOPT_ROOT))} "
             f"exec {shlex.quote(self.python)} -m kernelopt.testing.fake_trn2.tools.{TOOLS[tool]} "
             '"$@"\n'
         )
@@ -137,8 +157,8 @@ class FakeTrn2:
             raise ValueError(
                 f"unknown fake Trn2 settings {unknown}; known: {', '.join(sorted(DEFAULTS))}"
             )
-        if "sdk" in settings and settings["sdk"] not in SDK_STYLES:
-            raise ValueError(f"sdk must be one of {', '.join(SDK_STYLES)}, not {settings['sdk']!r}")
+        if "sdk" in settings:
+            settings["sdk"] = canonical(settings["sdk"])
         self.home.mkdir(parents=True, exist_ok=True)
         current = json.loads(self.config_path.read_text()) if self.config_path.exists() else {}
         current.update(settings)
@@ -155,6 +175,8 @@ class FakeTrn2:
         scratch.replace(self.config_path)  # a tool never reads half a file
 
     def _pythonpath(self, packages: tuple[str, ...]) -> str:
+        # kernelopt itself is installed in each of the host's environments (docs/trn2.md,
+        # "Host set-up"): the copy this fake belongs to stands for it.
         return ":".join([*(str(PYLIB / p) for p in packages), str(KERNELOPT_ROOT)])
 
     def env(self, base: dict[str, str] | None = None, *, runtime: bool = False) -> dict[str, str]:
@@ -164,7 +186,11 @@ class FakeTrn2:
         style = ENVIRONMENTS[self.sdk]
         packages = style.get("activate-runtime" if runtime else "activate", style["activate"])
         path = base.get("PATH", "")
+        extra = (
+            {"LD_LIBRARY_PATH": NRTPY_LIBRARY} if runtime and "activate-runtime" in style else {}
+        )
         return {
+            **extra,
             "PATH": f"{self.bin_dir}:{path}" if path else str(self.bin_dir),
             # An environment's packages are its own, as an activated venv's site-packages.
             "PYTHONPATH": self._pythonpath(packages),

@@ -19,16 +19,31 @@ CONFIG_NAME = "config.json"
 CALLS_NAME = "calls.jsonl"
 MONITOR_PIDS_NAME = "monitor.pids"
 
-# The two SDK layouts the fake can stand for (docs/trn2.md, "The fake toolchain"):
-# "current": the nki.compiler API, neuron-explorer, and nrtpy in an environment of
-# its own (the nrtpy and nki wheels cannot share one); "older": the
-# neuronxcc.nki_standalone entry point, neuron-profile, one environment.
-SDK_STYLES = ("current", "older")
+# The SDK layouts the fake can stand for, each as it shipped (docs/trn2.md, "The fake
+# toolchain"); "older" and "current" are the names earlier versions of the fake used.
+SDK_STYLES = ("2.26", "2.27", "2.30", "2.32")
+SDK_ALIASES = {"older": "2.27", "current": "2.32"}
+
+
+def canonical(sdk: str) -> str:
+    """The layout a name stands for ("current" -> "2.32"); ValueError for an unknown one."""
+    name = SDK_ALIASES.get(str(sdk), str(sdk))
+    if name not in SDK_STYLES:
+        known = ", ".join((*SDK_STYLES, *SDK_ALIASES))
+        raise ValueError(f"sdk must be one of {known}, not {sdk!r}")
+    return name
+
+
+def layout(sdk: str) -> tuple[int, int]:
+    """A layout's SDK version as (major, minor), for "from 2.28 on" rules."""
+    major, minor = canonical(sdk).split(".")
+    return int(major), int(minor)
+
 
 DEFAULTS: dict[str, Any] = {
-    # "older" by default: one environment, so a program (or test) that sets only
-    # device.neuron.activate describes it fully; "current" also needs runtime_activate.
-    "sdk": "older",
+    # 2.27 by default: one environment, so a program (or test) that sets only
+    # device.neuron.activate describes it fully; 2.32 also needs runtime_activate.
+    "sdk": "2.27",
     # neuron-ls: "new" knows --output-format json (and -j), "old" only -j/--json-output.
     "neuron_ls_format": "new",
     # "ok", or "malformed" (not JSON) / "missing-key" (no neuroncore_ids) to test parsers.

@@ -1,8 +1,14 @@
-"""Fake neuronx-cc, following the Neuron Compiler CLI reference for the parts the
-fake SDK entry points use: ``neuronx-cc compile INPUT --target trn2 --output
-X.neff [--lnc N] [-O2] [options]`` and ``neuronx-cc --version``. Like the real
-compiler it keeps its log (log-neuron-cc.txt) in the working directory and
+"""Fake neuronx-cc: ``neuronx-cc compile [--framework F] INPUT --target trn2
+--output X.neff [--lnc N] [-O2] [options]`` and ``neuronx-cc --version``. Like the
+real compiler it keeps its log (log-neuron-cc.txt) in the working directory and
 reports errors with an NCC code ("Out of memory in psum").
+
+Sources: "How to generate a NEFF file" (compiler/neuronx-cc/how-to-generate-neff)
+and the Neuron Compiler CLI reference (``compile``, ``--framework``, ``--target``,
+``--output``, ``--lnc`` / ``--logical-nc-config``, ``-O``); aws-neuron/nkipy
+``core/compile.py``@1d93cbb calls ``compile --framework XLA INPUT --target T
+--output=NAME`` plus extra flags (options before the input). That a repeated option
+takes its last value (argparse's rule) and the log's name: unverified.
 
 INPUT is the fake's own JSON stand-in for the traced kernel (NKI IR / BIR, or a
 numpy function traced by nkipy). Capacity and ISA problems come from the fake
@@ -24,14 +30,36 @@ LOG_NAME = "log-neuron-cc.txt"
 ERROR_CODES = {"capacity": "NCC_EOOM001", "isa": "NCC_INKI016", "exception": "NCC_INKI001"}
 
 
+# Options that take a value as the next word (the CLI reference's compile options).
+VALUED = ("--framework", "--target", "--output", "--lnc", "--logical-nc-config")
+
+
 def _option(argv: list[str], *names: str, default: str | None = None) -> str | None:
+    """The last value given for any of ``names`` (``--name value`` or ``--name=value``)."""
+    found = default
     for i, arg in enumerate(argv):
         for name in names:
             if arg == name and i + 1 < len(argv):
-                return argv[i + 1]
-            if arg.startswith(name + "="):
-                return arg.split("=", 1)[1]
-    return default
+                found = argv[i + 1]
+            elif arg.startswith(name + "="):
+                found = arg.split("=", 1)[1]
+    return found
+
+
+def _input(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The input file (the first word that is neither an option nor an option's value)
+    and the options around it."""
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg in VALUED:
+            skip = True
+            continue
+        if not arg.startswith("-"):
+            return arg, argv[:i] + argv[i + 1 :]
+    return None, argv
 
 
 def _opt_level(argv: list[str]) -> int:
@@ -58,10 +86,10 @@ def _inputs(ir: dict[str, Any]) -> dict[str, Any]:
 
 
 def compile_main(argv: list[str], settings: dict[str, Any]) -> int:
-    if not argv or argv[0].startswith("-"):
-        print("neuronx-cc compile: expected the input file first", file=sys.stderr)
+    source, options = _input(argv)
+    if source is None:
+        print("neuronx-cc compile: no input file given", file=sys.stderr)
         return 2
-    source, options = argv[0], argv[1:]
     output = _option(options, "--output", default="file.neff")
     target = _option(options, "--target")
     if target is None:

@@ -1,5 +1,7 @@
-"""Fake ``nki`` wheel of the current SDK: ``nki.jit``, ``nki.language``,
-``nki.isa`` for kernel modules, and the compile API under ``nki.compiler``."""
+"""Fake ``nki`` wheel of SDK >= 2.32: ``nki.jit``, ``nki.language``, ``nki.isa`` for
+kernel modules, and the compiler driver under ``nki.compiler.driver`` (sources in
+that module's docstring). Importing ``nki`` next to ``nrtpy`` is what the nrtpy
+getting-started page warns against (two environments)."""
 
 from kernelopt.testing.fake_trn2 import config
 from kernelopt.testing.fake_trn2.nki_stub import jit

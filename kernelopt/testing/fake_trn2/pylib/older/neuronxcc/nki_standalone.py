@@ -1,7 +1,15 @@
-"""Fake ``neuronxcc.nki_standalone`` of an older SDK (the entry point public tuning
-scripts call; not in the Neuron docs): describes the kernel and runs the fake
-``neuronx-cc`` on it, as the real entry point runs the real compiler. A
-failure surfaces as subprocess.CalledProcessError with the compiler's output."""
+"""Fake ``neuronxcc.nki_standalone``: describes the kernel and runs the fake
+``neuronx-cc`` on it, as the real entry point runs the real compiler.
+
+Sources: the nki wheel's ``nki/compiler/driver.py`` (``_compile_neff``) calls
+``compile_nki_ir_kernel_to_neff(kernel_func=, kernel_inputs_dict=, kernel_outputs=,
+platform_target=, logical_nc_config=, output_directory=, version=NKI_IR_VERSION.beta2,
+additional_compiler_args=, enable_device_dump=)`` and catches
+``subprocess.CalledProcessError`` from it (the compiler runs as a subprocess);
+awslabs/nki-autotune imports the same two names. A Python function as
+``kernel_func`` (rather than the driver's BIR dict) and the NEFF's name
+(file.neff in output_directory): unverified.
+"""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def _nki_wheel_here() -> bool:
     return bool(origin) and (Path(origin).parent / "compiler").is_dir()
 
 
-if _settings()["sdk"] == "current" and _nki_wheel_here():
+if _settings()["sdk"] in ("current", "2.32") and _nki_wheel_here():
     raise ImportError(
         "nrtpy: the standalone nrtpy wheel and the nki wheel cannot be installed in the same "
         "Python environment (namespace conflict); run NEFFs from an nrtpy environment of its own"

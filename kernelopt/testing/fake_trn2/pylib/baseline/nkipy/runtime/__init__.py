@@ -1,2 +1,3 @@
-"""Fake ``nkipy.runtime``: only the compile step (``execute._compile_kernel``);
-kernelopt runs the baseline's NEFF through nrtpy like any candidate."""
+"""Fake ``nkipy.runtime``: ``execute.baremetal_run_traced_kernel`` (compile then run;
+the fake has no device runtime for nkipy, so the run part reports that, as nkipy
+does without Spike)."""

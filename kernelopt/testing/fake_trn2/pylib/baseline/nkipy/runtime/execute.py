@@ -1,56 +1,49 @@
-"""Fake ``nkipy.runtime.execute._compile_kernel``: the traced numpy function,
-specialised on the arguments, compiled by the fake ``neuronx-cc`` to a NEFF."""
+"""Fake ``nkipy.runtime.execute``.
+
+Source: aws-neuron/nkipy ``nkipy/src/nkipy/runtime/execute.py``@66974b2:
+``baremetal_run_traced_kernel(kernel, *args, artifacts_dir=None, save_trace=False,
+additional_compiler_args="", target=CompilationTarget.DEFAULT, **kwargs)`` specialises
+the kernel, prepends ``compile.nkipy_compiler_args`` to the additional arguments,
+removes the build folder (``shutil.rmtree``) when it exists, compiles with
+``compile_to_neff(..., save_artifacts=True)`` and then runs the NEFF through its
+device runtime (Spike), raising ``RuntimeError("Runtime is not available...")``
+where that runtime is missing. The fake has no Spike, so it always stops there after
+the compile: kernelopt compiles with ``core.compile.compile_to_neff`` and runs the
+NEFF itself.
+"""
 
 from __future__ import annotations
 
-import inspect
-import shlex
-from pathlib import Path
+import os
+import shutil
 from typing import Any
 
-import numpy as np
+from nkipy.core import compile
 
-from kernelopt.testing.fake_trn2 import config, trace
-
-NEFF_NAME = "baseline.neff"
+_RUNTIME_AVAILABLE = False
 
 
-def _compile_kernel(
-    kernel: Any, *args: Any, artifacts_dir: str | None = None, additional_compiler_args: str = ""
-) -> tuple[str, str, None, None, None]:
-    config.record_call("nkipy", ["_compile_kernel", additional_compiler_args])
-    fn = kernel.fn
-    names = list(inspect.signature(fn).parameters)
-    inputs = dict(zip(names, args, strict=True))
-    result = fn(**{k: np.asarray(v).astype(np.float32) for k, v in inputs.items()})
-    results = result if isinstance(result, tuple | list) else (result,)
-    dtype = trace.output_dtype(inputs)
-    source = inspect.getsourcefile(fn)
-    if source is None:
-        raise ValueError(f"cannot find the source of {fn!r}")
-    ir = {
-        "kind": "numpy",
-        "kernel": str(Path(source).resolve()),
-        "source": Path(source).read_text(),
-        "func": fn.__name__,
-        "inputs": {k: [list(np.shape(v)), str(np.asarray(v).dtype)] for k, v in inputs.items()},
-        "outputs": [
-            [list(np.shape(r)), str(dtype), "output" if len(results) == 1 else f"output{i}"]
-            for i, r in enumerate(results)
-        ],
-        "api": "nkipy",
-    }
-    out = Path(artifacts_dir or ".")
-    lnc, rest = 1, []
-    words = iter(shlex.split(additional_compiler_args))
-    for word in words:
-        if word == "--lnc":
-            lnc = int(next(words, "1"))
-        elif word.startswith("--lnc="):
-            lnc = int(word.split("=", 1)[1])
-        else:
-            rest.append(word)
-    done = trace.run_compiler(ir, out, out / NEFF_NAME, lnc, rest)
-    if done.returncode != 0:
-        raise RuntimeError(f"neuronx-cc failed: {(done.stderr or done.stdout).strip()}")
-    return str(out / NEFF_NAME), fn.__name__, None, None, None
+def baremetal_run_traced_kernel(
+    kernel: Any,
+    *args: Any,
+    artifacts_dir: str | None = None,
+    save_trace: bool = False,
+    additional_compiler_args: str = "",
+    target: Any = compile.CompilationTarget.DEFAULT,
+    **kwargs: Any,
+) -> Any:
+    if not _RUNTIME_AVAILABLE:
+        raise RuntimeError("Runtime is not available. Please install Spike to use this function.")
+    kernel.specialize(*args, **kwargs)
+    build_dir = artifacts_dir or f"/tmp/build/{kernel.__name__}"
+    flags = compile.nkipy_compiler_args + " " + additional_compiler_args
+    if os.path.exists(build_dir):
+        shutil.rmtree(build_dir)
+    return compile.compile_to_neff(
+        trace_kernel=kernel,
+        output_dir=build_dir,
+        neff_name=f"{kernel.__name__}.neff",
+        save_artifacts=True,
+        additional_compiler_args=flags,
+        target=target,
+    )

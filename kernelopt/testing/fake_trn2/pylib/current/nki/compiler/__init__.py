@@ -1,6 +1,8 @@
-"""Fake ``nki.compiler``: the documented per-kernel configuration classes
-(nki.compiler API reference: CompileConfig, SpecializationConfig,
-AddressRotation); the compile functions are in ``nki.compiler.driver``."""
+"""Fake ``nki.compiler``: the documented per-kernel configuration classes.
+
+Source: the nki.compiler API reference (``en/v2.33.1/nki/api/nki.compiler.html``:
+CompileConfig, SpecializationConfig, AddressRotation); their defaults are
+unverified. The compile functions are in ``nki.compiler.driver``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fake ``nki.framework.kernel``: the kernel object the compile API takes."""
+"""Fake ``nki.framework.kernel``: the kernel object the pre-June-2026 driver takes (awslabs/nki-autotune before e7676de; unverified beyond that runner)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,346 @@
+"""`kernelopt doctor`: what a Trainium2 host offers for each step of a measurement,
+which path kernelopt will take, and what is missing with the fix.
+
+Steps: gate (find an idle device), compile, run, time, profile, baseline (the
+compiler-baseline row), check (the numerics checks). Each finding is a Finding:
+``has`` (what the host has), ``path`` (what kernelopt will use, None: no way),
+``missing`` and ``fix``; ``status`` is "ok", "warn" (a path, with a caveat),
+"missing" (a required step has no path: the command exits non-zero) or
+"optional" (the baseline row only).
+
+The same probe the measurements use (kernelopt.neuron.steps probe, in each
+environment) supplies the SDK findings; the gate's own survey, the process table
+(``ps``) and the program's settings the rest.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kernelopt.devices.base import GateError
+from kernelopt.devices.neuron import NeuronGate, parse_neuron_ls
+from kernelopt.hosts.base import Host, HostError
+from kernelopt.neuron.calls import DriverCalls, ProbeError
+from kernelopt.neuron.facts import NEURON_BIN, NRTPY_LIBRARY, PROFILERS
+from kernelopt.neuron.sdk import SdkPlan
+from kernelopt.program import NeuronConfig
+
+STEPS = ("gate", "compile", "run", "time", "profile", "baseline", "check")
+REQUIRED = ("gate", "compile", "run", "time", "check")
+NRTPY_LIB = NRTPY_LIBRARY
+COMPILERS = ("neuronx-cc", "walrus")
+
+NRTPY_FIX = (
+    "create an nrtpy environment of its own (python -m venv ~/venvs/nrtpy && "
+    "~/venvs/nrtpy/bin/pip install nrtpy numpy <kernelopt>), add "
+    f"'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to its bin/activate, and set "
+    "device.neuron.runtime_activate to that script"
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    step: str
+    status: str  # ok, warn, missing, optional
+    has: str
+    path: str | None
+    missing: str = ""
+    fix: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Report:
+    host: str
+    findings: tuple[Finding, ...]
+    plan: dict[str, Any] | None
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.status == "missing" for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "ok": self.ok,
+            "steps": [f.to_json() for f in self.findings],
+            "sdk": self.plan,
+        }
+
+    def text(self) -> str:
+        lines = [f"kernelopt doctor: host {self.host}"]
+        if self.plan:
+            lines.append(
+                f"  SDK: generation {self.plan.get('generation') or 'unknown'}, path "
+                f"{self.plan.get('path') or 'none'} ({self.plan.get('path_chosen')})"
+            )
+        for f in self.findings:
+            lines.append(f"  {f.step:<9} {f.status.upper():<8} {f.has}")
+            if f.path:
+                lines.append(f"            path: {f.path}")
+            if f.missing:
+                lines.append(f"            missing: {f.missing}")
+            if f.fix:
+                lines.append(f"            fix: {f.fix}")
+        verdict = "ready" if self.ok else "not ready: a required step has no path"
+        lines.append(f"  => {verdict}")
+        return "\n".join(lines) + "\n"
+
+
+def leftover_compilers(host: Host) -> list[tuple[int, str]]:
+    """neuronx-cc / walrus processes in the host's process table (neuron-ls lists only
+    processes that use a device, so a residual compiler never shows there)."""
+    result = host.run(["ps", "-eo", "pid=,args="], timeout=30)
+    if not result.ok:
+        return []
+    found = []
+    for line in result.stdout.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        words = [w.rsplit("/", 1)[-1] for w in args.split()[:2]]
+        if pid.isdigit() and any(w in COMPILERS for w in words):
+            found.append((int(pid), args.strip()))
+    return found
+
+
+def _gate(host: Host, gate: NeuronGate, lnc: int) -> Finding:
+    leftovers = leftover_compilers(host)
+    try:
+        statuses = gate.survey(host)
+    except (GateError, HostError) as exc:
+        return Finding(
+            "gate",
+            "missing",
+            f"the Neuron tools could not list devices: {exc}",
+            None,
+            "neuron-ls / neuron-monitor (aws-neuronx-tools)",
+            f"install aws-neuronx-tools (its tools live in {NEURON_BIN}) on the host",
+        )
+    listing = host.run(
+        f'PATH={shlex.quote(":".join(gate.search_path))}:"$PATH"; export PATH; neuron-ls -j',
+        timeout=60,
+    )
+    host_lnc = None
+    if listing.ok:
+        try:
+            devices = parse_neuron_ls(listing.stdout, command="neuron-ls -j", host=host.name)
+            host_lnc = devices[0].get("logical_neuroncore_config") if devices else None
+        except GateError:
+            host_lnc = None
+    idle = [s for s in statuses if s.idle]
+    has = f"{len(statuses)} device(s), {len(idle)} idle; host LNC {host_lnc or 'unknown'}"
+    if not statuses:
+        return Finding("gate", "missing", has, None, "a Neuron device", "run on a Trn2 instance")
+    if leftovers:
+        names = "; ".join(f"pid {pid}: {args[:80]}" for pid, args in leftovers)
+        return Finding(
+            "gate",
+            "missing",
+            has,
+            None,
+            f"a host without leftover compiler processes ({names})",
+            "stop them once their compile is no longer needed (kill "
+            + " ".join(str(p) for p, _ in leftovers)
+            + "): a residual neuronx-cc/walrus makes the runtime fail with NRT_FAILURE",
+        )
+    path = "neuron-ls + neuron-monitor, then a device lock"
+    if host_lnc is not None and host_lnc != lnc:
+        return Finding(
+            "gate",
+            "warn",
+            has,
+            path,
+            f"the host runs LNC={host_lnc} but device.neuron.lnc is {lnc}: kernels are "
+            f"compiled and run with LNC={lnc} (NEURON_LOGICAL_NC_CONFIG), while the host's "
+            f"core ids are in LNC={host_lnc} numbering",
+            f"set device.neuron.lnc: {host_lnc} to run as the host is configured, or "
+            f"configure the host for LNC={lnc}",
+        )
+    if not idle:
+        reasons = "; ".join(f"device {s.device}: {s.reason}" for s in statuses)
+        return Finding("gate", "warn", has, path, f"an idle device now ({reasons})", "wait")
+    return Finding("gate", "ok", has, path)
+
+
+def _compile(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
+    modules = probe.get("modules") or {}
+    new_nki = bool((modules.get("nki") or {}).get("ok"))
+    if not plan.compile_api:
+        return Finding(
+            "compile",
+            "missing",
+            "no NKI compiler in the compile environment",
+            None,
+            "nki (nki.compiler.driver) or neuronx-cc (neuronxcc.nki_standalone): "
+            + "; ".join(p for p in plan.problems if p.startswith(("nki", "neuronxcc"))),
+            "install the Neuron SDK's nki wheel (pip install nki neuronx-cc) into the "
+            "environment device.neuron.activate sources, or point device.neuron.activate at it",
+        )
+    key = (
+        "nki.compiler.driver" if plan.compile_api == "nki.compiler" else "neuronxcc.nki_standalone"
+    )
+    shapes = (modules.get(key) or {}).get("shapes") or {}
+    shape = ", ".join(f"{name}{tuple(p or ())}" for name, p in shapes.items() if p is not None)
+    has = (
+        f"{key} {plan.compile_api_version or ''}".strip() + f"; neuronx-cc {plan.compiler_version}"
+    )
+    path = f"{plan.compile_api}: {shape}" if shape else plan.compile_api
+    if not new_nki:
+        return Finding(
+            "compile",
+            "warn",
+            has,
+            path,
+            "the nki.* namespace (import nki): only neuronxcc.nki here (SDK before 2.27), so "
+            "kernels written against nki.* do not import",
+            "upgrade the host to Neuron 2.27 or later (pip install nki)",
+        )
+    return Finding("compile", "ok", has, path)
+
+
+def _run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding, Finding]:
+    nrtpy = (runtime_probe.get("modules") or {}).get("nrtpy") or {}
+    env = runtime_probe.get("env") or {}
+    if plan.path == "nrtpy" and plan.runtime:
+        has = f"nrtpy {plan.runtime_version} ({runtime_probe.get('python')})"
+        library = env.get("LD_LIBRARY_PATH") or ""
+        run = Finding("run", "ok", has, "nrtpy.NrtpyModel: load, run, device-side output check")
+        if NRTPY_LIB not in library.split(":"):
+            run = Finding(
+                "run",
+                "warn",
+                has,
+                run.path,
+                f"LD_LIBRARY_PATH in the run environment does not hold {NRTPY_LIB}",
+                f"add 'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to the script "
+                "device.neuron.runtime_activate names",
+            )
+        bench = (nrtpy.get("shapes") or {}).get("NrtpyModel.benchmark")
+        time = Finding(
+            "time",
+            "ok" if bench else "warn",
+            "NrtpyModel.benchmark"
+            + (f"{tuple(p for p in bench if p != 'self')}" if bench else ": absent"),
+            "benchmark(mode='device'): min and median of device.neuron.iterations"
+            if bench
+            else f"the profiler's total_time ({plan.profiler})",
+        )
+        return run, time
+    if plan.path == "capture":
+        profiler = plan.profiler
+        run = Finding(
+            "run",
+            "ok",
+            f"no nrtpy in the run environment ({nrtpy.get('error', 'absent')[:120]})",
+            f"{profiler} capture of the NEFF fed the seeded inputs",
+        )
+        if any(p.startswith("sdk_path:") for p in plan.problems):
+            run = Finding(
+                "run",
+                "warn",
+                run.has,
+                run.path,
+                "nrtpy: this host's nki is SDK >= 2.32, whose runtime for NEFFs is nrtpy",
+                NRTPY_FIX,
+            )
+        time = Finding(
+            "time",
+            "ok",
+            f"{profiler} {plan.profiler_version}",
+            f"{profiler} capture total_time, the minimum over up to 5 captures",
+        )
+        return run, time
+    problem = plan.runtime_problem() or "; ".join(plan.problems)
+    missing = Finding("run", "missing", problem[:300], None, "a way to run a NEFF", NRTPY_FIX)
+    return missing, Finding("time", "missing", "nothing runs a NEFF", None, "see run", NRTPY_FIX)
+
+
+def _profile(plan: SdkPlan) -> Finding:
+    if plan.profiler:
+        return Finding(
+            "profile",
+            "ok",
+            f"{plan.profiler} {plan.profiler_version}",
+            f"{plan.profiler} capture / view --output-format summary-json",
+        )
+    return Finding(
+        "profile",
+        "warn" if plan.path == "nrtpy" else "missing",
+        f"none of {', '.join(PROFILERS)} on PATH",
+        None,
+        "a profiler CLI",
+        f"install aws-neuronx-tools (neuron-explorer, in {NEURON_BIN})",
+    )
+
+
+def _baseline(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
+    modules = probe.get("modules") or {}
+    if plan.baseline:
+        found = (
+            "nkipy.core.compile"
+            if (modules.get("nkipy.core.compile") or {}).get("ok")
+            else ("nkipy.runtime.execute")
+        )
+        shapes = (modules.get(found) or {}).get("shapes") or {}
+        shape = ", ".join(f"{k}{tuple(v)}" for k, v in shapes.items() if v)
+        return Finding("baseline", "ok", f"{found}: {shape}", "nkipy, timed like the candidates")
+    return Finding(
+        "baseline",
+        "optional",
+        "no nkipy in the compile environment",
+        None,
+        "nkipy (only for the compiler-baseline row)",
+        "pip install nkipy into the environment device.neuron.activate sources",
+    )
+
+
+def _check(plan: SdkPlan) -> Finding:
+    if plan.path == "nrtpy":
+        return Finding(
+            "check",
+            "ok",
+            "kernelopt's CPU simulator; nrtpy returns the device's outputs",
+            "CPU check before compiling, then the device's output against f_numpy",
+        )
+    return Finding(
+        "check",
+        "warn" if plan.path else "missing",
+        "kernelopt's CPU simulator; no device outputs without nrtpy",
+        "CPU check only (the device's output is not read on this path)" if plan.path else None,
+        "a device-side output check (nrtpy, SDK >= 2.32)",
+        ("nrtpy ships from Neuron 2.32: upgrade the host, then " + NRTPY_FIX) if plan.path else "",
+    )
+
+
+def diagnose(
+    host: Host,
+    settings: NeuronConfig,
+    python: str,
+    gate: NeuronGate | None = None,
+) -> Report:
+    """Every step's finding on ``host`` for these settings."""
+    gate = gate or NeuronGate()
+    findings = [_gate(host, gate, settings.lnc)]
+    calls = DriverCalls(settings, python, workload="", kernel="")
+    try:
+        plan, probes = calls.probe_all(host)
+    except (ProbeError, HostError) as exc:
+        text = str(exc)
+        fix = (
+            "install kernelopt into each environment (pip install <kernelopt>) and check that "
+            "device.neuron.activate / runtime_activate name scripts that exist on the host"
+        )
+        for step in STEPS[1:]:
+            status = "optional" if step == "baseline" else "missing"
+            findings.append(Finding(step, status, text[:300], None, "a working probe", fix))
+        return Report(host.name, tuple(findings), None)
+    compile_probe, runtime_probe = probes
+    findings.append(_compile(plan, compile_probe))
+    findings.extend(_run_and_time(plan, runtime_probe))
+    findings.append(_profile(plan))
+    findings.append(_baseline(plan, compile_probe))
+    findings.append(_check(plan))
+    return Report(host.name, tuple(findings), plan.to_json())

@@ -1,0 +1,203 @@
+"""`kernelopt doctor` on each fake SDK layout (it names the path) and on broken hosts
+(it names the missing piece and the fix, and exits 1 when a required step has no path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kernelopt.neuron.cli import doctor_command
+from kernelopt.testing.fake_trn2 import KERNELOPT_ROOT, FakeTrn2
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
+
+
+def _doctor(fake: FakeTrn2, *extra: str, runtime: bool = True) -> tuple[int, dict[str, Any]]:
+    args = ["--activate", str(fake.activate_path), "--python", sys.executable, "--json"]
+    if runtime and fake.runtime_activate_path != fake.activate_path:
+        args += ["--runtime-activate", str(fake.runtime_activate_path)]
+    env = {"PATH": f"{fake.bin_dir}:{os.environ['PATH']}"}
+    result = CliRunner().invoke(doctor_command, [*args, *extra], env=env)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, json.loads(result.output)
+
+
+def _steps(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    steps = {s["step"]: s for s in report["steps"]}
+    assert list(steps) == ["gate", "compile", "run", "time", "profile", "baseline", "check"]
+    return steps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("sdk", "path", "compile_entry", "timing"),
+    [
+        ("2.32", "nrtpy", "compile_bir_to_neff", "benchmark(mode='device')"),
+        ("2.30", "capture", "compile_bir_to_neff", "neuron-explorer capture total_time"),
+        ("2.27", "capture", "compile_nki_ir_kernel_to_neff", "neuron-explorer capture total_time"),
+    ],
+)
+def test_each_layout_names_the_path_of_every_step(
+    tmp_path: Path, sdk: str, path: str, compile_entry: str, timing: str
+) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk=sdk)
+    fake.configure(monitor_period_s=0.1)
+    code, report = _doctor(fake)
+    steps = _steps(report)
+    assert report["sdk"]["path"] == path and code == 0, report
+    assert compile_entry in steps["compile"]["path"]
+    assert timing in steps["time"]["path"]
+    assert steps["baseline"]["status"] == "ok" and "compile_to_neff" in steps["baseline"]["has"]
+    if sdk == "2.32":
+        assert all(s["status"] == "ok" for s in steps.values() if s["step"] != "gate"), steps
+        assert report["sdk"]["generation"] == ">=2.32"
+    else:
+        # No nrtpy before 2.32: the device's output cannot be read, and doctor says so.
+        assert steps["check"]["status"] == "warn" and "2.32" in steps["check"]["fix"]
+
+
+@pytest.mark.slow
+def test_no_nrtpy_on_a_2_32_host_is_named_with_the_fix(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.32")
+    fake.configure(monitor_period_s=0.1)
+    _, report = _doctor(fake, runtime=False)  # runtime_activate not set: one environment
+    run = _steps(report)["run"]
+    assert run["status"] == "warn" and "nrtpy" in run["missing"]
+    assert "device.neuron.runtime_activate" in run["fix"] and "LD_LIBRARY_PATH" in run["fix"]
+    # Forcing the nrtpy path on that host leaves run and time without a path: exit 1.
+    code, forced = _doctor(fake, "--sdk-path", "nrtpy", runtime=False)
+    assert code == 1 and _steps(forced)["run"]["status"] == "missing"
+    assert "device.neuron.runtime_activate" in _steps(forced)["run"]["fix"]
+
+
+@pytest.mark.slow
+def test_a_host_lnc_other_than_the_programs_is_named(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.32")
+    fake.configure(monitor_period_s=0.1, lnc=2, cores_per_device=4)
+    _, report = _doctor(fake, "--lnc", "1")
+    gate = _steps(report)["gate"]
+    assert gate["status"] in ("warn", "missing") and "LNC=2" in gate["has"] + gate["missing"]
+    if gate["status"] == "warn":
+        assert "device.neuron.lnc: 2" in gate["fix"]
+
+
+@pytest.mark.slow
+def test_a_leftover_compiler_in_the_process_table_fails_the_gate(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.32")
+    fake.configure(monitor_period_s=0.1)
+    leftover = subprocess.Popen(["bash", "-c", "exec -a neuronx-cc sleep 60"])
+    try:
+        for _ in range(50):  # until the exec has renamed it
+            args = Path(f"/proc/{leftover.pid}/cmdline").read_bytes()
+            if args.startswith(b"neuronx-cc"):
+                break
+            time.sleep(0.05)
+        code, report = _doctor(fake)
+    finally:
+        os.kill(leftover.pid, signal.SIGKILL)
+        leftover.wait()
+    gate = _steps(report)["gate"]
+    assert code == 1 and gate["status"] == "missing"
+    assert f"pid {leftover.pid}" in gate["missing"] and str(leftover.pid) in gate["fix"]
+    assert "NRT_FAILURE" in gate["fix"]
+
+
+@pytest.mark.slow
+def test_an_environment_without_nki_names_the_missing_compiler(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.32")
+    fake.configure(monitor_period_s=0.1)
+    bare = tmp_path / "bare-activate"  # kernelopt installed, no Neuron SDK
+    bare.write_text(f"export PYTHONPATH={KERNELOPT_ROOT}\nexport PATH={fake.bin_dir}:$PATH\n")
+    args = ("--activate", str(bare), "--runtime-activate", str(bare))
+    code, report = _doctor(fake, *args, runtime=False)
+    steps = _steps(report)
+    assert code == 1 and steps["compile"]["status"] == "missing"
+    assert "pip install nki" in steps["compile"]["fix"]
+    assert report["sdk"]["compile_api"] is None and steps["baseline"]["status"] == "optional"
+
+
+def test_a_missing_activate_script_is_a_failed_probe_with_the_fix(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.27")
+    fake.configure(monitor_period_s=0.1)
+    code, report = _doctor(fake, "--activate", str(tmp_path / "nowhere" / "activate"))
+    steps = _steps(report)
+    assert code == 1 and steps["compile"]["status"] == "missing"
+    assert "install kernelopt into each environment" in steps["compile"]["fix"]
+
+
+def test_the_help_has_an_example() -> None:
+    result = CliRunner().invoke(doctor_command, ["--help"])
+    assert result.exit_code == 0 and "kernelopt doctor gym-3" in result.output
+
+
+@pytest.mark.slow
+def test_doctor_diagnoses_an_ssh_host(sshd: Any, tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.30")
+    fake.configure(monitor_period_s=0.1)
+    args = [
+        "trn-1",
+        "--ssh-config",
+        str(sshd.ssh_config),
+        "--tools-dir",
+        str(fake.bin_dir),
+        "--activate",
+        str(fake.activate_path),
+        "--python",
+        sys.executable,
+        "--json",
+    ]
+    result = CliRunner().invoke(doctor_command, args)
+    report = json.loads(result.output)
+    steps = _steps(report)
+    assert report["host"] == "trn-1" and report["sdk"]["path"] == "capture", report
+    assert "compile_bir_to_neff" in steps["compile"]["path"]
+    assert steps["gate"]["path"] and "2 device(s)" in steps["gate"]["has"]
+
+
+@pytest.mark.slow
+def test_doctor_reads_the_programs_device_settings(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.27")
+    fake.configure(monitor_period_s=0.1)
+    small = tmp_path / "ir" / "small"
+    small.mkdir(parents=True)
+    for name in ("workload.py", "kernel.py"):
+        (small / name).write_text((KERNELS / name).read_text())
+    program = tmp_path / "trn.md"
+    program.write_text(
+        "---\nname: trn\n"
+        "target: {kind: nki, workload: ir/small/workload.py, kernel: ir/small/kernel.py}\n"
+        "metric: {name: mfu, better: higher}\n"
+        f"device:\n  kind: neuron\n  hosts: [localhost]\n  python: {sys.executable}\n"
+        f"  neuron:\n    activate: {fake.activate_path}\n    lnc: 2\n    sdk_path: capture\n"
+        "---\nTune it.\n"
+    )
+    env = {"PATH": f"{fake.bin_dir}:{os.environ['PATH']}"}
+    result = CliRunner().invoke(doctor_command, ["--program", str(program), "--json"], env=env)
+    report = json.loads(result.output)
+    gate = _steps(report)["gate"]
+    assert report["sdk"]["path_chosen"] == "forced (device.neuron.sdk_path)"
+    assert gate["status"] == "warn" and "device.neuron.lnc is 2" in gate["missing"]
+    bad = CliRunner().invoke(doctor_command, ["--program", str(tmp_path / "none.md")])
+    assert bad.exit_code != 0 and "no such program file" in bad.output
+
+
+@pytest.mark.slow
+def test_a_2_26_host_has_no_nki_namespace_and_doctor_says_so(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.26")
+    fake.configure(monitor_period_s=0.1)
+    code, report = _doctor(fake)
+    steps = _steps(report)
+    assert report["sdk"]["generation"] == "2.22-2.26" and report["sdk"]["path"] == "capture"
+    compile_ = steps["compile"]
+    assert compile_["status"] == "warn" and "nki.* namespace" in compile_["missing"]
+    assert "2.27" in compile_["fix"] and "compile_nki_ir_kernel_to_neff" in compile_["path"]
+    assert "neuron-profile capture" in steps["time"]["path"]
