@@ -11,7 +11,10 @@ tests/sim/kernels at 2048^3 bf16, and ``--states`` KernelIR knob states of
 ir/matmul (programs/matmul.md), drawn with a fixed seed over every rewrite
 combination. Printed per kernel: model MFU, device MFU (noise-free) and the
 difference; then Spearman's rho over all kernels, the mean absolute
-difference, and the same over mid-range kernels (device MFU 55-80 %).
+difference, and the same over mid-range kernels (device MFU 55-80 %). For
+the calibration kernels the public Trn2 figure is printed beside them: the
+device stands in for that hardware, so it should be near it where the model
+is (the model was calibrated on exactly these kernels).
 
 Public figures the device is calibrated to (SIM-CALIBRATION.md): on real
 Trn2 the model ranks held-out kernels with rho about 0.8 and reads
@@ -55,23 +58,26 @@ def _cases():
     return module.CASES
 
 
-def kernels(states: int, tutorial: bool) -> list[tuple[str, Path, Path, tuple[str, ...]]]:
-    """(name, kernel file, workload file, compiler options) of every kernel compared."""
+def kernels(states: int, tutorial: bool) -> list[tuple]:
+    """(name, kernel file, workload file, compiler options, public MFU or None)
+    of every kernel compared."""
     out = []
     for case in _cases():
         if not tutorial and "tutorial" in case.kernel:
             continue
         out.append((case.kernel[:-3], CALIBRATION / case.kernel, CALIBRATION / case.workload,
-                    tuple(case.compiler_args)))
+                    tuple(case.compiler_args), case.measured_mfu))
     for name in TEST_MATMULS:
         out.append((f"tests/{name[:-3]}", SIM_KERNELS / name,
-                    CALIBRATION / "workload_lhsT_rhs.py", ()))
+                    CALIBRATION / "workload_lhsT_rhs.py", (), None))
     if states:
         out.extend(_ir_states(states))
     return out
 
 
-def _ir_states(count: int) -> list[tuple[str, Path, Path, tuple[str, ...]]]:
+def _ir_states(count: int) -> list[tuple]:
+    """``count`` distinct knob states of ir/matmul that compile (fit in SBUF and
+    PSUM), drawn with a fixed seed."""
     import tempfile
 
     from kernelopt.ir import ir_for_workload, render_ir, sample
@@ -81,24 +87,29 @@ def _ir_states(count: int) -> list[tuple[str, Path, Path, tuple[str, ...]]]:
     variants = [ir for _, ir in enumerate_rewrite_combinations(base, list(REWRITES.values()))]
     rng = random.Random(20261125)
     folder = Path(tempfile.mkdtemp(prefix="kernelopt-agreement-"))
-    sources: list[str] = []
-    for _ in range(count * 20):
+    workload = load_workload(MATMUL_IR, require=("f_numpy", "INPUT_SPECS"))
+    seen: set[str] = set()
+    out: list[tuple] = []
+    for _ in range(count * 40):
         source = render_ir(sample(rng.choice(variants), rng))
-        if source not in sources:
-            sources.append(source)
-        if len(sources) == count:
-            break
-    out = []
-    for i, source in enumerate(sources):
-        path = folder / f"state{i:02d}.py"
+        if source in seen:
+            continue
+        seen.add(source)
+        path = folder / f"state{len(out):02d}.py"
         path.write_text(source)
-        out.append((f"ir/matmul state {i:02d}", path, MATMUL_IR, ()))
+        try:
+            trace_kernel(0, 0.0, path, workload, None, ())
+        except SimError:
+            continue
+        out.append((f"ir/matmul state {len(out):02d}", path, MATMUL_IR, (), None))
+        if len(out) == count:
+            break
     return out
 
 
 def compare(entries) -> list[dict]:
     rows = []
-    for name, kernel, workload_path, options in entries:
+    for name, kernel, workload_path, options, public in entries:
         workload = load_workload(workload_path, require=("f_numpy", "INPUT_SPECS"))
         try:
             traced = trace_kernel(0, 0.0, kernel, workload, None, options)
@@ -107,7 +118,8 @@ def compare(entries) -> list[dict]:
             continue
         model = traced.mfu(DEFAULT_PARAMS)
         device = hardware.traced_mfu(traced)
-        rows.append({"kernel": name, "model": model, "device": device, "diff": model - device})
+        rows.append({"kernel": name, "model": model, "device": device, "diff": model - device,
+                     "public": public})
     return rows
 
 
@@ -140,12 +152,13 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"{'kernel':32} {'model':>7} {'device':>7} {'model-device':>13}")
+    print(f"{'kernel':32} {'model':>7} {'device':>7} {'model-device':>13} {'public Trn2':>12}")
     for r in rows:
         if "error" in r:
             print(f"{r['kernel']:32} fails: {r['error']}")
         else:
-            print(f"{r['kernel']:32} {r['model']:7.2f} {r['device']:7.2f} {r['diff']:+13.2f}")
+            public = f"{r['public']:12.2f}" if r["public"] is not None else f"{'':>12}"
+            print(f"{r['kernel']:32} {r['model']:7.2f} {r['device']:7.2f} {r['diff']:+13.2f} {public}")
     rho = result["spearman"]
     print(f"Spearman rho (model vs device) over {result['kernels']} kernels: "
           f"{rho:.2f}" if rho is not None else "Spearman rho: undefined")

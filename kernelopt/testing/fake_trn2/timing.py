@@ -106,6 +106,9 @@ SEMAPHORE_NS = 35.0
 SEMAPHORE_POLL_NS = 12.0
 DISPATCH_CYCLES = {"tensor": 8, "vector": 32, "scalar": 40, "gpsimd": 56}
 
+# GpSimd: eight cores of 16 lanes serve the 128 partitions (unverified rate).
+GPSIMD_CYCLES_PER_ELEMENT = 2.0
+
 # --- mechanisms 5-6 ---
 WEIGHT_ROWS_PER_CYCLE = 4  # [v2] "up to 4x faster than a multiply"
 THROTTLE_IDLE_NS = 3000.0  # [v2]
@@ -121,10 +124,11 @@ DMA_RINGS = 16  # per core [v3]
 HBM_BYTES_PER_NS = 2.9e12 / 8 / 1e9  # per core [v3]
 SBUF_DMA_BYTES_PER_NS = 300.0
 DESCRIPTOR_NS = 48.0
-DMA_LATENCY_NS = 700.0
+DESCRIPTOR_LINK_NS = 1.4
+DMA_LATENCY_NS = 600.0
 SWDGE_LATENCY_NS = 1500.0
 HBM_PAGE_BYTES = 512
-PAGE_OPEN_NS = 2.0
+PAGE_OPEN_NS = 1.0
 DMA_TRANSPOSE_BYTES_PER_NS = 260.0
 
 # --- mechanism 11 ---
@@ -195,6 +199,41 @@ class _Engine:
         return start
 
 
+class _Bandwidth:
+    """A shared link (the core's HBM port, the on-chip DMA path) as time slots:
+    a transfer takes the earliest free stretch long enough for its data once
+    its first byte can move, whichever ring it came from (rings run
+    independently, so a late transfer does not hold back an earlier-ready one)."""
+
+    def __init__(self) -> None:
+        self.busy: list[list[float]] = []  # sorted, disjoint [start, end]
+
+    def take(self, earliest: float, duration: float) -> float:
+        import bisect
+
+        busy = self.busy
+        i = max(0, bisect.bisect_left(busy, [earliest]) - 1)
+        t = earliest
+        while i < len(busy):
+            s, e = busy[i]
+            if e <= t:
+                i += 1
+                continue
+            if s - t >= duration:
+                break
+            t = max(t, e)
+            i += 1
+        busy.insert(i, [t, t + duration])
+        # merge neighbours that touch, so a saturated link stays one interval
+        j = max(0, i - 1)
+        while j + 1 < len(busy) and busy[j][1] >= busy[j + 1][0] - 1e-9:
+            busy[j][1] = max(busy[j][1], busy[j + 1][1])
+            del busy[j + 1]
+            if j + 1 < len(busy) and busy[j][1] < busy[j + 1][0] - 1e-9 and j >= i:
+                break
+        return t
+
+
 def _union(intervals: list[tuple[float, float]]) -> float:
     total, cur_s, cur_e = 0.0, None, None
     for s, e in sorted(intervals):
@@ -216,8 +255,8 @@ class _Device:
         self.rings = [0.0] * DMA_RINGS  # when each ring has processed its descriptors
         self.ring_busy: list[tuple[float, float]] = []
         self.next_ring = 0
-        self.hbm_free = 0.0  # the core's HBM bandwidth, FIFO (mechanism 8)
-        self.sbuf_dma_free = 0.0
+        self.hbm = _Bandwidth()  # the core's share of HBM bandwidth (mechanism 8)
+        self.onchip = _Bandwidth()
         self.acc: dict[int, _Accesses] = {}
         self.last_use: dict[int, float] = {}
         self.reuses = {a.alloc_id: tuple(a.reuses) for a in allocations}
@@ -227,7 +266,7 @@ class _Device:
         self.synced: dict[str, dict[str, float]] = {}  # engine -> producer -> signal seen
         self.last_owner: dict[int, str] = {}
         self.bank_of: dict[int, tuple[int, ...]] = {}
-        self.next_bank = 0
+        self.psum_cursor = 0
         self.bank_free = [0.0] * PSUM_BANKS
         self.bank_owner = [""] * PSUM_BANKS
         self.last_stationary: Any = None
@@ -299,16 +338,29 @@ class _Device:
 
     # --- PSUM banks (mechanism 7) ---
     def _banks(self, ins: Any) -> tuple[int, ...]:
+        """The PSUM banks ``ins`` touches. The compiler places PSUM tiles at its
+        rotating address: a tile of a bank or more starts on a bank boundary;
+        smaller tiles (fp32 per element, the accumulation width) are packed
+        side by side, so consecutive small tiles share a bank."""
         banks: list[int] = []
-        for alloc, _ in (*ins.reads, *ins.writes):
+        for alloc, box in (*ins.reads, *ins.writes):
             if self.kind.get(alloc) != "psum":
                 continue
             if alloc not in self.bank_of:
-                count = max(1, min(PSUM_BANKS, -(-self.psum_bytes.get(alloc, 0) // PSUM_BANK_BYTES)))
-                self.bank_of[alloc] = tuple(
-                    (self.next_bank + i) % PSUM_BANKS for i in range(count)
-                )
-                self.next_bank = (self.next_bank + count) % PSUM_BANKS
+                size = 4
+                for lo, hi in box[1:]:
+                    size *= max(1, hi - lo)
+                ring = PSUM_BANKS * PSUM_BANK_BYTES
+                if size >= PSUM_BANK_BYTES:
+                    self.psum_cursor = -(-self.psum_cursor // PSUM_BANK_BYTES) * PSUM_BANK_BYTES
+                elif self.psum_cursor // PSUM_BANK_BYTES != (
+                    self.psum_cursor + size - 1
+                ) // PSUM_BANK_BYTES:
+                    self.psum_cursor = -(-self.psum_cursor // PSUM_BANK_BYTES) * PSUM_BANK_BYTES
+                first = (self.psum_cursor % ring) // PSUM_BANK_BYTES
+                count = max(1, min(PSUM_BANKS, -(-size // PSUM_BANK_BYTES)))
+                self.bank_of[alloc] = tuple((first + i) % PSUM_BANKS for i in range(count))
+                self.psum_cursor += size
             banks.extend(self.bank_of[alloc])
         return tuple(sorted(set(banks)))
 
@@ -336,7 +388,7 @@ class _Device:
         if engine == "vector" and not ins.wide and not ins.psum_read and ins.inputs <= 1:
             per_element = 0.5  # fast mode on 16-bit SBUF operands [v2]
         if engine == "gpsimd":
-            per_element = 2.0  # eight cores of 16 lanes serve 128 partitions (unverified)
+            per_element = GPSIMD_CYCLES_PER_ELEMENT
         streams = max(1, int(ins.inputs))
         if ins.psum_read:
             streams = max(1, streams - 1)  # the PSUM operand streams beside the SBUF one
@@ -402,16 +454,14 @@ class _Device:
             data_ns = nbytes / DMA_TRANSPOSE_BYTES_PER_NS
         elif hbm:
             pages = descriptors if run < HBM_PAGE_BYTES else 0  # longer runs stream
-            data_ns = nbytes / HBM_BYTES_PER_NS + pages * PAGE_OPEN_NS
+            data_ns = (
+                nbytes / HBM_BYTES_PER_NS + pages * PAGE_OPEN_NS + descriptors * DESCRIPTOR_LINK_NS
+            )
         else:
             data_ns = nbytes / SBUF_DMA_BYTES_PER_NS
         first = start + latency
-        if hbm or "transpose" in ins.op:
-            begin = max(first, self.hbm_free)
-            self.hbm_free = begin + data_ns
-        else:
-            begin = max(first, self.sbuf_dma_free)
-            self.sbuf_dma_free = begin + data_ns
+        link = self.hbm if hbm or "transpose" in ins.op else self.onchip
+        begin = link.take(first, data_ns)
         end = max(begin + data_ns, self.rings[ring])
         self.ring_busy.append((begin, begin + data_ns))
         return start, end
