@@ -30,9 +30,12 @@ def test_screened_and_plain_searches_measure_within_budget_and_calibration_helps
     assert len(plain) == 8 and 1 <= len(screened) <= 8
     target = max(t for _, t, _ in plain + screened if t is not None)
     assert bench_mod.reached(plain, target) or bench_mod.reached(screened, target)
-    # Noise-free measurements of a device whose parameters differ: the fit narrows the gap.
+    # The device times kernels with its own mechanisms, so the model starts off it.
+    # This small kernel is bound by fixed costs (launch, DMA latency) that the
+    # fitted DMA parameters can absorb: here the fit narrows the gap. (On large
+    # kernels the device's structure differs and it need not: docs/screening.md.)
     errors = bench_mod.calibration_errors(bench, plain, bench_mod.held_out(bench, 6))
-    assert errors[0] > 0 and min(errors[10], errors[20]) < errors[0]
+    assert errors[0] > 0.5 and min(errors[10], errors[20]) < errors[0] / 2
 
 
 def test_a_timed_live_refit_on_a_few_pairs_narrows_the_gap() -> None:
