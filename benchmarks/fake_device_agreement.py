@@ -1,6 +1,6 @@
 """How far kernelopt's cost model is from the fake Trn2 device, kernel by kernel.
 
-    python benchmarks/fake_device_agreement.py [--states 16] [--no-tutorial] [--json]
+    python benchmarks/fake_device_agreement.py [--states 24] [--no-tutorial] [--json]
 
 The fake device (kernelopt/testing/fake_trn2/timing.py) times a kernel's
 instruction stream with mechanisms of its own; the model is the simulator as
@@ -123,10 +123,19 @@ def compare(entries) -> list[dict]:
     return rows
 
 
-def summary(rows: list[dict]) -> dict:
+def summary(rows: list[dict], groups: bool = True) -> dict:
     ok = [r for r in rows if "error" not in r]
     mid = [r for r in ok if MID_RANGE[0] <= r["device"] <= MID_RANGE[1]]
+    public = [r for r in ok if r.get("public") is not None]
+    extra: dict = {}
+    if groups:
+        states = [r for r in ok if r["kernel"].startswith("ir/")]
+        extra["ir_states"] = summary(states, False) if len(states) > 1 else None
+        extra["device_vs_public_mean_abs_pp"] = (
+            statistics.mean(abs(r["device"] - r["public"]) for r in public) if public else None
+        )
     return {
+        **extra,
         "kernels": len(ok),
         "spearman": spearman([r["model"] for r in ok], [r["device"] for r in ok]),
         "mean_abs_pp": statistics.mean(abs(r["diff"]) for r in ok) if ok else None,
@@ -139,9 +148,9 @@ def summary(rows: list[dict]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
-        epilog="example: python benchmarks/fake_device_agreement.py --states 16",
+        epilog="example: python benchmarks/fake_device_agreement.py --states 24",
     )
-    ap.add_argument("--states", type=int, default=16, help="KernelIR states of ir/matmul (16)")
+    ap.add_argument("--states", type=int, default=24, help="KernelIR states of ir/matmul (24)")
     ap.add_argument("--no-tutorial", action="store_true",
                     help="skip the NKI tutorial's fp32 kernels (the slowest to trace)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
@@ -168,6 +177,13 @@ def main() -> None:
               f"{result['mid_range_kernels']} kernels: mean |diff| "
               f"{result['mid_range_mean_abs_pp']:.2f} pp, mean diff "
               f"{result['mid_range_mean_diff_pp']:+.2f} pp")
+    states = result["ir_states"]
+    if states:
+        print(f"ir/matmul states only ({states['kernels']}): rho {states['spearman']:.2f}, "
+              f"mean |diff| {states['mean_abs_pp']:.2f} pp")
+    if result["device_vs_public_mean_abs_pp"] is not None:
+        print(f"device vs public Trn2 figures (calibration kernels): mean |diff| "
+              f"{result['device_vs_public_mean_abs_pp']:.2f} pp")
     print(f"{result['seconds']} s")
 
 
