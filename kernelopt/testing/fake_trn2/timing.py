@@ -50,6 +50,8 @@ Mechanisms the device has (each a ``_Device`` step below):
    TensorE: the 128-row systolic array drains, ``TENSOR_DRAIN_CYCLES``)
    (unverified numbers, standard pipeline behaviour). Independent
    back-to-back instructions overlap that latency; a dependent one waits.
+   Matmuls accumulating into one PSUM tile follow each other through the
+   array without waiting for it to drain.
 3. Semaphore waits. A result produced on another engine reaches a consumer
    after ``SEMAPHORE_NS``, and each distinct semaphore an instruction waits
    on costs its engine ``SEMAPHORE_POLL_NS`` of issue time (unverified).
@@ -63,21 +65,31 @@ Mechanisms the device has (each a ``_Device`` step below):
 6. TensorE clock ramp. The array runs at half rate when it starts after
    ``THROTTLE_IDLE_NS`` idle and ramps linearly to full rate over
    ``RAMP_NS`` of activity [v2] (a ramp, not a step).
-7. PSUM bank ports. PSUM has 8 banks per partition [v3]; the compiler
-   places PSUM tiles on banks in rotation. An access to a bank waits while
+7. PSUM bank ports. PSUM has 8 banks of 2 KiB per partition [v3]. The
+   compiler places PSUM tiles at a rotating address: a tile of a bank or
+   more starts on a bank boundary, smaller ones are packed side by side, so
+   consecutive small tiles share a bank. An access to a bank waits while
    another engine's access to the same bank is in progress (one port per
-   bank, [cal] contention; unverified in detail).
+   bank: the [cal] contention of a transpose tile beside the drain;
+   unverified in detail).
 8. DMA rings and descriptors. A transfer goes to one of the core's 16 DMA
-   rings in program order (round robin), each ring in order; a transfer is
-   cut into one descriptor per contiguous run of bytes; each descriptor
-   costs the ring ``DESCRIPTOR_NS`` (unverified). Data moves over the core's
-   share of HBM bandwidth (2.9 TB/s / 8 [v3]) at most; SBUF-to-SBUF copies
-   at the on-chip rate ``SBUF_DMA_BYTES_PER_NS`` (unverified). The first
-   byte of a transfer arrives ``DMA_LATENCY_NS`` after it starts (hardware
-   descriptor generation, software generation slower) (unverified).
-9. HBM pages. An HBM access opens a page per contiguous run shorter than
-   ``HBM_PAGE_BYTES``; every page opened costs ``PAGE_OPEN_NS`` of the
-   transfer's bandwidth time, spread over the HBM channels (unverified).
+   rings [v3] in program order (round robin), each ring in order; a
+   transfer is cut into one descriptor per contiguous run of bytes, and the
+   ring spends ``DESCRIPTOR_NS`` per descriptor (spread over the core's
+   engines). The first byte arrives ``DMA_LATENCY_NS`` after the transfer
+   starts (hardware descriptor generation, ~0.6 us; software generation
+   slower) [v2 guide figures as summarised in NEURON.md]. Data then moves
+   over the core's share of HBM bandwidth (2.9 TB/s / 8 [v3]), shared by the
+   rings in flight: a transfer takes the earliest free stretch of the link,
+   so a late transfer on one ring does not hold back a ready one on another.
+   Each descriptor also costs the link ``DESCRIPTOR_LINK_NS`` (address
+   set-up and burst turnaround): with 1.4 ns a 2 KiB run moves at about 80 %
+   of the link and a 4 KiB run at about 89 %, the guide's "2 KiB ~ 80 %,
+   >= 4 KiB ~ saturating". SBUF-to-SBUF copies use the on-chip path at
+   ``SBUF_DMA_BYTES_PER_NS`` (unverified).
+9. HBM pages. A contiguous run shorter than ``HBM_PAGE_BYTES`` wastes the
+   rest of the page it opens: ``PAGE_OPEN_NS`` more per run (unverified;
+   the guide's "< 256 B severely overhead-bound"). Longer runs stream.
 10. DMA transpose. The DMA engine transposes 2-byte elements in 16 x 128
     blocks [cal] through a unit that moves ``DMA_TRANSPOSE_BYTES_PER_NS``
     (unverified).
