@@ -44,13 +44,19 @@ ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "benchmarks" / "calibration"
 SIM_KERNELS = ROOT / "tests" / "sim" / "kernels"
 MATMUL_IR = ROOT / "ir" / "matmul" / "workload.py"
-TEST_MATMULS = ("matmul_basic.py", "matmul_blocked.py", "matmul_hoisted.py",
-                "matmul_single_buffer.py")
+TEST_MATMULS = (
+    "matmul_basic.py",
+    "matmul_blocked.py",
+    "matmul_hoisted.py",
+    "matmul_single_buffer.py",
+)
 MID_RANGE = (55.0, 80.0)
 
 
 def _cases():
-    spec = importlib.util.spec_from_file_location("kernelopt_agreement_cases", CALIBRATION / "cases.py")
+    spec = importlib.util.spec_from_file_location(
+        "kernelopt_agreement_cases", CALIBRATION / "cases.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -65,11 +71,25 @@ def kernels(states: int, tutorial: bool) -> list[tuple]:
     for case in _cases():
         if not tutorial and "tutorial" in case.kernel:
             continue
-        out.append((case.kernel[:-3], CALIBRATION / case.kernel, CALIBRATION / case.workload,
-                    tuple(case.compiler_args), case.measured_mfu))
+        out.append(
+            (
+                case.kernel[:-3],
+                CALIBRATION / case.kernel,
+                CALIBRATION / case.workload,
+                tuple(case.compiler_args),
+                case.measured_mfu,
+            )
+        )
     for name in TEST_MATMULS:
-        out.append((f"tests/{name[:-3]}", SIM_KERNELS / name,
-                    CALIBRATION / "workload_lhsT_rhs.py", (), None))
+        out.append(
+            (
+                f"tests/{name[:-3]}",
+                SIM_KERNELS / name,
+                CALIBRATION / "workload_lhsT_rhs.py",
+                (),
+                None,
+            )
+        )
     if states:
         out.extend(_ir_states(states))
     return out
@@ -118,8 +138,15 @@ def compare(entries) -> list[dict]:
             continue
         model = traced.mfu(DEFAULT_PARAMS)
         device = hardware.traced_mfu(traced)
-        rows.append({"kernel": name, "model": model, "device": device, "diff": model - device,
-                     "public": public})
+        rows.append(
+            {
+                "kernel": name,
+                "model": model,
+                "device": device,
+                "diff": model - device,
+                "public": public,
+            }
+        )
     return rows
 
 
@@ -151,8 +178,11 @@ def main() -> None:
         epilog="example: python benchmarks/fake_device_agreement.py --states 24",
     )
     ap.add_argument("--states", type=int, default=24, help="KernelIR states of ir/matmul (24)")
-    ap.add_argument("--no-tutorial", action="store_true",
-                    help="skip the NKI tutorial's fp32 kernels (the slowest to trace)")
+    ap.add_argument(
+        "--no-tutorial",
+        action="store_true",
+        help="skip the NKI tutorial's fp32 kernels (the slowest to trace)",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args()
     started = time.monotonic()
@@ -167,23 +197,34 @@ def main() -> None:
             print(f"{r['kernel']:32} fails: {r['error']}")
         else:
             public = f"{r['public']:12.2f}" if r["public"] is not None else f"{'':>12}"
-            print(f"{r['kernel']:32} {r['model']:7.2f} {r['device']:7.2f} {r['diff']:+13.2f} {public}")
+            print(
+                f"{r['kernel']:32} {r['model']:7.2f} {r['device']:7.2f} {r['diff']:+13.2f} {public}"
+            )
     rho = result["spearman"]
-    print(f"Spearman rho (model vs device) over {result['kernels']} kernels: "
-          f"{rho:.2f}" if rho is not None else "Spearman rho: undefined")
+    print(
+        f"Spearman rho (model vs device) over {result['kernels']} kernels: {rho:.2f}"
+        if rho is not None
+        else "Spearman rho: undefined"
+    )
     print(f"mean |model - device|: {result['mean_abs_pp']:.2f} pp MFU")
     if result["mid_range_kernels"]:
-        print(f"mid-range (device {MID_RANGE[0]:.0f}-{MID_RANGE[1]:.0f} %), "
-              f"{result['mid_range_kernels']} kernels: mean |diff| "
-              f"{result['mid_range_mean_abs_pp']:.2f} pp, mean diff "
-              f"{result['mid_range_mean_diff_pp']:+.2f} pp")
+        print(
+            f"mid-range (device {MID_RANGE[0]:.0f}-{MID_RANGE[1]:.0f} %), "
+            f"{result['mid_range_kernels']} kernels: mean |diff| "
+            f"{result['mid_range_mean_abs_pp']:.2f} pp, mean diff "
+            f"{result['mid_range_mean_diff_pp']:+.2f} pp"
+        )
     states = result["ir_states"]
     if states:
-        print(f"ir/matmul states only ({states['kernels']}): rho {states['spearman']:.2f}, "
-              f"mean |diff| {states['mean_abs_pp']:.2f} pp")
+        print(
+            f"ir/matmul states only ({states['kernels']}): rho {states['spearman']:.2f}, "
+            f"mean |diff| {states['mean_abs_pp']:.2f} pp"
+        )
     if result["device_vs_public_mean_abs_pp"] is not None:
-        print(f"device vs public Trn2 figures (calibration kernels): mean |diff| "
-              f"{result['device_vs_public_mean_abs_pp']:.2f} pp")
+        print(
+            f"device vs public Trn2 figures (calibration kernels): mean |diff| "
+            f"{result['device_vs_public_mean_abs_pp']:.2f} pp"
+        )
     print(f"{result['seconds']} s")
 
 

@@ -33,15 +33,29 @@ def vector(src, dst, free: int = 512, **kw) -> Instruction:
 
 def matmul(stationary, moving, dst, n: int = 512) -> Instruction:
     return Instruction(
-        "nc_matmul", "tensor", 1, (stationary, moving), (dst,), partitions=128, free=n,
-        stationary_free=128, macs=128 * 128 * n,
+        "nc_matmul",
+        "tensor",
+        1,
+        (stationary, moving),
+        (dst,),
+        partitions=128,
+        free=n,
+        stationary_free=128,
+        macs=128 * 128 * n,
     )
 
 
 def dma(dst, nbytes: int, row_bytes: int) -> Instruction:
     return Instruction(
-        "dma_copy", "dma", 1, (box(HBM, 1 << 20),), (dst,), partitions=128,
-        nbytes=nbytes, row_bytes=row_bytes, hbm_read=nbytes,
+        "dma_copy",
+        "dma",
+        1,
+        (box(HBM, 1 << 20),),
+        (dst,),
+        partitions=128,
+        nbytes=nbytes,
+        row_bytes=row_bytes,
+        hbm_read=nbytes,
     )
 
 
@@ -51,11 +65,20 @@ def run(*trace: Instruction, scheduler_on: bool = False) -> timing.DeviceRun:
 
 def test_an_engine_runs_its_stream_in_order_while_other_engines_overlap() -> None:
     one = run(vector(box(SBUF_A, 512), box(SBUF_B, 512)))
-    same = run(vector(box(SBUF_A, 512), box(SBUF_B, 512)), vector(box(SBUF_A, 512), box(SBUF_C, 512)))
+    same = run(
+        vector(box(SBUF_A, 512), box(SBUF_B, 512)), vector(box(SBUF_A, 512), box(SBUF_C, 512))
+    )
     other = run(
         vector(box(SBUF_A, 512), box(SBUF_B, 512)),
-        Instruction("activation", "scalar", 1, (box(SBUF_A, 512),), (box(SBUF_C, 512),),
-                    partitions=128, free=512),
+        Instruction(
+            "activation",
+            "scalar",
+            1,
+            (box(SBUF_A, 512),),
+            (box(SBUF_C, 512),),
+            partitions=128,
+            free=512,
+        ),
     )
     busy = one.total_ns - timing.LAUNCH_NS
     assert same.start_ns[1] >= one.end_ns[0] - busy  # not before the first left the engine
@@ -77,10 +100,24 @@ def test_a_dependent_instruction_waits_for_the_pipeline_an_independent_one_does_
 
 def test_a_cross_engine_wait_costs_the_semaphore_once_per_new_signal() -> None:
     producer = vector(box(SBUF_A, 512), box(SBUF_B, 512))
-    first = Instruction("activation", "scalar", 1, (box(SBUF_B, 512),), (box(SBUF_C, 512),),
-                        partitions=128, free=512)
-    again = Instruction("activation", "scalar", 1, (box(SBUF_B, 512),), (box(SBUF_C, 256),),
-                        partitions=128, free=256)
+    first = Instruction(
+        "activation",
+        "scalar",
+        1,
+        (box(SBUF_B, 512),),
+        (box(SBUF_C, 512),),
+        partitions=128,
+        free=512,
+    )
+    again = Instruction(
+        "activation",
+        "scalar",
+        1,
+        (box(SBUF_B, 512),),
+        (box(SBUF_C, 256),),
+        partitions=128,
+        free=256,
+    )
     timeline = run(producer, first, again)
     usable = timeline.end_ns[0]
     assert timeline.start_ns[1] == pytest.approx(usable + timing.SEMAPHORE_NS)

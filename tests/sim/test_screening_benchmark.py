@@ -57,8 +57,10 @@ def test_the_agreement_benchmark_compares_model_and_device_per_kernel() -> None:
     assert small["diff"] == small["model"] - small["device"] and abs(small["diff"]) > 0.1
     assert "error" in broken
     figures = agreement.summary(
-        [{"kernel": f"ir/{i}", "model": m, "device": d, "diff": m - d, "public": None}
-         for i, (m, d) in enumerate([(10, 12), (20, 18), (30, 35), (60, 70)])]
+        [
+            {"kernel": f"ir/{i}", "model": m, "device": d, "diff": m - d, "public": None}
+            for i, (m, d) in enumerate([(10, 12), (20, 18), (30, 35), (60, 70)])
+        ]
     )
     assert figures["spearman"] == 1.0 and figures["mean_abs_pp"] == 4.75
     assert figures["mid_range_kernels"] == 1 and figures["mid_range_mean_diff_pp"] == -10.0

@@ -366,9 +366,10 @@ class _Device:
                 ring = PSUM_BANKS * PSUM_BANK_BYTES
                 if size >= PSUM_BANK_BYTES:
                     self.psum_cursor = -(-self.psum_cursor // PSUM_BANK_BYTES) * PSUM_BANK_BYTES
-                elif self.psum_cursor // PSUM_BANK_BYTES != (
-                    self.psum_cursor + size - 1
-                ) // PSUM_BANK_BYTES:
+                elif (
+                    self.psum_cursor // PSUM_BANK_BYTES
+                    != (self.psum_cursor + size - 1) // PSUM_BANK_BYTES
+                ):
                     self.psum_cursor = -(-self.psum_cursor // PSUM_BANK_BYTES) * PSUM_BANK_BYTES
                 first = (self.psum_cursor % ring) // PSUM_BANK_BYTES
                 count = max(1, min(PSUM_BANKS, -(-size // PSUM_BANK_BYTES)))
@@ -387,8 +388,11 @@ class _Device:
                 load = 0.0
                 stationary = ins.reads[0] if ins.reads else None
                 if stationary != self.last_stationary:
-                    load = max(0.0, ins.stationary_free / WEIGHT_ROWS_PER_CYCLE * rate
-                               - self.last_moving_cycles)
+                    load = max(
+                        0.0,
+                        ins.stationary_free / WEIGHT_ROWS_PER_CYCLE * rate
+                        - self.last_moving_cycles,
+                    )
                 self.last_stationary = stationary
                 self.last_moving_cycles = moving
                 return moving + load
@@ -480,7 +484,9 @@ class _Device:
         return start, end
 
 
-def time_trace(trace: Sequence[Any], allocations: Sequence[Any], scheduler_on: bool = True) -> DeviceRun:
+def time_trace(
+    trace: Sequence[Any], allocations: Sequence[Any], scheduler_on: bool = True
+) -> DeviceRun:
     """The fake device's timeline for an executed instruction stream."""
     device = _Device(allocations, scheduler_on)
     starts, ends = [], []
@@ -533,8 +539,13 @@ def profile(
         "neuroncore_cycle_count": round(total_s * TENSOR_HZ),
         "mac_count": macs,
     }
-    names = {"tensor": "tensor_engine", "vector": "vector_engine", "scalar": "scalar_engine",
-             "gpsimd": "gpsimd_engine", "dma": "dma"}
+    names = {
+        "tensor": "tensor_engine",
+        "vector": "vector_engine",
+        "scalar": "scalar_engine",
+        "gpsimd": "gpsimd_engine",
+        "dma": "dma",
+    }
     for engine, name in names.items():
         out[f"{name}_active_time"] = run.busy_ns[engine] * 1e-9
         out[f"{name}_active_time_percent"] = pct(run.busy_ns[engine])
