@@ -1,15 +1,24 @@
 """The fake "hardware": what the fake Trn2 device computes and how long it takes.
 
 It must not be kernelopt's screening model, or no test could tell a
-measurement on the device from the simulator's estimate. So the device is
-kernelopt's simulator run with a *different, hidden* parameter set (the
-overrides below, kept in this one place), plus seeded measurement noise of
-about ``noise_pp`` MFU percentage points. Its outputs are the kernel's real
-outputs on the given inputs, stored in the output's dtype the way the device
-writes HBM, and a ``device_fault`` setting can make them wrong, so a kernel
-the CPU check passes can still fail the device-side check.
+measurement on the device from the simulator's estimate, and it must not be
+that model with other numbers, or the model's structure would be right by
+construction. So the device runs the kernel to get its real outputs and its
+executed instruction stream, and times that stream with a model of its own
+(``timing.py`` beside this file: in-order pipelined engines, semaphore waits,
+TensorE weight loads and clock ramp, PSUM bank ports, DMA rings, descriptors
+and HBM pages, each a physical statement with its public source). Nothing in
+that timing reads kernelopt's cost model or its parameters. Measurements add
+seeded noise of about ``noise_pp`` MFU percentage points. Outputs are stored
+in the output's dtype the way the device writes HBM, and a ``device_fault``
+setting can make them wrong, so a kernel the CPU check passes can still fail
+the device-side check.
 
-Nothing outside the fake toolchain imports this module.
+``params()`` is not the device: it is the simulator with three shifted
+parameters, kept for tests of the fitting machinery that need a target the
+fit can reach exactly.
+
+Nothing outside the fake toolchain and the benchmarks imports this module.
 """
 
 from __future__ import annotations
@@ -23,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-# The hidden parameters of the fake device: fields of kernelopt.sim.trn2.Trn2Params.
-# Overrides of fields a later Trn2Params no longer has are skipped, so the fake
-# survives a recalibration of the simulator; at least one must still apply.
+# A shifted parameter set for tests of the fit (see ``params``), not the device's
+# timing: fields of kernelopt.sim.trn2.Trn2Params. Overrides of fields a later
+# Trn2Params no longer has are skipped; at least one must still apply.
 HIDDEN_OVERRIDES: dict[str, float] = {
     "dma_fixed_ns": 1650.0,
     "dma_bytes_per_ns": 20.5,
@@ -41,7 +50,9 @@ HBM_BYTES_PER_S = 368e9
 
 
 def params() -> Any:
-    """The fake device's Trn2Params: the simulator's defaults with the hidden overrides."""
+    """The simulator's defaults with HIDDEN_OVERRIDES: a model the fit can match
+    exactly, for tests of the fitting machinery. The fake device's own timing is
+    ``device_profile``, which this parameter set does not describe."""
     from kernelopt.sim import DEFAULT_PARAMS
 
     known = {f.name for f in dataclasses.fields(DEFAULT_PARAMS)}
@@ -54,12 +65,61 @@ def params() -> Any:
     return dataclasses.replace(DEFAULT_PARAMS, **applied)
 
 
-def model_profile(kernel: Path, func: str | None, inputs: Mapping[str, np.ndarray]) -> dict:
-    """The device's own profile of an NKI kernel (raises the simulator's SimError)."""
+def model_profile(
+    kernel: Path,
+    func: str | None,
+    inputs: Mapping[str, np.ndarray],
+    compiler_args: Sequence[str] = (),
+) -> dict:
+    """The device's own profile of an NKI kernel: its instruction stream (traced
+    without array math; raises the simulator's SimError for a kernel that cannot
+    run) timed by the device's model in ``timing.py``."""
     from kernelopt.sim import run_kernel
+    from kernelopt.sim.compiler import compiler_options
 
-    run = run_kernel(kernel, dict(inputs), func=func, compute=False, params=params())
-    return dict(run.profile)
+    run = run_kernel(kernel, dict(inputs), func=func, compute=False, compiler_args=compiler_args)
+    floats = [np.asarray(a).dtype for a in inputs.values() if np.asarray(a).dtype.kind in "fV"]
+    return device_profile(
+        run.trace,
+        run.allocations,
+        fp32_inputs=bool(floats) and all(d.itemsize >= 4 for d in floats),
+        scheduler_on=compiler_options(compiler_args).instruction_scheduling,
+    )
+
+
+def device_profile(
+    trace: Sequence[Any],
+    allocations: Sequence[Any],
+    *,
+    mac_count: int | None = None,
+    fp32_inputs: bool = False,
+    scheduler_on: bool = True,
+) -> dict:
+    """The fake device's profile (neuron-profile field names) of an executed
+    instruction stream: ``timing.profile``."""
+    from kernelopt.testing.fake_trn2 import timing
+
+    return timing.profile(
+        trace,
+        allocations,
+        mac_count=mac_count,
+        fp32_inputs=fp32_inputs,
+        scheduler_on=scheduler_on,
+    )
+
+
+def traced_mfu(traced: Any) -> float:
+    """The device's MFU (noise-free) for a kernel traced by
+    ``kernelopt.sim.calibrate.trace_kernel``: the same instruction stream the
+    device would run, timed by the device."""
+    profile = device_profile(
+        traced.trace,
+        traced.allocations,
+        mac_count=traced.mac_count,
+        fp32_inputs=traced.fp32_inputs,
+        scheduler_on=not traced.in_order,
+    )
+    return float(profile["mfu_estimated_percent"])
 
 
 def execute_kernel(
@@ -68,7 +128,7 @@ def execute_kernel(
     """The kernel's outputs on ``inputs``, stored in the output dtype as HBM holds them."""
     from kernelopt.sim import run_kernel
 
-    run = run_kernel(kernel, dict(inputs), func=func, params=params())
+    run = run_kernel(kernel, dict(inputs), func=func)
     outputs = run.outputs if isinstance(run.outputs, tuple | list) else (run.outputs,)
     return [np.asarray(o, dtype=np.float32).astype(dtype) for o in outputs]
 
@@ -101,7 +161,8 @@ def baseline_profile(inputs: Mapping[str, Sequence], outputs: Sequence[Sequence]
         shared = set(shapes[0]) & set(shapes[1])
         if shared:
             macs = max(shared) * int(np.prod(outputs[0][0]))
-    peak = HIDDEN_OVERRIDES["peak_bf16_flops"]
+    from kernelopt.testing.fake_trn2.timing import PEAK_BF16_FLOPS as peak
+
     seconds = BASELINE_FIXED_S + nbytes / HBM_BYTES_PER_S + 2 * macs / (BASELINE_EFFICIENCY * peak)
     profile: dict[str, Any] = {"total_time": seconds, "total_active_time": seconds}
     if macs:
