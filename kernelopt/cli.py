@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from kernelopt import __version__
+from kernelopt import __version__, interrupts
 from kernelopt.agent import lessons, render_lessons
 from kernelopt.durations import parse_duration
 from kernelopt.exits import (
@@ -161,22 +161,22 @@ def run(
         click.echo(f"  worktree {session.runner.repo.worktree}")
         click.echo(f"  branch   {session.runner.repo.branch}")
     try:
-        with session.runner.locked():
+        with interrupts.as_interrupts(), session.runner.locked():
             summary = session.runner.run(session.proposer, max_candidates)
             session.close(finished=True)  # a refit under way is finished and recorded
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
     except HistoryError as exc:  # git refused a step: say which, resume later
         raise CliError(f"{exc}\n  the run is recorded up to the last finished attempt") from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
         click.echo(
-            "\nkernelopt: interrupted; the attempt in flight is recorded as interrupted and the branch is at BEST.",
+            f"\nkernelopt: {interrupts.reason(exc)}; the attempt in flight is recorded as interrupted and the branch is at BEST.",
             err=True,
         )
         click.echo(
             f"  resume with: kernelopt run {program}" + (f" --tag {tag}" if tag else ""), err=True
         )
-        sys.exit(EXIT_CTRL_C)
+        sys.exit(interrupts.exit_code(exc, EXIT_CTRL_C))
     finally:
         session.close()  # stops what is still running after an interrupt or an error
     print_summary(summary, as_json, program)
@@ -234,12 +234,12 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         raise UsageProblem(str(exc)) from None
     runner = session.runner
     try:
-        with runner.locked():
+        with interrupts.as_interrupts(), runner.locked():
             runner.open(agent_mode=True)
             try:
                 result = runner.try_worktree(hypothesis, kind)
-            except KeyboardInterrupt:
-                message = "interrupted; the attempt is recorded as interrupted and the worktree is at BEST"
+            except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
+                message = f"{interrupts.reason(exc)}; the attempt is recorded as interrupted and the worktree is at BEST"
                 click.echo(
                     json.dumps({"verdict": "interrupted", "stop": False})
                     if as_json

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from kernelopt import interrupts
 from kernelopt.decide import Verdict
 from kernelopt.executor import Executor
 from kernelopt.history import AttemptRecord, RunRepo, RunState
@@ -65,8 +66,8 @@ class Evaluator:
             sampled = self._sampler(state).sample(
                 att, tree or self.repo.worktree, self._decided(state)
             )
-        except KeyboardInterrupt:
-            failure = Measurement.failure(INTERRUPTED, "interrupted by the user (Ctrl-C)")
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (interrupts.py)
+            failure = Measurement.failure(INTERRUPTED, interrupts.reason(exc))
             self.decide(state, att, [(failure, None)])
             raise
         return self.settle(state, att, sampled, time.monotonic() - started)
