@@ -229,7 +229,7 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     try:
         repo_root, run_id = current_run(Path.cwd())
         prog = _load(program_path) if program_path else program_for_run(repo_root, run_id)
-        session = Session.attach(prog, repo_root, run_id)
+        session = Session.attach(prog, repo_root, run_id, reporter=_WarningsToStderr())
     except (SessionError, HistoryError, ProgramError) as exc:
         raise UsageProblem(str(exc)) from None
     runner = session.runner
@@ -250,6 +250,8 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
             worktree = _after_try(runner, result, stopping=bool(reason))
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
+    except HistoryError as exc:  # e.g. a worktree kernelopt cannot put back on its branch
+        raise UsageProblem(str(exc)) from None
     except NothingToTry as exc:
         raise UsageProblem(str(exc)) from None
     except RunStopped as exc:
@@ -270,6 +272,14 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         if reason:
             click.echo(f"kernelopt: the run has stopped: {reason}")
     sys.exit(EXIT_STOP if reason else exit_code_of(result.verdict))
+
+
+class _WarningsToStderr:
+    """``try``'s reporter: its answer is the verdict; what was repaired goes to stderr."""
+
+    def event(self, name: str, **data: object) -> None:
+        if name == "warning":
+            click.echo(f"kernelopt: warning: {data['message']}", err=True)
 
 
 # What ``try`` left in the worktree, as its answer says it, and what that means.

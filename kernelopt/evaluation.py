@@ -56,6 +56,7 @@ class Evaluator:
 
     def evaluate(self, state: RunState, att: Pending, tree: Path | None = None) -> Evaluated:
         """Measure ``att`` (its exported ``tree``, else the worktree), then decide."""
+        self.report_notices()
         reused = self._reusable(state, att)
         self.reporter.event("measuring", attempt=att.n, kind=att.kind, hypothesis=att.hypothesis)
         if reused is not None:
@@ -102,6 +103,7 @@ class Evaluator:
         reset: bool = True,
     ) -> Evaluated:
         """Judge the samples and record the verdict."""
+        self.report_notices()
         earlier = None
         if reused is not None:
             earlier = Judgement(Verdict(reused.verdict), gain=reused.note.get("gain"))
@@ -127,6 +129,12 @@ class Evaluator:
         )
         self.reporter.event("attempt", result=result)
         return result, after
+
+    def report_notices(self) -> None:
+        """Say what was repaired in the run's state (recovery.py) before the next record."""
+        for message in filter(None, self.repo.notices):
+            self.reporter.event("warning", message=message)
+        self.repo.notices.clear()
 
     def _rule(self, state: RunState) -> Rule:
         d = self.program.decide

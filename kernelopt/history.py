@@ -203,6 +203,7 @@ class RunRepo:
             else self.common_dir / "kernelopt" / "worktrees" / run_id
         )
         self.wt = Git(self.worktree)
+        self.notices: list[str] = []  # what was repaired, for the runner to report
         self._ensure_identity()
 
     def _ensure_identity(self) -> None:
@@ -277,6 +278,21 @@ class RunRepo:
 
     def head(self) -> str:
         return self.wt("rev-parse", "HEAD").strip()
+
+    def attached_to(self) -> str | None:
+        """The ref the worktree's HEAD names (``refs/heads/...``); None when detached.
+
+        Read from the worktree's HEAD file: checked before every commit, it must be cheap.
+        """
+        dotgit = self.worktree / ".git"
+        try:
+            if dotgit.is_file():
+                gitdir = Path(dotgit.read_text().strip().removeprefix("gitdir:").strip())
+                dotgit = gitdir if gitdir.is_absolute() else (self.worktree / gitdir).resolve()
+            text = (dotgit / "HEAD").read_text().strip()
+        except OSError:
+            return None
+        return text[4:].strip() if text.startswith("ref:") else None
 
     # -- state ---------------------------------------------------------------
 
@@ -373,6 +389,11 @@ class RunRepo:
         worktree, reset on resume) or a complete, reachable one. Returns None
         when there is nothing to commit and ``allow_empty`` is false.
         """
+        if self.attached_to() != f"refs/heads/{self.branch}":
+            from kernelopt.recovery import reattach  # an agent moved the worktree off the branch
+
+            base = parent or self.git("rev-parse", f"refs/heads/{self.branch}").strip()
+            self.notices.append(reattach(self, base) or "")
         self.wt("add", "-A")
         tree = self.wt("write-tree").strip()
         head = self.head()

@@ -15,8 +15,10 @@ the next start can finish from (recorder.py). What can be left over:
 
 from __future__ import annotations
 
+import shlex
+
 from kernelopt.decide import Verdict
-from kernelopt.history import AttemptRecord, RunRepo, RunState
+from kernelopt.history import AttemptRecord, HistoryError, RunRepo, RunState
 from kernelopt.recorder import Recorder
 
 
@@ -24,6 +26,10 @@ def recover(repo: RunRepo, recorder: Recorder, *, agent_mode: bool = False) -> R
     """Attach the run's worktree, repair what a kill interrupted, and return the state."""
     repo.ensure_worktree()
     state = repo.load_state()
+    tip = repo.git("rev-parse", "-q", "--verify", f"refs/heads/{repo.branch}", check=False).strip()
+    base = state.pending[-1][1] if state.pending else (state.best_commit or tip)
+    if base and (notice := reattach(repo, base)):
+        repo.notices.append(notice)
     if state.started:
         _finish_last(repo, recorder, state, agent_mode=agent_mode)
         state = repo.load_state()
@@ -61,3 +67,77 @@ def _kept_after(repo: RunRepo, record: AttemptRecord, best_ref: str) -> bool:
     return repo.git.ok("merge-base", "--is-ancestor", record.commit, best_ref) and (
         record.commit != best_ref
     )
+
+
+def reattach(repo: RunRepo, base: str) -> str | None:
+    """Put the worktree back on the run's branch at ``base``, carrying over what was done.
+
+    An agent in the worktree may have run ``git checkout -b``, ``git checkout
+    <sha>`` or ``git commit``. When everything it did builds on ``base`` (the
+    tip the branch should have: BEST, or a pending attempt), its commits and
+    its uncommitted edit become the worktree's uncommitted change on the run
+    branch at ``base``: the next candidate, nothing lost. When it does not
+    (a detached HEAD on an older commit with an edit on top), nothing is
+    guessed: HistoryError says what to run. Returns what was done, or None.
+    """
+    ref = f"refs/heads/{repo.branch}"
+    on = repo.attached_to()
+    head = repo.head()
+    if on == ref and head == base:
+        return None
+    builds_on_base = head == base or repo.git.ok("merge-base", "--is-ancestor", base, head)
+    if on == ref:
+        if not builds_on_base or _own_commits(repo, base, head):
+            return None  # kernelopt's own step a kill interrupted: the recovery finishes it
+        where = f"the run's branch {repo.branch}, moved to {head[:12]}"
+    elif on:
+        where = f"branch {on.removeprefix('refs/heads/')!r} at {head[:12]}"
+    else:
+        where = f"a detached HEAD at {head[:12]}"
+    if builds_on_base:
+        carried = int(repo.git("rev-list", "--count", f"{base}..{head}").strip() or 0)
+        dirty = repo.is_dirty()
+        if on != ref:
+            repo.wt("symbolic-ref", "HEAD", ref)
+        # The branch at base, its index too; the files in the worktree stay as they are.
+        repo.wt("reset", "-q", base)
+        what = []
+        if carried:
+            what.append(f"{carried} commit(s) made on top of it")
+        if dirty:
+            what.append("the uncommitted edit")
+        kept = (
+            " and ".join(what) + " carried over as the worktree's change"
+            if what
+            else "nothing to carry"
+        )
+        return f"the worktree was on {where}; put it back on {repo.branch} ({kept})"
+    if (
+        not repo.is_dirty()
+        and repo.git(
+            "for-each-ref", "--count=1", "--contains", head, "--format=%(refname)", "refs/"
+        ).strip()
+    ):
+        # Nothing uncommitted, and the commits stay reachable from another ref.
+        repo.wt("symbolic-ref", "HEAD", ref)
+        repo.wt("reset", "-q", "--hard", base)
+        return f"the worktree was on {where}; put it back on {repo.branch} (nothing to carry)"
+    wt = shlex.quote(str(repo.worktree))
+    branch = shlex.quote(repo.branch)
+    raise HistoryError(
+        f"the run's worktree {repo.worktree} is on {where}, which does not build on the "
+        f"run's branch {repo.branch} (at {base[:12]}); kernelopt will not guess how to carry "
+        f"that over. Move your change onto the run's branch:\n"
+        f"  cd {wt} && git stash -u && git checkout {branch} && git stash pop\n"
+        f"or set it aside and go back to the run's branch:\n"
+        f"  cd {wt} && git stash -u && git checkout {branch}\n"
+        f"(commits made there stay reachable as {head[:12]})"
+    )
+
+
+def _own_commits(repo: RunRepo, base: str, head: str) -> bool:
+    """Whether kernelopt itself made any commit of ``base..head`` (an attempt, a ledger commit)."""
+    out = repo.git(
+        "log", "--format=%(trailers:key=Kernelopt-Run,valueonly)", f"{base}..{head}", check=False
+    )
+    return repo.run_id in out.split()

@@ -1,0 +1,135 @@
+"""Self-healing run state: a worktree an agent moved off the run's branch, a
+deleted or wrong best ref, a corrupt note. Each is repaired from what git
+still holds, with a warning, or refused with the command to run; never a
+wedge, never a silent loss, never a new baseline."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git
+
+
+def started(bench_repo: RepoFactory, cli: Cli, **options: object) -> BenchRepo:
+    """A run "t" with its baseline (X 100) and nothing else."""
+    repo = bench_repo(**options)
+    result = cli("run", str(repo.program), "--tag", "t", "--max-candidates", "0", cwd=repo.root)
+    assert result.exit_code == 0, result.output
+    return repo
+
+
+def verdicts(repo: BenchRepo) -> list[str]:
+    return [n["verdict"] for n in repo.notes().values()]
+
+
+def knobs_of(repo: BenchRepo, rev: str) -> dict:
+    return json.loads(git(repo.root, "show", f"{rev}:knobs.json"))
+
+
+def on_run_branch(repo: BenchRepo) -> bool:
+    head = git(repo.worktree(), "symbolic-ref", "-q", "HEAD", check=False).strip()
+    return head == f"refs/heads/{repo.branch()}"
+
+
+def test_try_on_a_branch_the_agent_created_carries_the_edit_over(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli)
+    wt = repo.worktree()
+    git(wt, "checkout", "-q", "-b", "my-idea")
+    (wt / "knobs.json").write_text('{"X": 80}\n')
+
+    result = cli("try", "-m", "X 80", "--json", cwd=wt)
+
+    assert result.exit_code == 0, result.output
+    assert "not a kernelopt run worktree" not in result.output
+    assert json.loads(result.stdout)["verdict"] == "keep"
+    assert "put it back on kernelopt/x-t" in result.stderr
+    assert on_run_branch(repo)
+    assert verdicts(repo) == ["baseline", "keep"]
+    assert knobs_of(repo, repo.attempt_refs()[1]) == {"X": 80}
+    assert knobs_of(repo, repo.branch()) == {"X": 80}
+
+
+def test_try_carries_commits_the_agent_made_on_a_detached_head(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli)
+    wt = repo.worktree()
+    git(wt, "checkout", "-q", "--detach")
+    (wt / "knobs.json").write_text('{"X": 90}\n')
+    git(wt, "commit", "-qam", "agent: X 90")
+    (wt / "knobs.json").write_text('{"X": 80}\n')  # and an edit on top, uncommitted
+    (wt / "notes.txt").write_text("why 80\n")
+
+    result = cli("try", "-m", "X 80", "--json", cwd=wt)
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["verdict"] == "keep"
+    assert "1 commit(s) made on top of it and the uncommitted edit" in result.stderr
+    attempt = repo.attempt_refs()[1]
+    assert knobs_of(repo, attempt) == {"X": 80}
+    assert git(repo.root, "show", f"{attempt}:notes.txt") == "why 80\n"
+    assert on_run_branch(repo)
+    # The next run goes on from there: no wedge ("cannot lock ref ... expected").
+    again = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+    assert again.exit_code == 0, again.output
+    assert "cannot lock ref" not in again.output
+
+
+def test_a_commit_the_agent_made_on_the_run_branch_is_the_candidate(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli)
+    wt = repo.worktree()
+    (wt / "knobs.json").write_text('{"X": 80}\n')
+    git(wt, "commit", "-qam", "agent: X 80")
+
+    result = cli("try", "-m", "X 80", "--json", cwd=wt)
+
+    assert "nothing to try" not in result.output
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["verdict"] == "keep"
+    assert knobs_of(repo, repo.attempt_refs()[1]) == {"X": 80}
+
+
+def test_a_worktree_that_does_not_build_on_the_branch_is_refused_with_what_to_run(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli)
+    wt = repo.worktree()
+    (wt / "knobs.json").write_text('{"X": 80}\n')
+    assert cli("try", "-m", "X 80", cwd=wt).exit_code == 0  # BEST moves past the baseline
+    baseline = repo.attempt_refs()[0]
+    git(wt, "checkout", "-q", baseline)  # an older commit, and an edit on top of it
+    (wt / "knobs.json").write_text('{"X": 70}\n')
+
+    refused = cli("try", "-m", "X 70", cwd=wt)
+
+    assert refused.exit_code == 2, refused.output
+    assert "not a kernelopt run worktree" not in refused.output
+    assert "git stash -u && git checkout kernelopt/x-t && git stash pop" in refused.output
+    assert (wt / "knobs.json").read_text() == '{"X": 70}\n'  # nothing lost
+    assert verdicts(repo) == ["baseline", "keep"]
+    # Doing what it says works.
+    git(wt, "stash", "-u")
+    git(wt, "checkout", "-q", "kernelopt/x-t")
+    git(wt, "checkout", "stash@{0}", "--", "knobs.json")
+    result = cli("try", "-m", "X 70", "--json", cwd=wt)
+    assert json.loads(result.stdout)["verdict"] == "keep", result.output
+
+
+def test_run_after_the_agent_left_the_worktree_on_another_branch(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli, space=[100, 80, 70])
+    wt = repo.worktree()
+    git(wt, "checkout", "-q", "-b", "elsewhere")
+
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 0, result.output
+    assert "cannot lock ref" not in result.output
+    assert verdicts(repo) == ["baseline", "keep", "keep"]
+    assert on_run_branch(repo)
+    assert knobs_of(repo, repo.branch()) == {"X": 70}
