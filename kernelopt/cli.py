@@ -320,12 +320,20 @@ def status(run_id: str | None, as_json: bool) -> None:
       kernelopt status --run matmul-nov22 --json
     """
     repo = _run_repo(run_id)
-    data = status_view(repo, repo.load_state())
+    state = repo.load_state()
+    _warn(state.warnings)
+    data = status_view(repo, state)
     if as_json:
         click.echo(json.dumps(data, indent=1))
         return
     for line in status_lines(data):
         click.echo(line)
+
+
+def _warn(warnings: list[str]) -> None:
+    """Problems with a run's records, on stderr (the answer on stdout stays readable)."""
+    for warning in warnings:
+        click.echo(f"kernelopt: warning: {warning}", err=True)
 
 
 def _run_repo(run_id: str | None) -> RunRepo:
@@ -376,6 +384,7 @@ def log(run_id: str | None, lessons_only: bool, plain: bool, screened: bool, as_
         click.echo(json.dumps(rows, indent=1) if as_json else "\n".join(screened_lines(rows)))
         return
     state = _run_repo(run_id).load_state()
+    _warn(state.warnings)
     if lessons_only:
         data = lessons([Observation.of(r) for r in state.attempts])
         click.echo(

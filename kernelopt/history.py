@@ -99,6 +99,24 @@ class RunState:
     attempts: tuple[AttemptRecord, ...] = ()
     pending: tuple[tuple[int, str], ...] = ()  # attempt refs with no note yet
     stop: dict[str, Any] | None = None
+    # Attempts whose note is unreadable and has no readable earlier version: (n, sha, why).
+    corrupt: tuple[tuple[int, str, str], ...] = ()
+    # Attempts whose note is unreadable, read from its earlier version instead: (n, sha, why).
+    restored: tuple[tuple[int, str, str], ...] = ()
+
+    @property
+    def warnings(self) -> list[str]:
+        """What ``status``, ``log`` and ``run`` say about unreadable notes."""
+        said = [
+            f"the note of attempt #{n} ({sha[:12]}) {why}; its last readable version "
+            "in the notes history is used"
+            for n, sha, why in self.restored
+        ]
+        return said + [
+            f"the note of attempt #{n} ({sha[:12]}) {why}, and no readable version of it is "
+            "left: BEST and the counters cannot be trusted until it is put back"
+            for n, sha, why in self.corrupt
+        ]
 
     @property
     def started(self) -> bool:
@@ -144,6 +162,24 @@ class RunState:
             if key and record.verdict not in ("interrupted", "failed"):
                 out[key] = record
         return out
+
+
+def note_problem(note: Any, attempt: int) -> str | None:
+    """Why ``note`` is not the record of attempt ``attempt`` (None when it is)."""
+    if isinstance(note, str):
+        return note
+    if not isinstance(note, dict) or "kernelopt" not in note:
+        return "is not a kernelopt note"
+    if note.get("attempt") != attempt:
+        return f"names attempt {note.get('attempt')!r}"
+    if not isinstance(note.get("verdict"), str) or not note["verdict"]:
+        return "has no verdict"
+    metric = note.get("metric")
+    if metric is not None and (isinstance(metric, bool) or not isinstance(metric, int | float)):
+        return f"has a metric that is not a number ({metric!r})"
+    if not isinstance(note.get("counters") or {}, dict):
+        return "has counters that are not a record"
+    return None
 
 
 def _trailers(run_id: str, attempt: int, kind: str, extra: Mapping[str, str] | None = None) -> str:
@@ -316,17 +352,48 @@ class RunRepo:
         notes = self._notes_for([*attempts.values(), *([stop_sha] if stop_sha else [])])
         records = []
         pending = []
+        corrupt = []
+        restored = []
         for n in sorted(attempts):
             sha = attempts[n]
             note = notes.get(sha)
             if note is None:
                 pending.append((n, sha))
-            else:
+            elif (why := note_problem(note, n)) is None:
                 records.append(AttemptRecord(n, sha, note))
+            elif (earlier := self.earlier_note(sha, n)) is not None:
+                restored.append((n, sha, why))
+                records.append(AttemptRecord(n, sha, earlier))
+            else:
+                corrupt.append((n, sha, why))
         stop = notes.get(stop_sha) if stop_sha else None
-        return RunState(self.run_id, best, tuple(records), tuple(pending), stop)
+        stop = stop if isinstance(stop, dict) else None
+        return RunState(
+            self.run_id,
+            best,
+            tuple(records),
+            tuple(pending),
+            stop,
+            tuple(corrupt),
+            tuple(restored),
+        )
 
-    def _notes_for(self, shas: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def earlier_note(self, sha: str, attempt: int) -> dict[str, Any] | None:
+        """The newest readable version of ``sha``'s note in the notes ref's history."""
+        paths = [sha, f"{sha[:2]}/{sha[2:]}", f"{sha[:2]}/{sha[2:4]}/{sha[4:]}"]
+        log = self.git("log", "--format=%H", NOTES_REF, "--", *paths, check=False)
+        for commit in log.split():
+            for path in paths:
+                text = self.git("show", f"{commit}:{path}", check=False)
+                try:
+                    note = json.loads(text) if text.strip() else None
+                except json.JSONDecodeError:
+                    continue
+                if note is not None and note_problem(note, attempt) is None:
+                    return note
+        return None
+
+    def _notes_for(self, shas: Iterable[str]) -> dict[str, Any]:
         wanted = set(shas)
         if not wanted or not self.git.ok("rev-parse", "--verify", "-q", NOTES_REF):
             return {}
@@ -340,7 +407,7 @@ class RunRepo:
         order = list(blob_of.items())
         payload = "".join(f"{blob}\n" for _, blob in order)
         raw = self.git.raw("cat-file", "--batch", input=payload)
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, Any] = {}
         pos = 0
         for target, _ in order:
             header_end = raw.index(b"\n", pos)
@@ -349,8 +416,8 @@ class RunRepo:
             pos = header_end + 1 + size + 1
             try:
                 out[target] = json.loads(body)
-            except json.JSONDecodeError:
-                continue  # a note kernelopt did not write: not an attempt record
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                out[target] = f"is not valid JSON ({exc})"  # note_problem says so
         return out
 
     # -- candidates ------------------------------------------------------------

@@ -11,6 +11,16 @@ the next start can finish from (recorder.py). What can be left over:
   calling ``try``, whose uncommitted edit in the worktree is the candidate;
 - attempts committed but never decided (``RunState.pending``): the loop
   measures them, ``try`` records them as interrupted.
+
+And what something else broke (docs/reliability.md, "The run repairs itself"):
+
+- a worktree an agent moved off the run's branch (``reattach``);
+- a note that is not a readable record of its attempt: written back from its
+  last readable version in the notes history, or the run refuses to go on
+  (it will not guess BEST or the counters);
+- a best ref deleted, or pointing at something that is not the record of
+  the newest kept attempt: pointed again at that attempt's keep commit (made
+  again when it is gone), never a new baseline.
 """
 
 from __future__ import annotations
@@ -18,7 +28,8 @@ from __future__ import annotations
 import shlex
 
 from kernelopt.decide import Verdict
-from kernelopt.history import AttemptRecord, HistoryError, RunRepo, RunState
+from kernelopt.gitcmd import NOTES_REF
+from kernelopt.history import AttemptRecord, HistoryError, RunRepo, RunState, read_trailers
 from kernelopt.recorder import Recorder
 
 
@@ -30,6 +41,8 @@ def recover(repo: RunRepo, recorder: Recorder, *, agent_mode: bool = False) -> R
     base = state.pending[-1][1] if state.pending else (state.best_commit or tip)
     if base and (notice := reattach(repo, base)):
         repo.notices.append(notice)
+    state = _heal_notes(repo, state)
+    state = _heal_best(repo, recorder, state)
     if state.started:
         _finish_last(repo, recorder, state, agent_mode=agent_mode)
         state = repo.load_state()
@@ -141,3 +154,82 @@ def _own_commits(repo: RunRepo, base: str, head: str) -> bool:
         "log", "--format=%(trailers:key=Kernelopt-Run,valueonly)", f"{base}..{head}", check=False
     )
     return repo.run_id in out.split()
+
+
+def _heal_notes(repo: RunRepo, state: RunState) -> RunState:
+    """Write back notes read from the notes history; refuse notes that cannot be read at all."""
+    if state.restored:
+        repo.notices.extend(w.replace(" is used", " is written back") for w in state.warnings)
+        notes = {r.commit: r.note for r in state.attempts}
+        for _, sha, _ in state.restored:
+            repo.write_note(sha, notes[sha])
+        state = repo.load_state()
+    if state.corrupt:
+        n, sha, why = state.corrupt[0]
+        listing = ", ".join(f"#{c[0]}" for c in state.corrupt)
+        raise HistoryError(
+            f"the note of attempt #{n} ({sha[:12]}) {why}, and the notes history holds no "
+            f"readable version of it (unreadable: {listing}); kernelopt will not guess BEST "
+            "or the counters without it. Put back the note kernelopt wrote, e.g.:\n"
+            f"  git notes --ref {NOTES_REF} log  # find it\n"
+            f"  git notes --ref {NOTES_REF} edit {sha}"
+        )
+    return state
+
+
+def kept_by(repo: RunRepo, sha: str) -> int | None:
+    """The attempt whose keep commit ``sha`` is (or sits on, under Stop Summaries)."""
+    for _ in range(8):
+        body = repo.git("log", "-1", "--format=%B", sha, "--", check=False)
+        trailers = read_trailers(body)
+        if trailers.get("Kernelopt-Run") != repo.run_id:
+            return None
+        kept = trailers.get("Kernelopt-Kept", "")
+        if kept.isdigit():
+            return int(kept)
+        if "Kernelopt-Stop" not in trailers:
+            return None
+        sha = f"{sha}^"
+    return None
+
+
+def _heal_best(repo: RunRepo, recorder: Recorder, state: RunState) -> RunState:
+    """Point BEST at the newest kept attempt's record when the best ref lost it."""
+    newest = state.best
+    if newest is None:
+        return state
+    have = kept_by(repo, state.best_commit) if state.best_commit else None
+    if have == newest.attempt:
+        return state
+    kept = [r.attempt for r in state.attempts if r.verdict in (Verdict.KEEP, Verdict.BASELINE)]
+    if have is not None and state.attempts[-1] is newest and kept[-2:-1] == [have]:
+        return state  # killed between the note and the keep commit: _finish_last makes it
+    was = f"pointed at {state.best_commit[:12]}" if state.best_commit else "was missing"
+    keep_commit = _keep_commit_of(repo, newest)
+    if keep_commit is not None:
+        stop = repo.read_ref("stop")
+        if state.stop is not None and stop and kept_by(repo, stop) == newest.attempt:
+            keep_commit = stop
+        repo.set_ref("best", keep_commit)
+    else:
+        repo.reset_to(newest.commit)
+        recorder.keep(newest.attempt, newest.commit, newest.note)
+    repo.notices.append(
+        f"the best ref {repo.ref('best')} {was}; rebuilt from the notes: BEST is attempt "
+        f"#{newest.attempt} ({newest.note.get('metric_name', 'metric')} {newest.metric})"
+    )
+    return repo.load_state()
+
+
+def _keep_commit_of(repo: RunRepo, record: AttemptRecord) -> str | None:
+    """The ledger commit that kept ``record`` (its only parent is the attempt's commit)."""
+    out = repo.git(
+        "log", "--all", "--format=%H %P", "--all-match",
+        f"--grep=^Kernelopt-Run: {repo.run_id}$", f"--grep=^Kernelopt-Kept: {record.attempt}$",
+        check=False,
+    )  # fmt: skip
+    for line in out.splitlines():
+        sha, *parents = line.split()
+        if parents == [record.commit] and kept_by(repo, sha) == record.attempt:
+            return sha
+    return None

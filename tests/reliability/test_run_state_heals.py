@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git
+
+pytestmark = pytest.mark.slow  # each runs kernelopt end to end, a few seconds
 
 
 def started(bench_repo: RepoFactory, cli: Cli, **options: object) -> BenchRepo:
@@ -133,3 +136,94 @@ def test_run_after_the_agent_left_the_worktree_on_another_branch(
     assert verdicts(repo) == ["baseline", "keep", "keep"]
     assert on_run_branch(repo)
     assert knobs_of(repo, repo.branch()) == {"X": 70}
+
+
+def test_a_deleted_best_ref_is_rebuilt_never_a_new_baseline(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 80, 130, 70])
+    cli("run", str(repo.program), "--tag", "t", "--max-candidates", "2", cwd=repo.root)
+    assert verdicts(repo) == ["baseline", "keep", "regression"]
+    kept_ledger = repo.rev(repo.ref("best"))
+    git(repo.root, "update-ref", "-d", repo.ref("best"))
+
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 0, result.output
+    assert "rebuilt from the notes: BEST is attempt #1" in result.output
+    assert verdicts(repo) == ["baseline", "keep", "regression", "keep"]  # no second baseline
+    assert repo.notes()[3]["previous_best"] == 80.0
+    assert git(repo.root, "rev-parse", f"{repo.ref('best')}~1^").strip() == kept_ledger
+
+
+def test_a_best_ref_moved_to_a_discarded_attempt_is_put_back(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 80, 130, 70])
+    cli("run", str(repo.program), "--tag", "t", "--max-candidates", "2", cwd=repo.root)
+    kept_ledger = repo.rev(repo.ref("best"))
+    git(repo.root, "update-ref", repo.ref("best"), repo.attempt_refs()[2])  # the regression
+
+    status = cli("status", "--json", cwd=repo.root)
+    assert json.loads(status.stdout)["best_attempt"] == 1
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 0, result.output
+    assert f"pointed at {repo.attempt_refs()[2][:12]}" in result.output
+    assert verdicts(repo) == ["baseline", "keep", "regression", "keep"]
+    assert knobs_of(repo, repo.attempt_refs()[3] + "^") == {"X": 80}  # built on BEST, not 130
+    assert git(repo.root, "rev-parse", f"{repo.ref('best')}~1^").strip() == kept_ledger
+
+
+def corrupt_note(repo: BenchRepo, attempt: int, text: str = "{not json") -> str:
+    sha = repo.attempt_refs()[attempt]
+    git(repo.root, "notes", "--ref", "kernelopt", "add", "-f", "-m", text, sha)
+    return sha
+
+
+def test_a_corrupt_note_on_best_is_reported_and_read_from_the_notes_history(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 80, 130, 70])
+    cli("run", str(repo.program), "--tag", "t", "--max-candidates", "2", cwd=repo.root)
+    sha = corrupt_note(repo, 1)
+
+    status = cli("status", "--json", cwd=repo.root)
+    assert json.loads(status.stdout)["best_attempt"] == 1
+    assert json.loads(status.stdout)["best_metric"] == 80.0
+    assert f"the note of attempt #1 ({sha[:12]}) is not valid JSON" in status.stderr
+    log = cli("log", "--json", cwd=repo.root)
+    assert [r["verdict"] for r in json.loads(log.stdout)] == ["baseline", "keep", "regression"]
+    assert "attempt #1" in log.stderr
+
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 0, result.output
+    assert "attempt #1" in result.output and "written back" in result.output
+    assert verdicts(repo) == ["baseline", "keep", "regression", "keep"]
+    assert repo.notes()[1]["metric"] == 80.0  # the note is whole again
+    assert repo.notes()[3]["previous_best"] == 80.0
+
+
+def test_an_unreadable_note_with_no_history_stops_the_run_naming_the_attempt(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 80, 130, 70])
+    cli("run", str(repo.program), "--tag", "t", "--max-candidates", "2", cwd=repo.root)
+    sha = corrupt_note(repo, 2, '{"kernelopt": 1, "attempt": 2}')
+    # The notes history rewritten: no earlier version of the note is left.
+    tree = git(repo.root, "rev-parse", "refs/notes/kernelopt^{tree}").strip()
+    orphan = git(repo.root, "commit-tree", tree, "-m", "notes").strip()
+    git(repo.root, "update-ref", "refs/notes/kernelopt", orphan)
+
+    status = cli("status", "--json", cwd=repo.root)
+    assert f"attempt #2 ({sha[:12]}) has no verdict" in status.stderr
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 1, result.output
+    assert (
+        "attempt #2" in result.output
+        and f"git notes --ref refs/notes/kernelopt edit {sha}" in result.output
+    )
+    assert "Traceback" not in result.output
+    assert sorted(repo.attempt_refs()) == [0, 1, 2]  # nothing measured, nothing re-measured
