@@ -26,11 +26,13 @@ And what something else broke (docs/reliability.md, "The run repairs itself"):
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable, Sequence
 
 from kernelopt.decide import Verdict
 from kernelopt.gitcmd import NOTES_REF
 from kernelopt.history import AttemptRecord, HistoryError, RunRepo, RunState, read_trailers
 from kernelopt.recorder import Recorder
+from kernelopt.records import AttemptResult
 
 
 def recover(repo: RunRepo, recorder: Recorder, *, agent_mode: bool = False) -> RunState:
@@ -232,4 +234,47 @@ def _keep_commit_of(repo: RunRepo, record: AttemptRecord) -> str | None:
         sha, *parents = line.split()
         if parents == [record.commit] and kept_by(repo, sha) == record.attempt:
             return sha
+    return None
+
+
+def measure_pending(
+    repo: RunRepo,
+    pending: Sequence[tuple[int, str]],
+    measure: Callable[[], list[AttemptResult]],
+) -> AttemptResult | None:
+    """For ``try``: measure what a killed runner left committed, as ``run`` does, and keep
+    the agent's later edit apart from it.
+
+    The worktree's content beyond the last pending commit (the agent's edit
+    since) is set aside in ``refs/kernelopt/<run>/carried``; the pending
+    attempts are measured as they were committed; then the files the agent
+    changed since come back on top of BEST, as the next candidate. Returns
+    the last pending attempt's result when nothing further is to be tried.
+    """
+    last = pending[-1][1]
+    repo.wt("add", "-A")
+    tree = repo.wt("write-tree").strip()
+    aside = None
+    if tree != repo.git("rev-parse", f"{last}^{{tree}}").strip():
+        message = (
+            f"kernelopt: the worktree's edit after attempt #{pending[-1][0]} was interrupted\n"
+        )
+        aside = repo.git("commit-tree", tree, "-p", last, input=message).strip()
+        repo.set_ref("carried", aside)
+    results = measure()
+    for result in results:
+        repo.notices.append(
+            f"attempt #{result.attempt}, left unmeasured by a killed kernelopt process, "
+            f"was measured as committed: {result.verdict}"
+        )
+    if aside is None or results[-1].stop:
+        return results[-1]
+    changed = repo.git("diff", "--name-status", "--no-renames", "-z", last, aside)
+    fields = changed.split("\0")
+    for status, path in zip(fields[0::2], fields[1::2], strict=False):
+        if status == "D":
+            (repo.worktree / path).unlink(missing_ok=True)
+        elif path:
+            repo.wt("restore", f"--source={aside}", "--worktree", "--", path)
+    repo.git("update-ref", "-d", repo.ref("carried"))
     return None
