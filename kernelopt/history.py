@@ -34,6 +34,7 @@ from kernelopt.gitcmd import (
     clear_stale_locks,
     write_note,
 )
+from kernelopt.heal import attached_to, damage, earlier_note, note_problem
 from kernelopt.hypothesis import safe_hypothesis
 from kernelopt.runlock import worktree_admin
 
@@ -107,16 +108,7 @@ class RunState:
     @property
     def warnings(self) -> list[str]:
         """What ``status``, ``log`` and ``run`` say about unreadable notes."""
-        said = [
-            f"the note of attempt #{n} ({sha[:12]}) {why}; its last readable version "
-            "in the notes history is used"
-            for n, sha, why in self.restored
-        ]
-        return said + [
-            f"the note of attempt #{n} ({sha[:12]}) {why}, and no readable version of it is "
-            "left: BEST and the counters cannot be trusted until it is put back"
-            for n, sha, why in self.corrupt
-        ]
+        return damage(self.restored, self.corrupt)
 
     @property
     def started(self) -> bool:
@@ -162,24 +154,6 @@ class RunState:
             if key and record.verdict not in ("interrupted", "failed"):
                 out[key] = record
         return out
-
-
-def note_problem(note: Any, attempt: int) -> str | None:
-    """Why ``note`` is not the record of attempt ``attempt`` (None when it is)."""
-    if isinstance(note, str):
-        return note
-    if not isinstance(note, dict) or "kernelopt" not in note:
-        return "is not a kernelopt note"
-    if note.get("attempt") != attempt:
-        return f"names attempt {note.get('attempt')!r}"
-    if not isinstance(note.get("verdict"), str) or not note["verdict"]:
-        return "has no verdict"
-    metric = note.get("metric")
-    if metric is not None and (isinstance(metric, bool) or not isinstance(metric, int | float)):
-        return f"has a metric that is not a number ({metric!r})"
-    if not isinstance(note.get("counters") or {}, dict):
-        return "has counters that are not a record"
-    return None
 
 
 def _trailers(run_id: str, attempt: int, kind: str, extra: Mapping[str, str] | None = None) -> str:
@@ -315,21 +289,6 @@ class RunRepo:
     def head(self) -> str:
         return self.wt("rev-parse", "HEAD").strip()
 
-    def attached_to(self) -> str | None:
-        """The ref the worktree's HEAD names (``refs/heads/...``); None when detached.
-
-        Read from the worktree's HEAD file: checked before every commit, it must be cheap.
-        """
-        dotgit = self.worktree / ".git"
-        try:
-            if dotgit.is_file():
-                gitdir = Path(dotgit.read_text().strip().removeprefix("gitdir:").strip())
-                dotgit = gitdir if gitdir.is_absolute() else (self.worktree / gitdir).resolve()
-            text = (dotgit / "HEAD").read_text().strip()
-        except OSError:
-            return None
-        return text[4:].strip() if text.startswith("ref:") else None
-
     # -- state ---------------------------------------------------------------
 
     def load_state(self) -> RunState:
@@ -361,37 +320,15 @@ class RunRepo:
                 pending.append((n, sha))
             elif (why := note_problem(note, n)) is None:
                 records.append(AttemptRecord(n, sha, note))
-            elif (earlier := self.earlier_note(sha, n)) is not None:
+            elif (earlier := earlier_note(self.git, sha, n)) is not None:
                 restored.append((n, sha, why))
                 records.append(AttemptRecord(n, sha, earlier))
             else:
                 corrupt.append((n, sha, why))
         stop = notes.get(stop_sha) if stop_sha else None
         stop = stop if isinstance(stop, dict) else None
-        return RunState(
-            self.run_id,
-            best,
-            tuple(records),
-            tuple(pending),
-            stop,
-            tuple(corrupt),
-            tuple(restored),
-        )
-
-    def earlier_note(self, sha: str, attempt: int) -> dict[str, Any] | None:
-        """The newest readable version of ``sha``'s note in the notes ref's history."""
-        paths = [sha, f"{sha[:2]}/{sha[2:]}", f"{sha[:2]}/{sha[2:4]}/{sha[4:]}"]
-        log = self.git("log", "--format=%H", NOTES_REF, "--", *paths, check=False)
-        for commit in log.split():
-            for path in paths:
-                text = self.git("show", f"{commit}:{path}", check=False)
-                try:
-                    note = json.loads(text) if text.strip() else None
-                except json.JSONDecodeError:
-                    continue
-                if note is not None and note_problem(note, attempt) is None:
-                    return note
-        return None
+        found = (tuple(records), tuple(pending), stop, tuple(corrupt), tuple(restored))
+        return RunState(self.run_id, best, *found)
 
     def _notes_for(self, shas: Iterable[str]) -> dict[str, Any]:
         wanted = set(shas)
@@ -456,7 +393,7 @@ class RunRepo:
         worktree, reset on resume) or a complete, reachable one. Returns None
         when there is nothing to commit and ``allow_empty`` is false.
         """
-        if self.attached_to() != f"refs/heads/{self.branch}":
+        if attached_to(self.worktree) != f"refs/heads/{self.branch}":
             from kernelopt.recovery import reattach  # an agent moved the worktree off the branch
 
             base = parent or self.git("rev-parse", f"refs/heads/{self.branch}").strip()

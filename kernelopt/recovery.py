@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 
 from kernelopt.decide import Verdict
 from kernelopt.gitcmd import NOTES_REF
+from kernelopt.heal import attached_to
 from kernelopt.history import AttemptRecord, HistoryError, RunRepo, RunState, read_trailers
 from kernelopt.recorder import Recorder
 from kernelopt.records import AttemptResult
@@ -96,7 +97,7 @@ def reattach(repo: RunRepo, base: str) -> str | None:
     guessed: HistoryError says what to run. Returns what was done, or None.
     """
     ref = f"refs/heads/{repo.branch}"
-    on = repo.attached_to()
+    on = attached_to(repo.worktree)
     head = repo.head()
     if on == ref and head == base:
         return None
