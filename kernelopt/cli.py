@@ -19,6 +19,7 @@ from kernelopt.exits import (
     EXIT_CTRL_C,
     EXIT_STOP,
     CliError,
+    OwnFault,
     RunInUse,
     UsageProblem,
     exit_code_of,
@@ -26,6 +27,7 @@ from kernelopt.exits import (
 from kernelopt.history import HistoryError, RunRepo, default_tag, find_repo, list_runs
 from kernelopt.hypothesis import hypothesis_problem
 from kernelopt.loop import NothingToTry, RunBusy, Runner, RunStopped
+from kernelopt.measurement import Fault
 from kernelopt.names import name_problem
 from kernelopt.output import (
     Printer,
@@ -168,6 +170,8 @@ def run(
         raise RunInUse(str(exc)) from None
     except HistoryError as exc:  # git refused a step: say which, resume later
         raise CliError(f"{exc}\n  the run is recorded up to the last finished attempt") from None
+    except (Fault, OSError) as exc:
+        raise _fault(exc) from None
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
         click.echo(
             f"\nkernelopt: {interrupts.reason(exc)}; the attempt in flight is recorded as interrupted and the branch is at BEST.",
@@ -216,7 +220,8 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     \b
     Exit codes:
       0 keep, 10 tie, 11 regression, 12 incorrect, 13 failed, 14 diverged,
-      15 interrupted, 20 the run has stopped (stop now), 2 usage or program error.
+      15 interrupted, 20 the run has stopped (stop now), 2 usage or program error,
+      4 a fault of kernelopt's own storage, lock or host (the attempt stays pending).
 
     \b
     Example:
@@ -252,6 +257,8 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         raise RunInUse(str(exc)) from None
     except HistoryError as exc:  # e.g. a worktree kernelopt cannot put back on its branch
         raise UsageProblem(str(exc)) from None
+    except (Fault, OSError) as exc:
+        raise _fault(exc) from None
     except NothingToTry as exc:
         raise UsageProblem(str(exc)) from None
     except RunStopped as exc:
@@ -272,6 +279,15 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         if reason:
             click.echo(f"kernelopt: the run has stopped: {reason}")
     sys.exit(EXIT_STOP if reason else exit_code_of(result.verdict))
+
+
+def _fault(exc: BaseException) -> OwnFault:
+    """kernelopt's own storage, lock or host failed: said as such, never as a verdict."""
+    return OwnFault(
+        f"{exc}\n  a fault of kernelopt's own storage, lock or host, not of the candidate: "
+        "no verdict is recorded, the attempt in flight stays pending and is measured by "
+        "the next `kernelopt run` or `kernelopt try` once this is fixed"
+    )
 
 
 class _WarningsToStderr:

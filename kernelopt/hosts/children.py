@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from kernelopt.files import write_atomically
+from kernelopt.measurement import Fault
 
 _lock = threading.Lock()
 _live: dict[int, tuple[int, str]] = {}  # pgid -> (start ticks of its leader, its mark)
@@ -58,7 +59,7 @@ def track(record: Path | None) -> None:
     global _record
     with _lock:
         _record = record
-        _write()
+        _write(strict=record is not None)
 
 
 def new_mark() -> str:
@@ -77,7 +78,7 @@ def marked_env(mark: str) -> str:
 def started(pgid: int, mark: str = "") -> None:
     with _lock:
         _live[pgid] = (process_start_ticks(pgid) or 0, mark)
-        _write()
+        _write(strict=True)
 
 
 def ended(pgid: int) -> None:
@@ -172,12 +173,17 @@ def reap(record: Path) -> list[int]:
     return killed
 
 
-def _write() -> None:
+def _write(strict: bool = False) -> None:
+    """Rewrite the list; a failure is a Fault when ``strict`` (a group is being added)."""
     if _record is None:
         return
-    write_atomically(
-        _record, "".join(f"{pgid}:{at}:{mark}\n" for pgid, (at, mark) in _live.items())
-    )
+    try:
+        write_atomically(
+            _record, "".join(f"{pgid}:{at}:{mark}\n" for pgid, (at, mark) in _live.items())
+        )
+    except OSError as exc:  # the list is what kills a killed runner's leftovers: required
+        if strict:
+            raise Fault(f"cannot list the run's benchmarks in {_record}: {exc}") from None
 
 
 atexit.register(kill_live)

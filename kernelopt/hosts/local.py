@@ -56,9 +56,9 @@ class LocalHost:
         except (FileNotFoundError, PermissionError) as error:
             code = 127 if isinstance(error, FileNotFoundError) else 126
             return CommandResult(code, "", f"{args[0]}: {error.strerror}\n", False, 0.0)
-        children.started(process.pid, mark)
         timed_out = False
         try:
+            children.started(process.pid, mark)
             out, err = process.communicate(stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True

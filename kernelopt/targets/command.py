@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import kernelopt.hosts.children as children
-from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Measurement
+from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Fault, Measurement
 from kernelopt.targets.expr import Expression, ExpressionError, parse_expression
 from kernelopt.targets.results import (
     ResultsError,
@@ -69,7 +69,11 @@ def run_local(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float)
     full_env = {**os.environ, **env, children.MARK: children.marked_env(mark)}
     # Output goes to a file, not a pipe: a background child that keeps a pipe
     # open would otherwise make reading block until the timeout.
-    with tempfile.TemporaryFile() as out:
+    try:
+        out_file = tempfile.TemporaryFile()
+    except OSError as exc:  # kernelopt's own scratch space, not the benchmark
+        raise Fault(f"cannot make a file for the benchmark's output: {exc}") from None
+    with out_file as out:
         start = time.monotonic()
         proc = subprocess.Popen(
             ["bash", "-c", command],
@@ -80,9 +84,9 @@ def run_local(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float)
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        children.started(proc.pid, mark)
         timed_out = False
         try:
+            children.started(proc.pid, mark)  # may raise Fault: the finally kills the benchmark
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
