@@ -166,3 +166,25 @@ def test_sigterm_mid_measurement_of_try_is_recorded_and_kills_the_benchmark(
     assert [n["verdict"] for n in recorded.values()] == ["baseline", "interrupted"]
     assert recorded[1]["error"] == "interrupted by SIGTERM"
     assert all_dead(pids_in(slow) + pids_in(daemons))
+
+
+def test_a_daemon_left_by_a_sigkilled_runner_is_killed_by_the_next_holder(tmp_path: Path) -> None:
+    root = daemon_repo(tmp_path / "repo", [100, "slow", 80])
+    daemons, slow = tmp_path / "daemons", tmp_path / "slow"
+    env = {"DAEMON_FILE": str(daemons), "SLOW_FILE": str(slow)}
+    proc = kernelopt(root, "run", "d.md", "--tag", "t", env=env)
+    assert wait_for(lambda: bool(pids_in(slow))), proc.communicate(timeout=5)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    left = pids_in(daemons)[-1]  # the slow candidate's daemon
+    assert alive(left), "the daemon should have outlived the SIGKILLed runner"
+
+    # The rerun takes the lock, kills what the list names, then measures the
+    # pending slow candidate again: the leftover daemon must be gone by then.
+    slow_again = tmp_path / "slow-again"
+    rerun = kernelopt(root, "run", "d.md", "--tag", "t", env={"SLOW_FILE": str(slow_again)})
+    assert wait_for(lambda: bool(pids_in(slow_again)))
+    assert not alive(left)
+    rerun.send_signal(signal.SIGTERM)
+    rerun.communicate(timeout=60)
+    assert all_dead([left, *pids_in(slow), *pids_in(slow_again)])
