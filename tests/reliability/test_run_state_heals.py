@@ -227,3 +227,25 @@ def test_an_unreadable_note_with_no_history_stops_the_run_naming_the_attempt(
     )
     assert "Traceback" not in result.output
     assert sorted(repo.attempt_refs()) == [0, 1, 2]  # nothing measured, nothing re-measured
+
+
+def test_an_agent_that_switches_branches_every_round_never_wedges_the_run(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=None)
+    agent = (
+        'n=$(git rev-list --count HEAD); git checkout -q -b "idea-$n"; '
+        'x=$((90 - n)); printf \'{"X": %s}\\n\' "$x" > knobs.json; '
+        'git commit -qam "agent: X $x"; echo "X $x" > "$KERNELOPT_HYPOTHESIS_FILE"'
+    )
+
+    result = cli(
+        "run", str(repo.program), "--tag", "t", "--agent", agent, "--max-candidates", "3",
+        cwd=repo.root,
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.output
+    assert "cannot lock ref" not in result.output
+    assert verdicts(repo) == ["baseline", "keep", "keep", "keep"]
+    assert on_run_branch(repo)
+    assert "put it back on kernelopt/x-t" in result.output
