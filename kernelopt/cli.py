@@ -261,6 +261,9 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         raise _fault(exc) from None
     except NothingToTry as exc:
         raise UsageProblem(str(exc)) from None
+    except KeyboardInterrupt as exc:  # before or after the attempt: nothing in flight
+        click.echo(f"kernelopt: {interrupts.reason(exc)}; no attempt was in flight", err=True)
+        sys.exit(exit_code_of("interrupted"))
     except RunStopped as exc:
         if as_json:
             click.echo(json.dumps({"verdict": None, "stop": True, "stop_reason": str(exc)}))
