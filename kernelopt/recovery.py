@@ -44,6 +44,8 @@ def recover(repo: RunRepo, recorder: Recorder, *, agent_mode: bool = False) -> R
     base = state.pending[-1][1] if state.pending else (state.best_commit or tip)
     if base and (notice := reattach(repo, base)):
         repo.notices.append(notice)
+        if not agent_mode and repo.is_dirty():  # `run` starts from BEST: set it aside, named
+            repo.notices.append(set_aside(repo, base))
     state = _heal_notes(repo, state)
     state = _heal_best(repo, recorder, state)
     if state.started:
@@ -279,3 +281,16 @@ def measure_pending(
             repo.wt("restore", f"--source={aside}", "--worktree", "--", path)
     repo.git("update-ref", "-d", repo.ref("carried"))
     return None
+
+
+def set_aside(repo: RunRepo, base: str) -> str:
+    """Keep the worktree's change as a commit on ``base`` in ``refs/kernelopt/<run>/carried``."""
+    repo.wt("add", "-A")
+    tree = repo.wt("write-tree").strip()
+    message = "kernelopt: the worktree's change, set aside before the run went on from BEST\n"
+    sha = repo.git("commit-tree", tree, "-p", base, input=message).strip()
+    repo.set_ref("carried", sha)
+    return (
+        f"the worktree's change is set aside as {sha[:12]} ({repo.ref('carried')}); "
+        f"bring it back with: git -C {shlex.quote(str(repo.worktree))} checkout {sha[:12]} -- ."
+    )

@@ -128,6 +128,7 @@ def test_run_after_the_agent_left_the_worktree_on_another_branch(
     repo = started(bench_repo, cli, space=[100, 80, 70])
     wt = repo.worktree()
     git(wt, "checkout", "-q", "-b", "elsewhere")
+    (wt / "idea.txt").write_text("an edit run does not measure\n")
 
     result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
 
@@ -136,6 +137,10 @@ def test_run_after_the_agent_left_the_worktree_on_another_branch(
     assert verdicts(repo) == ["baseline", "keep", "keep"]
     assert on_run_branch(repo)
     assert knobs_of(repo, repo.branch()) == {"X": 70}
+    # run starts from BEST; the edit is set aside and named, not lost.
+    aside = repo.rev(repo.ref("carried"))
+    assert aside and git(repo.root, "show", f"{aside}:idea.txt") == "an edit run does not measure\n"
+    assert f"checkout {aside[:12]} -- ." in result.output
 
 
 def test_a_deleted_best_ref_is_rebuilt_never_a_new_baseline(
