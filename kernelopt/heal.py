@@ -66,10 +66,14 @@ def attached_to(worktree: Path) -> str | None:
 
 
 def damage(
-    restored: Sequence[tuple[int, str, str]], corrupt: Sequence[tuple[int, str, str]]
+    restored: Sequence[tuple[int, str, str]],
+    corrupt: Sequence[tuple[int, str, str]],
+    best_ref_lost: bool = False,
 ) -> list[str]:
-    """Warnings for notes read from their earlier version, and for unreadable ones."""
-    said = [
+    """Warnings for notes read from their earlier version, unreadable ones, a lost best ref."""
+    said = ["the best ref is missing; the next run or try rebuilds it from the notes"]
+    said = said if best_ref_lost else []
+    said += [
         f"the note of attempt #{n} ({sha[:12]}) {why}; its last readable version "
         "in the notes history is used"
         for n, sha, why in restored

@@ -108,7 +108,7 @@ class RunState:
     @property
     def warnings(self) -> list[str]:
         """What ``status``, ``log`` and ``run`` say about unreadable notes."""
-        return damage(self.restored, self.corrupt)
+        return damage(self.restored, self.corrupt, self.best_commit is None and bool(self.best))
 
     @property
     def started(self) -> bool:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 from kernelopt.decide import Verdict
 from kernelopt.gitcmd import NOTES_REF
-from kernelopt.heal import attached_to
+from kernelopt.heal import attached_to, damage
 from kernelopt.history import AttemptRecord, HistoryError, RunRepo, RunState, read_trailers
 from kernelopt.recorder import Recorder
 from kernelopt.records import AttemptResult
@@ -164,7 +164,8 @@ def _own_commits(repo: RunRepo, base: str, head: str) -> bool:
 def _heal_notes(repo: RunRepo, state: RunState) -> RunState:
     """Write back notes read from the notes history; refuse notes that cannot be read at all."""
     if state.restored:
-        repo.notices.extend(w.replace(" is used", " is written back") for w in state.warnings)
+        said = damage(state.restored, ())
+        repo.notices.extend(w.replace(" is used", " is written back") for w in said)
         notes = {r.commit: r.note for r in state.attempts}
         for _, sha, _ in state.restored:
             repo.write_note(sha, notes[sha])

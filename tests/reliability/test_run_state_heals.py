@@ -151,6 +151,9 @@ def test_a_deleted_best_ref_is_rebuilt_never_a_new_baseline(
     assert verdicts(repo) == ["baseline", "keep", "regression"]
     kept_ledger = repo.rev(repo.ref("best"))
     git(repo.root, "update-ref", "-d", repo.ref("best"))
+    status = cli("status", "--json", cwd=repo.root)
+    assert json.loads(status.stdout)["best_attempt"] == 1
+    assert "the best ref is missing" in status.stderr
 
     result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
 
