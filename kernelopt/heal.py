@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kernelopt.decide import Counters
 from kernelopt.gitcmd import NOTES_REF, Git
 
 
@@ -24,8 +25,18 @@ def note_problem(note: Any, attempt: int) -> str | None:
     metric = note.get("metric")
     if metric is not None and (isinstance(metric, bool) or not isinstance(metric, int | float)):
         return f"has a metric that is not a number ({metric!r})"
-    if not isinstance(note.get("counters") or {}, dict):
-        return "has counters that are not a record"
+    if not isinstance(note.get("measurement") or {}, dict):
+        return "has a measurement that is not a record"
+    spread = note.get("spread")
+    if spread and not (
+        isinstance(spread, dict)
+        and all(isinstance(spread.get(k), int | float) for k in ("var", "df"))
+    ):
+        return "has a spread that is not a record of numbers"
+    try:
+        Counters.from_json(note.get("counters") or {})
+    except (AttributeError, TypeError, ValueError):
+        return "has counters that are not a record of numbers"
     return None
 
 

@@ -257,3 +257,26 @@ def test_an_agent_that_switches_branches_every_round_never_wedges_the_run(
     assert verdicts(repo) == ["baseline", "keep", "keep", "keep"]
     assert on_run_branch(repo)
     assert "put it back on kernelopt/x-t" in result.output
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "{not json",
+        "[]",
+        '{"kernelopt": 1, "attempt": 1, "verdict": "keep", "counters": {"attempts": "x"}}',
+        '{"kernelopt": 1, "attempt": 1, "verdict": "keep", "spread": [1, 2]}',
+        '{"kernelopt": 1, "attempt": 7, "verdict": "keep"}',
+    ],
+)
+def test_no_bad_note_makes_a_traceback_in_status_or_log(
+    bench_repo: RepoFactory, cli: Cli, garbage: str
+) -> None:
+    repo = bench_repo(space=[100, 80, 130])
+    cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+    corrupt_note(repo, 1, garbage)
+
+    for command in (["status"], ["log", "--plain"], ["log", "--json"], ["status", "--json"]):
+        result = cli(*command, cwd=repo.root)
+        assert result.exit_code == 0, (command, result.output)
+        assert "attempt #1" in result.stderr, command
