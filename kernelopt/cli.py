@@ -258,6 +258,8 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     except HistoryError as exc:  # e.g. a worktree kernelopt cannot put back on its branch
         raise UsageProblem(str(exc)) from None
     except (Fault, OSError) as exc:
+        if as_json:  # an agent reading the answer learns it is no verdict
+            click.echo(json.dumps({"verdict": None, "fault": str(exc), "stop": False}))
         raise _fault(exc) from None
     except NothingToTry as exc:
         raise UsageProblem(str(exc)) from None

@@ -168,6 +168,8 @@ def test_try_on_a_full_disk_is_a_fault_not_a_traceback_and_not_a_verdict(
     assert result.exit_code == 4, result.output
     assert "No space left on device" in result.stderr
     assert "stays pending" in result.stderr
+    assert json.loads(result.stdout)["verdict"] is None
+    assert "No space left on device" in json.loads(result.stdout)["fault"]
     assert sorted(repo.attempt_refs()) == [0, 1]
     assert git(repo.root, "notes", "--ref", "kernelopt", "list", repo.attempt_refs()[1],
                check=False) == ""  # fmt: skip
