@@ -16,6 +16,7 @@ import functools
 import hashlib
 import io
 import json
+import math
 import os
 import shutil
 import tarfile
@@ -142,7 +143,7 @@ class RunState:
         pooled = Spread()
         for record in self.attempts:
             s = record.note.get("spread")
-            if s:
+            if s and math.isfinite(float(s["var"])):  # one nonsense spread must not widen all
                 pooled = pooled.pooled(Spread(float(s["var"]), int(s["df"])))
         return pooled
 

@@ -41,3 +41,26 @@ def test_knob_label_keeps_other_hypotheses_and_names_every_change() -> None:
     )
     assert knob_label("X 1 -> 5", "not json", '{"X": 5}') == "X 1 -> 5"
     assert knob_label("X 1 -> 5", None, '{"X": 5}') == "X null -> 5"  # a new knob file
+
+
+def test_a_best_of_1e_minus_300_does_not_make_everything_after_it_a_tie(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    # 1e10 / 1e-300 overflowed to inf: its log gain was inf, its spread NaN, and
+    # the NaN pooled into every later decision, so none could ever be decided.
+    repo = bench_repo(space=[100, 1e-300, 1e10, 5e-301, 2e-301])
+
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 0, result.output
+    notes = repo.notes()
+    assert [n["verdict"] for n in notes.values()] == [
+        "baseline",
+        "keep",
+        "regression",
+        "keep",
+        "keep",
+    ]
+    assert all(
+        n["spread"] is None or n["spread"]["var"] == n["spread"]["var"] for n in notes.values()
+    )
