@@ -203,3 +203,33 @@ def test_a_read_only_performance_md_is_a_clear_error_and_the_keep_is_finished_la
     again = cli("run", str(repo.program), "--tag", "t", "--max-candidates", "0", cwd=repo.root)
     assert again.exit_code == 0, again.output
     assert repo.attempt_refs()[1][:10] in repo.ledger()  # the keep commit, made now
+
+
+def test_a_host_that_fails_on_two_devices_is_a_fault_not_a_failed_candidate(
+    tmp_path: Path,
+) -> None:
+    import contextlib
+
+    from kernelopt.executor import HostFault
+    from kernelopt.measurement import Fault
+    from kernelopt.records import Pending
+    from kernelopt.sampling import Sampler, SilentReporter
+
+    class Unreachable:
+        """Every device's host drops the connection mid-measurement."""
+
+        slots = 2
+        tries = 0
+
+        @contextlib.contextmanager
+        def device(self):  # type: ignore[no-untyped-def]
+            self.tries += 1
+            raise HostFault(f"host{self.tries}: connection reset")
+            yield
+
+    executor = Unreachable()
+    sampler = Sampler(object(), executor, SilentReporter(), lambda: tmp_path)  # type: ignore[arg-type]
+
+    with pytest.raises(Fault, match="host2: connection reset"):
+        sampler.sample(Pending(1, "0" * 40, "knob", "X 80"), tmp_path, lambda _: True)
+    assert executor.tries == 2  # retried once on another device first
