@@ -9,8 +9,9 @@ the next start can finish from (recorder.py). What can be left over:
 - a worktree that is not at BEST (a candidate written but not committed, or a
   discarded attempt not yet reset): it goes back to BEST, except for an agent
   calling ``try``, whose uncommitted edit in the worktree is the candidate;
-- attempts committed but never decided (``RunState.pending``): the loop
-  measures them, ``try`` records them as interrupted.
+- attempts committed but never decided (``RunState.pending``): ``run`` and
+  ``try`` both measure them as committed (``measure_pending``), never fold
+  them into the next candidate.
 
 And what something else broke (docs/reliability.md, "The run repairs itself"):
 
@@ -40,8 +41,10 @@ def recover(repo: RunRepo, recorder: Recorder, *, agent_mode: bool = False) -> R
     """Attach the run's worktree, repair what a kill interrupted, and return the state."""
     repo.ensure_worktree()
     state = repo.load_state()
-    tip = repo.git("rev-parse", "-q", "--verify", f"refs/heads/{repo.branch}", check=False).strip()
-    base = state.pending[-1][1] if state.pending else (state.best_commit or tip)
+    base = state.pending[-1][1] if state.pending else state.best_commit
+    if base is None:  # no BEST yet (a failed baseline): the branch's tip
+        tip = f"refs/heads/{repo.branch}"
+        base = repo.git("rev-parse", "-q", "--verify", tip, check=False).strip()
     if base and (notice := reattach(repo, base)):
         repo.notices.append(notice)
         if not agent_mode and repo.is_dirty():  # `run` starts from BEST: set it aside, named
