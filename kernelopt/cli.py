@@ -171,7 +171,7 @@ def run(
     except HistoryError as exc:  # git refused a step: say which, resume later
         raise CliError(f"{exc}\n  the run is recorded up to the last finished attempt") from None
     except (Fault, OSError) as exc:
-        raise _fault(exc) from None
+        raise OwnFault.of(exc) from None
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
         click.echo(
             f"\nkernelopt: {interrupts.reason(exc)}; the attempt in flight is recorded as interrupted and the branch is at BEST.",
@@ -260,7 +260,7 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     except (Fault, OSError) as exc:
         if as_json:  # an agent reading the answer learns it is no verdict
             click.echo(json.dumps({"verdict": None, "fault": str(exc), "stop": False}))
-        raise _fault(exc) from None
+        raise OwnFault.of(exc) from None
     except NothingToTry as exc:
         raise UsageProblem(str(exc)) from None
     except KeyboardInterrupt as exc:  # before or after the attempt: nothing in flight
@@ -284,15 +284,6 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         if reason:
             click.echo(f"kernelopt: the run has stopped: {reason}")
     sys.exit(EXIT_STOP if reason else exit_code_of(result.verdict))
-
-
-def _fault(exc: BaseException) -> OwnFault:
-    """kernelopt's own storage, lock or host failed: said as such, never as a verdict."""
-    return OwnFault(
-        f"{exc}\n  a fault of kernelopt's own storage, lock or host, not of the candidate: "
-        "no verdict is recorded, the attempt in flight stays pending and is measured by "
-        "the next `kernelopt run` or `kernelopt try` once this is fixed"
-    )
 
 
 class _WarningsToStderr:

@@ -49,6 +49,15 @@ class OwnFault(CliError):
 
     exit_code = EXIT_FAULT
 
+    @classmethod
+    def of(cls, exc: BaseException) -> OwnFault:
+        """Said as what it is, never as a verdict on the candidate."""
+        return cls(
+            f"{exc}\n  a fault of kernelopt's own storage, lock or host, not of the candidate: "
+            "no verdict is recorded, the attempt in flight stays pending and is measured by "
+            "the next `kernelopt run` or `kernelopt try` once this is fixed"
+        )
+
 
 class RunInUse(CliError):
     """Another kernelopt process holds the run."""
