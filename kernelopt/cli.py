@@ -12,13 +12,14 @@ from pathlib import Path
 
 import click
 
-from kernelopt import __version__
+from kernelopt import __version__, interrupts
 from kernelopt.agent import lessons, render_lessons
 from kernelopt.durations import parse_duration
 from kernelopt.exits import (
     EXIT_CTRL_C,
     EXIT_STOP,
     CliError,
+    OwnFault,
     RunInUse,
     UsageProblem,
     exit_code_of,
@@ -26,6 +27,7 @@ from kernelopt.exits import (
 from kernelopt.history import HistoryError, RunRepo, default_tag, find_repo, list_runs
 from kernelopt.hypothesis import hypothesis_problem
 from kernelopt.loop import NothingToTry, RunBusy, Runner, RunStopped
+from kernelopt.measurement import Fault
 from kernelopt.names import name_problem
 from kernelopt.output import (
     Printer,
@@ -161,22 +163,24 @@ def run(
         click.echo(f"  worktree {session.runner.repo.worktree}")
         click.echo(f"  branch   {session.runner.repo.branch}")
     try:
-        with session.runner.locked():
+        with interrupts.as_interrupts(), session.runner.locked():
             summary = session.runner.run(session.proposer, max_candidates)
             session.close(finished=True)  # a refit under way is finished and recorded
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
     except HistoryError as exc:  # git refused a step: say which, resume later
         raise CliError(f"{exc}\n  the run is recorded up to the last finished attempt") from None
-    except KeyboardInterrupt:
+    except (Fault, OSError) as exc:
+        raise OwnFault.of(exc) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
         click.echo(
-            "\nkernelopt: interrupted; the attempt in flight is recorded as interrupted and the branch is at BEST.",
+            f"\nkernelopt: {interrupts.reason(exc)}; the attempt in flight is recorded as interrupted and the branch is at BEST.",
             err=True,
         )
         click.echo(
             f"  resume with: kernelopt run {program}" + (f" --tag {tag}" if tag else ""), err=True
         )
-        sys.exit(EXIT_CTRL_C)
+        sys.exit(interrupts.exit_code(exc, EXIT_CTRL_C))
     finally:
         session.close()  # stops what is still running after an interrupt or an error
     print_summary(summary, as_json, program)
@@ -216,7 +220,8 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     \b
     Exit codes:
       0 keep, 10 tie, 11 regression, 12 incorrect, 13 failed, 14 diverged,
-      15 interrupted, 20 the run has stopped (stop now), 2 usage or program error.
+      15 interrupted, 20 the run has stopped (stop now), 2 usage or program error,
+      4 a fault of kernelopt's own storage, lock or host (the attempt stays pending).
 
     \b
     Example:
@@ -229,17 +234,17 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     try:
         repo_root, run_id = current_run(Path.cwd())
         prog = _load(program_path) if program_path else program_for_run(repo_root, run_id)
-        session = Session.attach(prog, repo_root, run_id)
+        session = Session.attach(prog, repo_root, run_id, reporter=_WarningsToStderr())
     except (SessionError, HistoryError, ProgramError) as exc:
         raise UsageProblem(str(exc)) from None
     runner = session.runner
     try:
-        with runner.locked():
+        with interrupts.as_interrupts(), runner.locked():
             runner.open(agent_mode=True)
             try:
                 result = runner.try_worktree(hypothesis, kind)
-            except KeyboardInterrupt:
-                message = "interrupted; the attempt is recorded as interrupted and the worktree is at BEST"
+            except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
+                message = f"{interrupts.reason(exc)}; the attempt is recorded as interrupted and the worktree is at BEST"
                 click.echo(
                     json.dumps({"verdict": "interrupted", "stop": False})
                     if as_json
@@ -250,8 +255,17 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
             worktree = _after_try(runner, result, stopping=bool(reason))
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
+    except HistoryError as exc:  # e.g. a worktree kernelopt cannot put back on its branch
+        raise UsageProblem(str(exc)) from None
+    except (Fault, OSError) as exc:
+        if as_json:  # an agent reading the answer learns it is no verdict
+            click.echo(json.dumps({"verdict": None, "fault": str(exc), "stop": False}))
+        raise OwnFault.of(exc) from None
     except NothingToTry as exc:
         raise UsageProblem(str(exc)) from None
+    except KeyboardInterrupt as exc:  # before or after the attempt: nothing in flight
+        click.echo(f"kernelopt: {interrupts.reason(exc)}; no attempt was in flight", err=True)
+        sys.exit(exit_code_of("interrupted"))
     except RunStopped as exc:
         if as_json:
             click.echo(json.dumps({"verdict": None, "stop": True, "stop_reason": str(exc)}))
@@ -270,6 +284,14 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         if reason:
             click.echo(f"kernelopt: the run has stopped: {reason}")
     sys.exit(EXIT_STOP if reason else exit_code_of(result.verdict))
+
+
+class _WarningsToStderr:
+    """``try``'s reporter: its answer is the verdict; what was repaired goes to stderr."""
+
+    def event(self, name: str, **data: object) -> None:
+        if name == "warning":
+            click.echo(f"kernelopt: warning: {data['message']}", err=True)
 
 
 # What ``try`` left in the worktree, as its answer says it, and what that means.
@@ -310,12 +332,20 @@ def status(run_id: str | None, as_json: bool) -> None:
       kernelopt status --run matmul-nov22 --json
     """
     repo = _run_repo(run_id)
-    data = status_view(repo, repo.load_state())
+    state = repo.load_state()
+    _warn(state.warnings)
+    data = status_view(repo, state)
     if as_json:
         click.echo(json.dumps(data, indent=1))
         return
     for line in status_lines(data):
         click.echo(line)
+
+
+def _warn(warnings: list[str]) -> None:
+    """Problems with a run's records, on stderr (the answer on stdout stays readable)."""
+    for warning in warnings:
+        click.echo(f"kernelopt: warning: {warning}", err=True)
 
 
 def _run_repo(run_id: str | None) -> RunRepo:
@@ -366,6 +396,7 @@ def log(run_id: str | None, lessons_only: bool, plain: bool, screened: bool, as_
         click.echo(json.dumps(rows, indent=1) if as_json else "\n".join(screened_lines(rows)))
         return
     state = _run_repo(run_id).load_state()
+    _warn(state.warnings)
     if lessons_only:
         data = lessons([Observation.of(r) for r in state.attempts])
         click.echo(

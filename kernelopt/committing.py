@@ -14,7 +14,7 @@ from typing import Any
 
 from kernelopt.decide import Verdict
 from kernelopt.history import RunRepo, RunState, read_trailers
-from kernelopt.hypothesis import safe_hypothesis
+from kernelopt.hypothesis import knob_label, safe_hypothesis
 from kernelopt.measurement import FAILED, Measurement
 from kernelopt.proposers.base import Candidate
 from kernelopt.records import Pending
@@ -80,6 +80,12 @@ class Committer:
         """Write a proposer's candidate, format and commit it; the formatter's failure if any."""
         if candidate.in_worktree:
             return self.worktree(n, candidate.kind, candidate.hypothesis, parent, candidate.extra)
+        hypothesis = candidate.hypothesis
+        if candidate.knobs is not None and len(candidate.files) == 1:  # label what is committed
+            [(rel, text)] = candidate.files.items()
+            before = self.repo.worktree / rel  # the worktree is at the parent (BEST) here
+            was = before.read_text(errors="replace") if before.is_file() else None
+            hypothesis = knob_label(hypothesis, was, text)
         self.repo.write_files(candidate.files)
         formatted = self.format()
         if formatted is not None:
@@ -87,7 +93,7 @@ class Committer:
         sha = self.repo.commit_attempt(
             n,
             candidate.kind,
-            candidate.hypothesis,
+            hypothesis,
             allow_empty=True,
             parent=parent,
             trailers=candidate_trailers(candidate),
@@ -97,7 +103,7 @@ class Committer:
             n,
             sha,
             candidate.kind,
-            safe_hypothesis(candidate.hypothesis),
+            safe_hypothesis(hypothesis),
             candidate.knobs,
             candidate.signature,
             dict(candidate.extra),

@@ -104,7 +104,8 @@ def gain(candidate: float, best: float, better: str) -> float:
 def log_gain(candidate: float, best: float, better: str) -> float:
     """Symmetric gain for positive metrics (log ratio), falling back to ``gain``."""
     if candidate > 0 and best > 0:
-        g = math.log(candidate / best)
+        # A difference of logs, not the log of a ratio: 1e10 / 1e-300 overflows to inf.
+        g = math.log(candidate) - math.log(best)
         return g if better == "higher" else -g
     return gain(candidate, best, better)
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from kernelopt import interrupts
 from kernelopt.decide import Verdict
 from kernelopt.executor import Executor
 from kernelopt.history import AttemptRecord, RunRepo, RunState
@@ -55,6 +56,7 @@ class Evaluator:
 
     def evaluate(self, state: RunState, att: Pending, tree: Path | None = None) -> Evaluated:
         """Measure ``att`` (its exported ``tree``, else the worktree), then decide."""
+        self.report_notices()
         reused = self._reusable(state, att)
         self.reporter.event("measuring", attempt=att.n, kind=att.kind, hypothesis=att.hypothesis)
         if reused is not None:
@@ -65,8 +67,8 @@ class Evaluator:
             sampled = self._sampler(state).sample(
                 att, tree or self.repo.worktree, self._decided(state)
             )
-        except KeyboardInterrupt:
-            failure = Measurement.failure(INTERRUPTED, "interrupted by the user (Ctrl-C)")
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (interrupts.py)
+            failure = Measurement.failure(INTERRUPTED, interrupts.reason(exc))
             self.decide(state, att, [(failure, None)])
             raise
         return self.settle(state, att, sampled, time.monotonic() - started)
@@ -101,6 +103,7 @@ class Evaluator:
         reset: bool = True,
     ) -> Evaluated:
         """Judge the samples and record the verdict."""
+        self.report_notices()
         earlier = None
         if reused is not None:
             earlier = Judgement(Verdict(reused.verdict), gain=reused.note.get("gain"))
@@ -126,6 +129,12 @@ class Evaluator:
         )
         self.reporter.event("attempt", result=result)
         return result, after
+
+    def report_notices(self) -> None:
+        """Say what was repaired in the run's state (recovery.py) before the next record."""
+        for message in filter(None, self.repo.notices):
+            self.reporter.event("warning", message=message)
+        self.repo.notices.clear()
 
     def _rule(self, state: RunState) -> Rule:
         d = self.program.decide

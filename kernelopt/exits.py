@@ -25,6 +25,7 @@ EXIT_FOR_VERDICT = {
 EXIT_STOP = 20  # the run has stopped: an agent stops working on it
 EXIT_USAGE = 2  # a bad program, option or repository state
 EXIT_BUSY = 3  # another kernelopt process holds the run
+EXIT_FAULT = 4  # kernelopt's own storage, lock or host failed: the attempt stays pending
 EXIT_CTRL_C = 130  # a run interrupted by Ctrl-C (the shell's convention)
 
 
@@ -41,6 +42,21 @@ class UsageProblem(CliError):
     """The program, an option or the repository is not what the command needs."""
 
     exit_code = EXIT_USAGE
+
+
+class OwnFault(CliError):
+    """kernelopt's own storage, lock or host failed; no verdict was recorded."""
+
+    exit_code = EXIT_FAULT
+
+    @classmethod
+    def of(cls, exc: BaseException) -> OwnFault:
+        """Said as what it is, never as a verdict on the candidate."""
+        return cls(
+            f"{exc}\n  a fault of kernelopt's own storage, lock or host, not of the candidate: "
+            "no verdict is recorded, the attempt in flight stays pending and is measured by "
+            "the next `kernelopt run` or `kernelopt try` once this is fixed"
+        )
 
 
 class RunInUse(CliError):

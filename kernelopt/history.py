@@ -16,6 +16,7 @@ import functools
 import hashlib
 import io
 import json
+import math
 import os
 import shutil
 import tarfile
@@ -34,6 +35,7 @@ from kernelopt.gitcmd import (
     clear_stale_locks,
     write_note,
 )
+from kernelopt.heal import attached_to, damage, earlier_note, note_problem
 from kernelopt.hypothesis import safe_hypothesis
 from kernelopt.runlock import worktree_admin
 
@@ -99,6 +101,15 @@ class RunState:
     attempts: tuple[AttemptRecord, ...] = ()
     pending: tuple[tuple[int, str], ...] = ()  # attempt refs with no note yet
     stop: dict[str, Any] | None = None
+    # Attempts whose note is unreadable and has no readable earlier version: (n, sha, why).
+    corrupt: tuple[tuple[int, str, str], ...] = ()
+    # Attempts whose note is unreadable, read from its earlier version instead: (n, sha, why).
+    restored: tuple[tuple[int, str, str], ...] = ()
+
+    @property
+    def warnings(self) -> list[str]:
+        """What ``status``, ``log`` and ``run`` say about unreadable notes."""
+        return damage(self.restored, self.corrupt, self.best_commit is None and bool(self.best))
 
     @property
     def started(self) -> bool:
@@ -132,7 +143,7 @@ class RunState:
         pooled = Spread()
         for record in self.attempts:
             s = record.note.get("spread")
-            if s:
+            if s and math.isfinite(float(s["var"])):  # one nonsense spread must not widen all
                 pooled = pooled.pooled(Spread(float(s["var"]), int(s["df"])))
         return pooled
 
@@ -203,6 +214,7 @@ class RunRepo:
             else self.common_dir / "kernelopt" / "worktrees" / run_id
         )
         self.wt = Git(self.worktree)
+        self.notices: list[str] = []  # what was repaired, for the runner to report
         self._ensure_identity()
 
     def _ensure_identity(self) -> None:
@@ -300,17 +312,26 @@ class RunRepo:
         notes = self._notes_for([*attempts.values(), *([stop_sha] if stop_sha else [])])
         records = []
         pending = []
+        corrupt = []
+        restored = []
         for n in sorted(attempts):
             sha = attempts[n]
             note = notes.get(sha)
             if note is None:
                 pending.append((n, sha))
-            else:
+            elif (why := note_problem(note, n)) is None:
                 records.append(AttemptRecord(n, sha, note))
+            elif (earlier := earlier_note(self.git, sha, n)) is not None:
+                restored.append((n, sha, why))
+                records.append(AttemptRecord(n, sha, earlier))
+            else:
+                corrupt.append((n, sha, why))
         stop = notes.get(stop_sha) if stop_sha else None
-        return RunState(self.run_id, best, tuple(records), tuple(pending), stop)
+        stop = stop if isinstance(stop, dict) else None
+        found = (tuple(records), tuple(pending), stop, tuple(corrupt), tuple(restored))
+        return RunState(self.run_id, best, *found)
 
-    def _notes_for(self, shas: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def _notes_for(self, shas: Iterable[str]) -> dict[str, Any]:
         wanted = set(shas)
         if not wanted or not self.git.ok("rev-parse", "--verify", "-q", NOTES_REF):
             return {}
@@ -324,7 +345,7 @@ class RunRepo:
         order = list(blob_of.items())
         payload = "".join(f"{blob}\n" for _, blob in order)
         raw = self.git.raw("cat-file", "--batch", input=payload)
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, Any] = {}
         pos = 0
         for target, _ in order:
             header_end = raw.index(b"\n", pos)
@@ -333,8 +354,8 @@ class RunRepo:
             pos = header_end + 1 + size + 1
             try:
                 out[target] = json.loads(body)
-            except json.JSONDecodeError:
-                continue  # a note kernelopt did not write: not an attempt record
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                out[target] = f"is not valid JSON ({exc})"  # note_problem says so
         return out
 
     # -- candidates ------------------------------------------------------------
@@ -373,6 +394,11 @@ class RunRepo:
         worktree, reset on resume) or a complete, reachable one. Returns None
         when there is nothing to commit and ``allow_empty`` is false.
         """
+        if attached_to(self.worktree) != f"refs/heads/{self.branch}":
+            from kernelopt.recovery import reattach  # an agent moved the worktree off the branch
+
+            base = parent or self.git("rev-parse", f"refs/heads/{self.branch}").strip()
+            self.notices.append(reattach(self, base) or "")
         self.wt("add", "-A")
         tree = self.wt("write-tree").strip()
         head = self.head()

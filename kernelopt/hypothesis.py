@@ -12,6 +12,8 @@ Newlines and tabs are text: a first line and a body.
 
 from __future__ import annotations
 
+import json
+import re
 import unicodedata
 
 _TEXT_CONTROLS = frozenset("\n\t")
@@ -36,3 +38,38 @@ def safe_hypothesis(text: str) -> str:
     replaced by U+FFFD, and line ends made plain newlines."""
     text = text.replace("\r\n", "\n")
     return "".join("\ufffd" if _is_control(char) else char for char in text)
+
+
+_KNOB_LABEL = re.compile(
+    r"^(re-measure the current knobs|[^,\n]+ -> [^,\n]+(, [^,\n]+ -> [^,\n]+)*)$"
+)
+
+
+def knob_label(hypothesis: str, before: str | None, after: str) -> str:
+    """A knob sweep's label (``X 6 -> 5``) as the commit actually changes the knob file.
+
+    The proposer labels a change from the knobs it believes BEST has; when
+    BEST moved without it (an agent's ``try``), that label is stale ("X 1 ->
+    5" for a 6 -> 5 change). ``before`` is the knob file at the commit's
+    parent, ``after`` the committed one. Another hypothesis is kept as it is.
+    """
+    if not _KNOB_LABEL.match(hypothesis):
+        return hypothesis
+    try:
+        old = json.loads(before) if before else {}
+        new = json.loads(after)
+    except ValueError:
+        return hypothesis
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return hypothesis
+    changes = [
+        f"{name} {_shown(old.get(name))} -> {_shown(new.get(name))}"
+        for name in new
+        if new.get(name) != old.get(name)
+    ]
+    changes += [f"{name} {_shown(old[name])} -> (removed)" for name in old if name not in new]
+    return ", ".join(changes) or "re-measure the current knobs"
+
+
+def _shown(value: object) -> str:
+    return json.dumps(value) if isinstance(value, str) or value is None else str(value)

@@ -21,7 +21,7 @@ from kernelopt.decide import Verdict
 from kernelopt.evaluation import Evaluated, Evaluator
 from kernelopt.executor import Executor, InProcess
 from kernelopt.history import HistoryError, RunRepo, RunState
-from kernelopt.measurement import INTERRUPTED, Measurement
+from kernelopt.measurement import Measurement
 from kernelopt.program import Program
 from kernelopt.proposers.base import Candidate, Observation, Observations, Proposer, ProposerState
 from kernelopt.recorder import Recorder
@@ -33,7 +33,7 @@ from kernelopt.records import (
     RunSummary,
     resume_notice,
 )
-from kernelopt.recovery import recover
+from kernelopt.recovery import measure_pending, recover
 from kernelopt.runlock import RunBusy, run_lock
 from kernelopt.sampling import NoDevice, Reporter, SilentReporter
 from kernelopt.stopping import candidates_left, stop_reason
@@ -112,9 +112,8 @@ class Runner:
             raise NothingToTry(
                 "nothing to try: the worktree equals BEST; edit it, then run kernelopt try"
             )
-        for n, sha in pending:
-            failure = Measurement.failure(INTERRUPTED, "the runner stopped before measuring it")
-            self._unmeasured(self.committer.read(n, sha), failure, reset=False)
+        if pending and (settled := measure_pending(self.repo, pending, self.measure_pending)):
+            return settled  # what a killed runner left: measured as committed, as `run` does
         state = self._require_state()
         best = str(state.best_commit)
         committed = self.committer.worktree(state.next_attempt, kind, hypothesis, best, extra)

@@ -17,6 +17,16 @@ INTERRUPTED = "interrupted"
 STATUSES = (OK, FAILED, INCORRECT, TIMEOUT, INTERRUPTED)
 
 
+class Fault(Exception):
+    """kernelopt's own storage, lock or host failed: no verdict on the candidate.
+
+    Not an OSError or RuntimeError, so no target turns it into a failed
+    measurement: it goes up to the command, which says so and exits
+    ``EXIT_FAULT``; the attempt stays committed and undecided (pending), and
+    the next ``run`` or ``try`` measures it.
+    """
+
+
 @dataclass(frozen=True)
 class Measurement:
     """What one run of a target on one commit produced.

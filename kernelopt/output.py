@@ -36,7 +36,7 @@ class Printer:
         if self.as_json:
             if name == "attempt":
                 click.echo(json.dumps({"event": "attempt", **data["result"].to_json()}))
-            elif name in ("waiting", "host_fault", "stale_lock", "reaped", "resuming"):
+            elif name in ("waiting", "host_fault", "stale_lock", "reaped", "resuming", "warning"):
                 click.echo(json.dumps({"event": name, **data}))
             return
         if name == "measuring":
@@ -91,6 +91,8 @@ def _notice(name: str, data: dict[str, Any]) -> str:
             f"  resuming at #{data['next']}: {best}, "
             f"{data['consecutive_regressions']} regression(s) in a row"
         )
+    if name == "warning":
+        return f"  warning: {data['message']}"
     if name == "reaped":
         return f"  killed process group {data['pgid']}: a benchmark a killed kernelopt process left running"
     if name == "stale_lock":

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kernelopt.hosts.children as children
+from kernelopt.measurement import Fault
 
 
 class RunBusy(RuntimeError):
@@ -35,8 +36,11 @@ def run_lock(common_dir: Path, run_id: str) -> Iterator[Held]:
     ``kernelopt.hosts.children``), so two never measure in one worktree at once.
     """
     lock_dir = Path(common_dir) / "kernelopt" / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_dir / f"{run_id}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_dir / f"{run_id}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise Fault(f"cannot take the lock of run {run_id} in {lock_dir}: {exc}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -45,9 +49,13 @@ def run_lock(common_dir: Path, run_id: str) -> Iterator[Held]:
         raise RunBusy(
             f"run {run_id} is in use by another kernelopt process (pid {holder or '?'})"
         ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
     record = lock_dir / f"{run_id}.children"
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+    except OSError as exc:
+        os.close(fd)
+        raise Fault(f"cannot write the lock of run {run_id} in {lock_dir}: {exc}") from None
     try:
         held = Held(reaped=children.reap(record))
         children.track(record)

@@ -4,7 +4,8 @@ A device from the executor is held for a whole judgement, so the candidate
 and BEST are measured on the same device, alternating, until the noise rule
 decides (``decided``). A deterministic target, a baseline and a candidate that
 failed are measured once. Several attempts are sampled at once on as many
-devices. A host fault is retried once on another device; when no device
+devices. A host fault is retried once on another device, then it is a ``Fault``
+(kernelopt's, not the candidate's: the attempt stays pending); when no device
 frees up within device.max_wait, the result is ``NoDevice``: a status, not an
 exception through the loop.
 """
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 
 from kernelopt.decide import Verdict
 from kernelopt.executor import Device, Executor, HostFault, NoIdleDeviceError
-from kernelopt.measurement import FAILED, Measurement
+from kernelopt.measurement import Fault, Measurement
 from kernelopt.records import Pair, Pending
 from kernelopt.targets.base import Target
 
@@ -77,8 +78,8 @@ class Sampler:
                     with self.executor.device() as device:
                         return self._on(device, att, tree, decided)
                 except HostFault as exc:
-                    if retry:
-                        return [(_host_fault(exc), None)]
+                    if retry:  # not the candidate's failure: it stays pending
+                        raise Fault(f"host fault, retried once on another device: {exc}") from None
                     self.reporter.event("host_fault", attempt=att.n, error=str(exc))
         except NoIdleDeviceError as exc:
             return NoDevice(str(exc))
@@ -103,7 +104,9 @@ class Sampler:
             return {att.n: NoDevice(str(exc)) for att, _ in attempts}
         out: dict[int, Sampled] = {}
         for (att, _), job in zip(attempts, jobs, strict=True):
-            out[att.n] = job.value if job.value is not None else [(_host_fault(job.error), None)]
+            if job.value is None:  # the pool retried it once: a fault, the batch stays pending
+                raise Fault(f"host fault on attempt #{att.n}, retried once: {job.error}")
+            out[att.n] = job.value
         return out
 
     def _on(self, device: Device, att: Pending, tree: Path, decided: Decided) -> list[Pair]:
@@ -124,7 +127,3 @@ class Sampler:
                 samples.append((candidate, None))
                 return samples
             self.reporter.event("sample", count=len(samples) + 1)
-
-
-def _host_fault(error: object) -> Measurement:
-    return Measurement.failure(FAILED, f"host fault (retried once): {error}")

@@ -297,6 +297,9 @@ def current_run(cwd: Path) -> tuple[Path, str]:
         common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir").strip())
     except HistoryError:
         raise SessionError(f"{cwd} is not inside a git repository") from None
+    top = Path(git("rev-parse", "--show-toplevel").strip()).resolve()
+    if top.parent == (common / "kernelopt" / "worktrees").resolve():
+        branch = f"kernelopt/{top.name}"  # a run's worktree, whatever HEAD is on now
     if not branch.startswith("kernelopt/"):
         raise SessionError(
             f"{cwd} is not a kernelopt run worktree (branch {branch!r}); "

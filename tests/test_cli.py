@@ -281,9 +281,7 @@ def test_every_command_has_help_with_an_example(name: str, command: click.Comman
     assert result.exit_code == 0 and "Example" in result.output
 
 
-def test_try_after_a_killed_try_records_it_as_interrupted(
-    bench_repo: RepoFactory, cli: Cli
-) -> None:
+def test_try_after_a_killed_try_measures_it_as_committed(bench_repo: RepoFactory, cli: Cli) -> None:
     repo = started(bench_repo, cli)
     # A `kernelopt try` killed after committing attempt 1, before measuring it.
     (repo.worktree() / "knobs.json").write_text('{"X": 90}\n')
@@ -293,9 +291,10 @@ def test_try_after_a_killed_try_records_it_as_interrupted(
     code, data = try_x(cli, repo, 80)
 
     assert code == 0 and data["attempt"] == 2 and data["verdict"] == "keep"
-    note = repo.note(pending)
-    assert note["verdict"] == "interrupted" and note["attempt"] == 1
+    note = repo.note(pending)  # as `run` resolves it: measured, never folded into #2
+    assert note["verdict"] == "keep" and note["attempt"] == 1 and note["metric"] == 90.0
     assert list(repo.attempt_refs()) == [0, 1, 2]
+    assert repo.note(repo.attempt_refs()[2])["previous_best"] == 90.0
 
 
 def test_run_json_prints_one_object_per_attempt_then_a_summary(

@@ -8,22 +8,38 @@ next holder of the run lock kills what the list names before it measures
 anything (the start time tells a leftover from an unrelated process that has
 since been given the same pid). A runner that exits normally, or is
 interrupted, kills its live groups itself.
+
+A process group is not enough: a benchmark's daemon that calls ``setsid`` (or
+``setpgid``) leaves the group, and no kill of the group reaches it. So every
+command also carries a mark in its environment (``KERNELOPT_MEASUREMENT``),
+which every descendant inherits whatever its group or session; when the
+command ends, every process still carrying its mark is killed too (read from
+``/proc``, so on Linux; elsewhere only the group is killed). The mark is listed
+beside the group, so the next holder of a killed runner's lock finds those
+daemons as well. A descendant that clears its own environment is out of reach
+of the mark.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 from kernelopt.files import write_atomically
+from kernelopt.measurement import Fault
 
 _lock = threading.Lock()
-_live: dict[int, int] = {}  # pgid -> start time of its leader (clock ticks since boot)
+_live: dict[int, tuple[int, str]] = {}  # pgid -> (start ticks of its leader, its mark)
 _record: Path | None = None
+MARK = "KERNELOPT_MEASUREMENT"
+_marks = itertools.count(1)
+_PROC = Path("/proc")
 
 
 def process_start_ticks(pid: int) -> int | None:
@@ -43,13 +59,26 @@ def track(record: Path | None) -> None:
     global _record
     with _lock:
         _record = record
-        _write()
+        _write(strict=record is not None)
 
 
-def started(pgid: int) -> None:
+def new_mark() -> str:
+    """A mark no other command of any process carries: put it in the command's
+    environment under ``MARK`` (with ``marked_env``) and pass it to ``started``."""
+    return f"{os.getpid()}.{process_start_ticks(os.getpid()) or 0}.{next(_marks)}"
+
+
+def marked_env(mark: str) -> str:
+    """The value of ``MARK`` for a command marked ``mark``: the marks of the commands
+    this process runs under come first, so killing any of them reaches it too."""
+    outer = os.environ.get(MARK, "")
+    return f"{outer}/{mark}" if outer else mark
+
+
+def started(pgid: int, mark: str = "") -> None:
     with _lock:
-        _live[pgid] = process_start_ticks(pgid) or 0
-        _write()
+        _live[pgid] = (process_start_ticks(pgid) or 0, mark)
+        _write(strict=True)
 
 
 def ended(pgid: int) -> None:
@@ -59,13 +88,64 @@ def ended(pgid: int) -> None:
 
 
 def kill_live() -> None:
-    """Kill every group this process started that is still running."""
+    """Kill every group this process started that is still running, and their daemons."""
     with _lock:
-        for pgid in list(_live):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
+        live = dict(_live)
         _live.clear()
+    for pgid, (_, mark) in live.items():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        if mark:
+            kill_marked(mark)
+    with _lock:
         _write()
+
+
+def marked(mark: str) -> list[int]:
+    """The live processes carrying ``mark`` in their environment (Linux /proc; else none)."""
+    key = f"\0{MARK}=".encode()
+    wanted = mark.encode()
+    me = os.getpid()
+    found = []
+    try:
+        entries = os.listdir(_PROC)
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = b"\0" + fh.read()
+        except OSError:
+            continue  # gone, or another user's (our descendants are ours)
+        at = env.find(key)
+        if at >= 0 and wanted in env[at + len(key) :].split(b"\0", 1)[0].split(b"/"):
+            found.append(int(entry))
+    return found
+
+
+def kill_marked(mark: str, *, patience_s: float = 2.0) -> list[int]:
+    """SIGKILL every process carrying ``mark`` until none is left (one may be forking)."""
+    killed: list[int] = []
+    deadline = time.monotonic() + patience_s
+    while pids := marked(mark):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        _reap(pids)
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
+    return killed
+
+
+def _reap(pids: list[int]) -> None:
+    """Collect killed processes that were our own children, so no zombie stays."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def reap(record: Path) -> list[int]:
@@ -76,10 +156,13 @@ def reap(record: Path) -> list[int]:
         return []
     killed = []
     for line in lines:
-        pgid_text, _, started_text = line.partition(":")
+        pgid_text, _, rest = line.partition(":")
+        started_text, _, mark = rest.partition(":")
         if not (pgid_text.isdigit() and started_text.isdigit()):
             continue
         pgid, started_at = int(pgid_text), int(started_text)
+        if mark:  # daemons that left the group carry the mark
+            killed += kill_marked(mark)
         if pgid == os.getpgrp() or not started_at or process_start_ticks(pgid) != started_at:
             continue  # gone, start unknown, or the pid now belongs to another process
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -90,10 +173,17 @@ def reap(record: Path) -> list[int]:
     return killed
 
 
-def _write() -> None:
+def _write(strict: bool = False) -> None:
+    """Rewrite the list; a failure is a Fault when ``strict`` (a group is being added)."""
     if _record is None:
         return
-    write_atomically(_record, "".join(f"{pgid}:{at}\n" for pgid, at in _live.items()))
+    try:
+        write_atomically(
+            _record, "".join(f"{pgid}:{at}:{mark}\n" for pgid, (at, mark) in _live.items())
+        )
+    except OSError as exc:  # the list is what kills a killed runner's leftovers: required
+        if strict:
+            raise Fault(f"cannot list the run's benchmarks in {_record}: {exc}") from None
 
 
 atexit.register(kill_live)

@@ -40,6 +40,7 @@ class LocalHost:
         if not args:
             raise ValueError("empty argv: expected at least the program name")
         started = time.monotonic()
+        mark = children.new_mark()
         if cwd is not None and not Path(cwd).is_dir():
             return CommandResult(2, "", f"cd: {cwd}: No such file or directory\n", False, 0.0)
         try:
@@ -49,19 +50,20 @@ class LocalHost:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cwd,
-                env={**os.environ, **(env or {})},
+                env={**os.environ, **(env or {}), children.MARK: children.marked_env(mark)},
                 start_new_session=True,
             )
         except (FileNotFoundError, PermissionError) as error:
             code = 127 if isinstance(error, FileNotFoundError) else 126
             return CommandResult(code, "", f"{args[0]}: {error.strerror}\n", False, 0.0)
-        children.started(process.pid)
         timed_out = False
         try:
+            children.started(process.pid, mark)
             out, err = process.communicate(stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(process.pid)
+            children.kill_marked(mark)  # what left the group (setsid) goes too
             try:
                 out, err = process.communicate(timeout=_DRAIN_AFTER_KILL_S)
             except subprocess.TimeoutExpired:
@@ -69,6 +71,7 @@ class LocalHost:
                 out, err = b"", b""
         except BaseException:  # Ctrl-C or an error here: the group must not run on alone
             _kill_group(process.pid)
+            children.kill_marked(mark)
             raise
         finally:
             children.ended(process.pid)

@@ -2,7 +2,8 @@
 
 The command runs with ``bash -c`` in the tree root, in its own process group so
 that a timeout (or a straggler left behind by a finished benchmark) takes down
-every process it started. Its results come from a CSV/JSON file it writes or
+every process it started; a daemon that left the group (``setsid``) is found by
+the mark in its environment and killed too (kernelopt/hosts/children.py). Its results come from a CSV/JSON file it writes or
 from ``key: value`` lines it prints; each row is checked with the program's
 correctness expression, and the metric is aggregated as the mean over rows.
 Every outcome, including crashes and timeouts, is returned as a Measurement.
@@ -22,7 +23,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import kernelopt.hosts.children as children
-from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Measurement
+from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Fault, Measurement
 from kernelopt.targets.expr import Expression, ExpressionError, parse_expression
 from kernelopt.targets.results import (
     ResultsError,
@@ -64,10 +65,15 @@ Runner = Callable[[str, Path, Mapping[str, str], float], CommandRun]
 
 def run_local(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float) -> CommandRun:
     """Run ``command`` with bash in ``cwd``; kill its whole process group on timeout."""
-    full_env = {**os.environ, **env}
+    mark = children.new_mark()
+    full_env = {**os.environ, **env, children.MARK: children.marked_env(mark)}
     # Output goes to a file, not a pipe: a background child that keeps a pipe
     # open would otherwise make reading block until the timeout.
-    with tempfile.TemporaryFile() as out:
+    try:
+        out_file = tempfile.TemporaryFile()
+    except OSError as exc:  # kernelopt's own scratch space, not the benchmark
+        raise Fault(f"cannot make a file for the benchmark's output: {exc}") from None
+    with out_file as out:
         start = time.monotonic()
         proc = subprocess.Popen(
             ["bash", "-c", command],
@@ -78,9 +84,9 @@ def run_local(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float)
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        children.started(proc.pid)
         timed_out = False
         try:
+            children.started(proc.pid, mark)  # may raise Fault: the finally kills the benchmark
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -91,9 +97,10 @@ def run_local(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float)
                 pass
         finally:
             # Stragglers must not outlive the measurement: they would disturb the
-            # next candidate's timing.
+            # next candidate's timing. Daemons that left the group carry the mark.
             _kill_group(proc.pid, signal.SIGKILL)
             proc.wait()
+            children.kill_marked(mark)
             children.ended(proc.pid)
         duration = time.monotonic() - start
         out.seek(0)
