@@ -345,8 +345,20 @@ def _run_repo(run_id: str | None) -> RunRepo:
     is_flag=True,
     help="The candidates screening estimated on sim and did not measure (search.screen).",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Whole hypotheses and each verdict's reason; lines may be longer than the terminal.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Every attempt as a JSON list.")
-def log(run_id: str | None, lessons_only: bool, plain: bool, screened: bool, as_json: bool) -> None:
+def log(
+    run_id: str | None,
+    lessons_only: bool,
+    plain: bool,
+    screened: bool,
+    wide: bool,
+    as_json: bool,
+) -> None:
     """Every attempt of a run, kept or not, with verdicts and numbers.
 
     Discarded attempts stay reachable: `git checkout <commit>` shows one.
@@ -356,6 +368,7 @@ def log(run_id: str | None, lessons_only: bool, plain: bool, screened: bool, as_
       kernelopt log
       kernelopt log --run cpu_stencil-nov22 --json
       kernelopt log --lessons
+      kernelopt log --wide | less -S
       kernelopt log --screened
     """
     if screened:
@@ -383,7 +396,8 @@ def log(run_id: str | None, lessons_only: bool, plain: bool, screened: bool, as_
 
         from kernelopt.report.table import render_log_table
 
-        render_log_table(rows, Console())
+        # Sized to the terminal (80 columns when piped) so rows never wrap.
+        render_log_table(rows, Console(width=4000) if wide else Console(), wide=wide)
 
 
 @main.command()

@@ -103,11 +103,16 @@ class Evaluator:
         """Judge the samples and record the verdict."""
         earlier = None
         if reused is not None:
-            earlier = Judgement(Verdict(reused.verdict), gain=reused.note.get("gain"))
+            earlier = Judgement(
+                Verdict(reused.verdict),
+                gain=reused.note.get("gain"),
+                reason=f"the same tree as #{reused.attempt}, judged against this BEST: "
+                + (reused.note.get("reason") or f"its verdict was {reused.verdict}"),
+            )
         best = None
         if state.best is not None and att.kind != Verdict.BASELINE:
             classes = (state.best.measurement.get("extra") or {}).get("classes") or {}
-            best = Best(state.best.metric, classes)
+            best = Best(state.best_metric, classes)
         judgement = judge(
             samples,
             best,

@@ -26,7 +26,7 @@ from typing import Any
 
 import git as gitpython
 
-from kernelopt.decide import Counters, Spread, Verdict
+from kernelopt.decide import BestFigure, Counters, Spread, Verdict
 from kernelopt.gitcmd import (
     NOTES_REF,
     Git,
@@ -110,6 +110,39 @@ class RunState:
             if record.verdict in (Verdict.KEEP, Verdict.BASELINE):
                 return record
         return None
+
+    @property
+    def best_figure(self) -> BestFigure:
+        """BEST's metric as one estimate over all its samples (the newest note carries it)."""
+        best = self.best
+        if best is None:
+            return BestFigure(None, 0)
+        newest = self.attempts[-1].note
+        if "best_samples" in newest and newest.get("best_metric") is not None:
+            return BestFigure(float(newest["best_metric"]), int(newest["best_samples"]))
+        return BestFigure(best.metric, 1)  # notes written before the estimate existed
+
+    @property
+    def best_metric(self) -> float | None:
+        """BEST's figure: what every view shows as BEST's metric."""
+        return self.best_figure.metric
+
+    @property
+    def baseline_metric(self) -> float | None:
+        """The baseline's figure: its estimate over all its samples while it was BEST."""
+        base = self.baseline
+        if base is None:
+            return None
+        best = self.best
+        if best is not None and best.attempt == base.attempt:
+            return self.best_metric
+        for record in self.attempts:
+            if record.attempt > base.attempt and record.verdict == Verdict.KEEP:
+                previous = record.note.get("previous_best")
+                if "best_samples" in record.note and previous is not None:
+                    return float(previous)
+                break
+        return base.metric
 
     @property
     def baseline(self) -> AttemptRecord | None:

@@ -121,26 +121,23 @@ def format_metric(value: float | None) -> str:
 
 
 def format_result(r: AttemptResult, metric: str) -> str:
-    """One attempt's verdict line: the gain and what it was measured against first.
+    """One attempt's verdict line: the compared pair first, BEST's figure, then why.
 
-    ``REGRESSION -4.24% vs BEST re-measured beside it (6 pairs: 76.15 vs 73.05) |
-    recorded BEST 79.7 | regressions 1``
+    ``KEEP +12.88%: time 21.74 vs BEST 24.95 measured beside it (7 pairs) |
+    BEST now 21.74 (was 23.98) | regressions 0``, and below it the rule that decided.
     """
     verdict = r.verdict.upper()
-    basis = r.basis or {}
     if r.gain is None:
-        parts = [verdict, f"{metric} {format_metric(r.metric)}"]
-    elif basis.get("against") == "remeasured":
-        beside = f"{format_metric(r.metric)} vs {format_metric(basis['best'])}"
-        parts = [
-            f"{verdict} {r.gain * 100:+.2f}% {describe_basis(basis, beside)}",
-            f"recorded BEST {format_metric(r.previous_best)}",
-        ]
+        parts = [f"{verdict} {metric} {format_metric(r.metric)}"]
     else:
-        parts = [
-            f"{verdict} {r.gain * 100:+.2f}% vs recorded BEST {format_metric(r.previous_best)}",
-            f"{metric} {format_metric(r.metric)}",
-        ]
+        against = describe_basis(r.basis) or f"vs BEST {format_metric(r.previous_best)}"
+        parts = [f"{verdict} {r.gain * 100:+.2f}%: {metric} {format_metric(r.metric)} {against}"]
+    if r.verdict == "keep":
+        parts.append(
+            f"BEST now {format_metric(r.best_metric)} (was {format_metric(r.previous_best)})"
+        )
+    elif r.verdict != "baseline" and (r.basis or {}).get("against") == "remeasured":
+        parts.append(f"BEST {format_metric(r.best_metric)}")
     if r.verdict != "baseline":
         parts.append(f"regressions {r.consecutive_regressions}")
     if r.reused_from is not None:
@@ -148,9 +145,19 @@ def format_result(r: AttemptResult, metric: str) -> str:
     if r.improved or r.regressed:
         parts.append(f"improved [{', '.join(r.improved)}] regressed [{', '.join(r.regressed)}]")
     text = " | ".join(parts)
+    first_error = r.error.strip().splitlines()[0][:200] if r.error.strip() else ""
+    if r.reason and r.verdict != "baseline" and not (first_error and first_error in r.reason):
+        text += f"\n      why: {r.reason}"
     if r.error:
         text += f"\n      {r.error.splitlines()[0][:300]}"
+    tail = [line for line in r.output_tail.splitlines() if line.strip()][-TAIL_SHOWN:]
+    if tail and r.error.strip().splitlines()[-1:] != tail[-1:]:
+        text += "".join(f"\n      | {line[:200]}" for line in tail)
     return text
+
+
+# The last lines of a failed benchmark's output shown under its verdict (all are in --json).
+TAIL_SHOWN = 8
 
 
 def print_summary(s: RunSummary, as_json: bool, program: str) -> None:
@@ -248,14 +255,27 @@ def _profile_line(profile: dict[str, Any]) -> str:
 
 
 def plain_log_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """``kernelopt log --plain``: one line per attempt, its error below it."""
+    """``kernelopt log --plain``: one line per attempt (with the BEST figure it was
+    compared with), its reason, error and a failure's last output lines below it."""
+    from kernelopt.report.table import compared_with
+
     lines = []
     for row in rows:
         gain = "" if row["gain"] is None else f"{row['gain'] * 100:+7.2f}%"
+        against = compared_with(row)
+        against = f"vs BEST {against}" if against else ""
         lines.append(
             f"#{row['attempt']:<4} {row['commit'][:10]} {row['verdict']:<11} "
-            f"{format_metric(row['metric']):>10} {gain:>8}  {row['kind']}: {row['hypothesis']}"
+            f"{format_metric(row['metric']):>10} {gain:>8} {against:<24} "
+            f"{row['kind']}: {row['hypothesis']}".rstrip()
         )
-        if row["error"]:
-            lines.append(f"      {row['error'].splitlines()[0][:200]}")
+        reason = row.get("reason") or ""
+        error = row["error"].splitlines()[0][:200] if row["error"] else ""
+        if reason and row["verdict"] != "baseline" and not (error and error in reason):
+            lines.append(f"      why: {reason}")
+        if error:
+            lines.append(f"      {error}")
+        tail = [t for t in (row.get("output_tail") or "").splitlines() if t.strip()]
+        if tail and tail[-1].strip() != error.strip():
+            lines += [f"      | {t[:200]}" for t in tail[-TAIL_SHOWN:]]
     return lines

@@ -95,7 +95,9 @@ class Recorder:
             device=self.target.device,
             deterministic=self.target.deterministic,
             best_commit=state.best_commit,
-            previous_best=state.best.metric if state.best else None,
+            previous_best=state.best_metric,
+            best_samples=state.best_figure.samples,
+            better=self.program.better,
         )
 
     def keep(self, n: int, sha: str, note: dict[str, Any]) -> None:
@@ -115,14 +117,14 @@ class Recorder:
         """Append the Stop Summary to performance.md and mark the run stopped."""
         state = self.repo.load_state()
         best = state.best
-        best_metrics: dict[str, Any] = {self.program.metric: best.metric if best else None}
+        best_metrics: dict[str, Any] = {self.program.metric: state.best_metric}
         if state.baseline and best:
-            best_metrics["baseline"] = state.baseline.metric
+            best_metrics["baseline"] = state.baseline_metric
         text = ledger.render_stop_summary(
             self.repo.run_id,
             now(),
             reason,
-            best.commit if best else "",
+            (state.best_commit or "") if best else "",
             best_metrics,
             list(state.counters.recent_regressions),
         )
@@ -132,7 +134,10 @@ class Recorder:
             "",
             {"Kernelopt-Run": self.repo.run_id, "Kernelopt-Stop": reason},
         )
-        self.repo.write_note(head, {"kernelopt": 1, "stop": True, "reason": reason, "time": now()})
+        self.repo.write_note(
+            head,
+            {"kernelopt": 1, "stop": True, "reason": reason, "time": now(), "best_commit": head},
+        )
         self.repo.set_ref("stop", head)
         self.repo.set_ref("best", head)
         return self.repo.load_state()
@@ -202,4 +207,6 @@ def _result(
         files=tuple(note["files"]),
         basis=note.get("basis"),
         measured=measured_on(note["measurement"]),
+        reason=note.get("reason", ""),
+        output_tail=note.get("output_tail", ""),
     )

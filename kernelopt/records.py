@@ -59,6 +59,10 @@ class AttemptResult:
     basis: dict[str, Any] | None = None
     # Where and how it was measured, and its profile (measured_on).
     measured: dict[str, Any] = field(default_factory=dict)
+    # The rule that decided the verdict, in one sentence.
+    reason: str = ""
+    # The end of a failed benchmark's output (its stderr and stdout).
+    output_tail: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +77,8 @@ class AttemptResult:
             "gain": self.gain,
             "consecutive_regressions": self.consecutive_regressions,
             "recent_regressions": self.recent_regressions,
+            "reason": self.reason,
+            "output_tail": self.output_tail,
             "stop": self.stop,
             "stop_reason": self.stop_reason,
             "error": self.error,
@@ -100,14 +106,13 @@ class RunSummary:
     attempts: int
     kept: int
     regressions: int
-    best_commit: str | None  # the measured candidate's commit, as everywhere
+    best_commit: str | None  # the best ref: the branch's commit at BEST, as everywhere
     best_metric: float | None
     baseline_metric: float | None
     metric: str
     better: str
     diverged: int = 0
     best_attempt: int | None = None
-    ledger_commit: str | None = None  # the branch's commit recording BEST in performance.md
     baseline_commit: str | None = None
 
     @classmethod
@@ -138,12 +143,11 @@ class RunSummary:
             attempts=len([r for r in state.attempts if r.attempt > 0]),
             kept=count(Verdict.KEEP),
             regressions=count(Verdict.REGRESSION),
-            best_commit=best.commit if best else None,
+            best_commit=state.best_commit if best else None,
             best_attempt=best.attempt if best else None,
-            ledger_commit=state.best_commit,
             baseline_commit=base.commit if base else None,
-            best_metric=best.metric if best else None,
-            baseline_metric=base.metric if base else None,
+            best_metric=state.best_metric,
+            baseline_metric=state.baseline_metric,
             metric=metric,
             better=better,
             diverged=count(Verdict.DIVERGED),
@@ -169,7 +173,6 @@ class RunSummary:
             "diverged": self.diverged,
             "best_commit": self.best_commit,
             "best_attempt": self.best_attempt,
-            "ledger_commit": self.ledger_commit,
             "best_metric": self.best_metric,
             "baseline_metric": self.baseline_metric,
             "improvement": self.improvement,
@@ -202,6 +205,6 @@ def resume_notice(state: RunState) -> dict[str, Any]:
     return {
         "next": state.next_attempt,
         "best_attempt": best.attempt if best else None,
-        "best_metric": best.metric if best else None,
+        "best_metric": state.best_metric,
         "consecutive_regressions": state.counters.consecutive_regressions,
     }

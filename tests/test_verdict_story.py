@@ -1,0 +1,133 @@
+"""Every verdict stated against the figure it was decided on, with its reason and,
+for a failure, the benchmark's own last lines; one BEST id everywhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, git
+
+from kernelopt.decide import Assessment, BestFigure, Verdict, explain, kept_figure
+
+
+def started(bench_repo: RepoFactory, cli: Cli, **program: Any) -> BenchRepo:
+    repo = bench_repo(**{"space": None, **program})
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+    assert result.exit_code == 0, result.output
+    return repo
+
+
+def try_x(cli: Cli, repo: BenchRepo, x: Any, message: str = "") -> tuple[int, dict[str, Any], str]:
+    (repo.worktree() / "knobs.json").write_text(json.dumps({"X": x}, indent=2) + "\n")
+    result = cli("try", "-m", message or f"X = {x}", "--json", cwd=repo.worktree())
+    return result.exit_code, json.loads(result.stdout), result.output
+
+
+def lower_is_better(new: float, old: float) -> bool:
+    return new < old
+
+
+def test_a_keep_never_shows_best_getting_worse_after_a_lucky_baseline(
+    bench_repo: RepoFactory, cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The baseline's only sample reads 50 (lucky); BEST then measures 100 beside the
+    # candidate, which measures 80: a real keep, and BEST's figure must go down.
+    lucky = tmp_path / "lucky"
+    lucky.touch()
+    monkeypatch.setenv("BENCH_LUCKY_FILE", str(lucky))
+    repo = started(bench_repo, cli)
+
+    code, data, _ = try_x(cli, repo, 80)
+
+    assert code == 0 and data["verdict"] == "keep"
+    assert data["basis"]["against"] == "remeasured" and data["basis"]["best"] == 100.0
+    # BEST's figure at the verdict averages every sample of BEST: 50 and the pairs' 100s.
+    pairs = data["basis"]["pairs"]
+    assert data["previous_best"] == pytest.approx((50 + 100 * pairs) / (1 + pairs))
+    assert lower_is_better(data["best_metric"], data["previous_best"])
+    status = cli.json("status", cwd=repo.root)
+    assert status["best_metric"] == data["best_metric"]
+    # The log lists the pair behind the keep, and no keep slower than what it was compared to.
+    rows = cli.json("log", cwd=repo.root)
+    assert rows[1]["metric"] < rows[1]["basis"]["best"]
+    assert rows[1]["best_metric"] < rows[1]["previous_best"]
+    plain = cli("log", "--plain", cwd=repo.root).output
+    assert f"vs BEST 100 ({pairs} pairs)" in plain
+    table = cli("log", cwd=repo.root).output
+    assert f"100 ({pairs} pairs)" in table
+    assert f"vs BEST 100 measured beside it ({pairs} pairs)" in repo.ledger()
+
+
+def test_a_keep_after_the_machine_slowed_down_still_moves_best_down() -> None:
+    # BEST's estimate holds many quick samples from a quiet machine; now everything is
+    # slower, and the candidate beats BEST beside it: its figure is scaled, not its raw mean.
+    before = BestFigure(17.0, 50).updated([25.0] * 7)
+    kept = kept_figure(before, [21.7] * 7, [25.0] * 7, "lower")
+    assert kept.metric is not None and before.metric is not None
+    assert kept.metric < before.metric
+    assert kept.metric == pytest.approx(before.metric * 21.7 / 25.0)
+    # On a steady machine the new BEST's figure is its own mean.
+    steady = kept_figure(BestFigure(25.0, 3).updated([25.0] * 7), [21.7] * 7, [25.0] * 7, "lower")
+    assert steady.samples == 7 and steady.metric == pytest.approx(21.7)
+
+
+def test_an_undecided_tie_says_why() -> None:
+    a = Assessment(Verdict.TIE, 0.134, -0.02, 0.29, 6, "undecided")
+    text = explain(a, 0.03, shown=0.144, better="higher")
+    assert text.startswith("+14.4 % but not significant after 6 pairs")
+    assert "p < 0.001" in text and "3 %" in text
+
+
+def test_every_verdict_carries_its_reason(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+
+    verdicts = {x: try_x(cli, repo, x) for x in (130, 100.1, 80)}
+
+    for x, (_, data, _) in verdicts.items():
+        note = repo.note(data["commit"])
+        assert data["reason"] and note["reason"] == data["reason"], x
+    assert "worse beyond the noise setting" in verdicts[130][1]["reason"]
+    assert "better beyond the noise setting" in verdicts[80][1]["reason"]
+    rows = cli.json("log", cwd=repo.root)
+    assert [r["reason"] for r in rows[1:]] == [v[1]["reason"] for v in verdicts.values()]
+    printed = cli("try", "-m", "X = 131", cwd=_edit(repo, 131)).output
+    assert "why: " in printed and "worse beyond the noise setting" in printed
+
+
+def _edit(repo: BenchRepo, x: Any) -> Path:
+    (repo.worktree() / "knobs.json").write_text(json.dumps({"X": x}, indent=2) + "\n")
+    return repo.worktree()
+
+
+def test_a_crash_carries_the_benchmarks_own_last_lines(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+
+    code, data, _ = try_x(cli, repo, "fail")
+
+    assert code == 13
+    assert "bench: the kernel crashed" in data["output_tail"]
+    rows = cli.json("log", cwd=repo.root)
+    assert "bench: the kernel crashed" in rows[-1]["output_tail"]
+    assert "bench: the kernel crashed" in cli("log", "--plain", cwd=repo.root).output
+    assert "bench: the kernel crashed" in cli("log", "--lessons", cwd=repo.root).output
+    lessons = cli.json("log", "--lessons", cwd=repo.root)
+    assert "bench: the kernel crashed" in lessons["failed"][0]["output"]
+    printed = cli("try", "-m", "again", cwd=_edit(repo, "fail")).output
+    assert "bench: the kernel crashed" in printed
+
+
+def test_one_best_id_in_status_the_best_ref_and_the_notes(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+    try_x(cli, repo, 80)
+    try_x(cli, repo, "fail")
+
+    best = repo.rev(repo.ref("best"))
+    status = cli.json("status", cwd=repo.root)
+    newest = repo.notes()[max(repo.attempt_refs())]
+    assert status["best_commit"] == best == newest["best_commit"]
+    top = git(repo.root, "log", "-1", "--format=%H", repo.branch()).strip()
+    assert top == best
+    assert best[:10] in "\n".join(cli("status", cwd=repo.root).output.splitlines()[:5])
