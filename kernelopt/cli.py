@@ -56,7 +56,35 @@ def _load(program_path: str) -> Program:
         raise UsageProblem(str(exc)) from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Main(click.Group):
+    """The command group; with --json, a refusal is a JSON object on stdout too."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        args = [*getattr(ctx, "_protected_args", []), *ctx.args]
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            if "--json" not in args:
+                raise
+            exc.show()  # the message for a person on stderr, the object on stdout
+            click.echo(json.dumps({"error": error_object(exc)}))
+            ctx.exit(exc.exit_code)
+
+
+def error_object(exc: click.ClickException) -> dict[str, object]:
+    """What a refusal says to a program: its kind, message and exit code."""
+    kind = getattr(exc, "kind", None) or {
+        "UsageProblem": "usage",
+        "RunInUse": "busy",
+        "CliError": "error",
+    }.get(type(exc).__name__, "usage")
+    return {"kind": kind, "message": exc.format_message(), "exit_code": exc.exit_code}
+
+
+@click.group(
+    cls=_Main,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="kernelopt")
 def main() -> None:
     """A git-native runner for kernel tuning.
@@ -132,10 +160,11 @@ def run(
     Example:
       kernelopt run programs/matmul.md
       kernelopt run programs/cpu_stencil.md --tag try2 --max-candidates 10
-      kernelopt run programs/matmul.md --agent 'my-agent --task "$KERNELOPT_CONTEXT"'
+      kernelopt run programs/matmul.md --agent 'my-agent --task "$(cat "$KERNELOPT_CONTEXT")"'
 
     With --agent, each round runs the command in the worktree with
-    KERNELOPT_CONTEXT (markdown), KERNELOPT_CONTEXT_JSON and
+    KERNELOPT_CONTEXT (the path of a markdown file: the task and the history),
+    KERNELOPT_CONTEXT_JSON (the path of the same as JSON) and
     KERNELOPT_HYPOTHESIS_FILE in its environment; the agent edits files and
     writes its one-sentence hypothesis to that file.
     """
@@ -241,7 +270,7 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
             except KeyboardInterrupt:
                 message = "interrupted; the attempt is recorded as interrupted and the worktree is at BEST"
                 click.echo(
-                    json.dumps({"verdict": "interrupted", "stop": False})
+                    json.dumps({"verdict": "interrupted", "stop": False, "reason": message})
                     if as_json
                     else f"kernelopt: {message}"
                 )
@@ -251,10 +280,21 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
     except NothingToTry as exc:
-        raise UsageProblem(str(exc)) from None
+        problem = UsageProblem(str(exc))
+        problem.kind = "nothing_to_try"  # type: ignore[attr-defined]
+        raise problem from None
     except RunStopped as exc:
         if as_json:
-            click.echo(json.dumps({"verdict": None, "stop": True, "stop_reason": str(exc)}))
+            click.echo(
+                json.dumps(
+                    {
+                        "verdict": None,
+                        "stop": True,
+                        "stop_reason": str(exc),
+                        "error": {"kind": "stopped", "message": str(exc), "exit_code": EXIT_STOP},
+                    }
+                )
+            )
         else:
             click.echo(f"kernelopt: {exc}. Stop working on this run.")
         sys.exit(EXIT_STOP)

@@ -195,7 +195,7 @@ def _result(
         previous_best=note["previous_best"],
         gain=judgement.gain,
         consecutive_regressions=outcome.counters.consecutive_regressions,
-        recent_regressions=len(outcome.counters.recent_regressions),
+        recent_regressions=tuple(outcome.counters.recent_regressions),
         stop=outcome.stop,
         stop_reason=outcome.stop_reason,
         error=judgement.error,

@@ -44,7 +44,7 @@ class AttemptResult:
     previous_best: float | None
     gain: float | None
     consecutive_regressions: int
-    recent_regressions: int
+    recent_regressions: tuple[dict[str, Any], ...]  # as status lists them
     stop: bool
     stop_reason: str | None = None
     error: str = ""
@@ -76,7 +76,7 @@ class AttemptResult:
             "previous_best": self.previous_best,
             "gain": self.gain,
             "consecutive_regressions": self.consecutive_regressions,
-            "recent_regressions": self.recent_regressions,
+            "recent_regressions": list(self.recent_regressions),
             "reason": self.reason,
             "output_tail": self.output_tail,
             "stop": self.stop,
@@ -188,6 +188,9 @@ def measured_on(measurement: dict[str, Any]) -> dict[str, Any]:
         "host": measurement.get("host") or "",
         "timing": measurement.get("timing") or extra.get("timing"),
         "profile": measurement.get("profile") or {},
+        # A profile of a run that failed its correctness check (or crashed) describes
+        # wrong work: its MFU and engine figures are not comparable with BEST's.
+        "profile_of_correct_work": measurement.get("status", "ok") == "ok",
     }
 
 

@@ -131,3 +131,38 @@ def test_one_best_id_in_status_the_best_ref_and_the_notes(bench_repo: RepoFactor
     top = git(repo.root, "log", "-1", "--format=%H", repo.branch()).strip()
     assert top == best
     assert best[:10] in "\n".join(cli("status", cwd=repo.root).output.splitlines()[:5])
+
+
+def test_json_commands_answer_json_on_every_outcome(
+    bench_repo: RepoFactory, cli: Cli, tmp_path: Path
+) -> None:
+    repo = started(bench_repo, cli)
+
+    nothing = cli("try", "-m", "no change", "--json", cwd=repo.worktree())
+    outside = cli("try", "-m", "x", "--json", cwd=repo.root)
+    no_runs = cli("status", "--json", cwd=bench_repo(space=None).root)
+
+    assert nothing.exit_code == 2
+    assert json.loads(nothing.stdout)["error"]["kind"] == "nothing_to_try"
+    assert "nothing to try" in json.loads(nothing.stdout)["error"]["message"]
+    assert outside.exit_code == 2 and json.loads(outside.stdout)["error"]["exit_code"] == 2
+    assert no_runs.exit_code == 2 and "error" in json.loads(no_runs.stdout)
+    assert list(repo.attempt_refs()) == [0]
+
+
+def test_one_type_per_field_and_profiles_of_wrong_work_are_flagged(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli)
+
+    _, regression, _ = try_x(cli, repo, 130, "too big")
+    _, wrong, _ = try_x(cli, repo, "wrong")
+
+    status = cli.json("status", cwd=repo.root)
+    assert isinstance(regression["recent_regressions"], list)
+    assert regression["recent_regressions"][0]["hypothesis"] == "too big"
+    assert type(status["recent_regressions"]) is type(regression["recent_regressions"])
+    assert regression["profile_of_correct_work"] is True
+    assert wrong["verdict"] == "incorrect" and wrong["profile_of_correct_work"] is False
+    rows = cli.json("log", cwd=repo.root)
+    assert [r["profile_of_correct_work"] for r in rows] == [True, True, False]
