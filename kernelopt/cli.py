@@ -474,16 +474,25 @@ def init(name: str, kind: str) -> None:
 
 
 @main.command(name="runs")
-def runs_() -> None:
-    """List the runs recorded in this repository.
+@click.option("--json", "as_json", is_flag=True, help="Every run as a JSON list.")
+def runs_(as_json: bool) -> None:
+    """List the runs recorded in this repository: BEST, attempts and state of each.
 
     \b
     Example:
       kernelopt runs
+      kernelopt runs --json | jq -r '.[] | select(.stopped | not) | .run'
     """
+    from kernelopt.output import runs_lines
+    from kernelopt.views import run_row
+
     root = _repo_root()
-    for run_id in list_runs(root):
-        click.echo(run_id)
+    rows = [run_row(RunRepo(root, run_id)) for run_id in list_runs(root)]
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    for line in runs_lines(rows):
+        click.echo(line)
 
 
 def _repo_root() -> Path:

@@ -34,7 +34,7 @@ from kernelopt.gitcmd import (
     clear_stale_locks,
     write_note,
 )
-from kernelopt.hypothesis import safe_hypothesis
+from kernelopt.hypothesis import cut_words, safe_hypothesis
 from kernelopt.runlock import worktree_admin
 
 LEDGER = "performance.md"
@@ -195,8 +195,7 @@ def candidate_message(
     hypothesis = safe_hypothesis(hypothesis)
     first, _, rest = hypothesis.strip().partition("\n")
     subject = f"kernelopt #{attempt} {kind}: {first.strip() or '(no hypothesis given)'}"
-    if len(subject) > 120:
-        subject = subject[:117] + "..."
+    subject = cut_words(subject, 120)
     body = hypothesis.strip() if (rest.strip() or len(first) > 100) else ""
     parts = [subject, ""]
     if body:

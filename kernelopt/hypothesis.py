@@ -36,3 +36,15 @@ def safe_hypothesis(text: str) -> str:
     replaced by U+FFFD, and line ends made plain newlines."""
     text = text.replace("\r\n", "\n")
     return "".join("\ufffd" if _is_control(char) else char for char in text)
+
+
+def cut_words(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: cut at a word boundary, ending in "..."."""
+    if len(text) <= width:
+        return text
+    room = max(width - 3, 1)
+    head = text[:room]
+    space = head.rfind(" ")
+    if space > room // 2:  # a very long word is cut inside rather than leaving little
+        head = head[:space]
+    return head.rstrip(" ,;:-") + "..."

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.decide import Verdict, gain
+from kernelopt.hypothesis import cut_words
 from kernelopt.note import describe_basis
 
 HEADER = """# Performance
@@ -178,7 +179,7 @@ def kept_message(n: int, sha: str, note: Mapping[str, Any], labels: Labels) -> t
         subject = f"kernelopt: baseline {measured}"
     else:
         change = format_change(note.get("gain"))
-        why = str(note.get("hypothesis", ""))[:80]
+        why = cut_words(str(note.get("hypothesis", "")).strip().split("\n")[0], 80)
         subject = f"kernelopt: keep #{n} ({change} {labels.metric}): {why}"
     body = (
         f"Attempt #{n} ({sha[:10]}) measured {labels.metric} "

@@ -279,3 +279,18 @@ def plain_log_lines(rows: list[dict[str, Any]]) -> list[str]:
         if tail and tail[-1].strip() != error.strip():
             lines += [f"      | {t[:200]}" for t in tail[-TAIL_SHOWN:]]
     return lines
+
+
+def runs_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """``kernelopt runs`` for people: one line per run."""
+    if not rows:
+        return ["no runs recorded in this repository"]
+    width = max(len("run"), *(len(r["run"]) for r in rows))
+    lines = [f"{'run':<{width}}  {'BEST':<10}  {'best':>14}  {'attempts':<14}  state"]
+    for r in rows:
+        best = (r["best_commit"] or "")[:10] or "none"
+        figure = f"{r['metric']} {format_metric(r['best_metric'])}" if r["best_commit"] else ""
+        state = f"stopped: {r['stop_reason']}" if r["stopped"] else "open"
+        attempts = f"{r['attempts']} ({r['kept']} kept)"
+        lines.append(f"{r['run']:<{width}}  {best:<10}  {figure:>14}  {attempts:<14}  {state}")
+    return lines

@@ -74,3 +74,20 @@ def _reference_of(note: dict[str, Any]) -> dict[str, Any] | None:
         return None
     return {"what": ref.get("what"), "metric": ref.get("metric"), "why": ref.get("why")}
 
+
+
+def run_row(repo: RunRepo) -> dict[str, Any]:
+    """One line of ``kernelopt runs``: the run, its BEST, attempts and state."""
+    state = repo.load_state()
+    best = state.best
+    return {
+        "run": repo.run_id,
+        "best_commit": state.best_commit if best else None,
+        "best_attempt": best.attempt if best else None,
+        "metric": best.note.get("metric_name") if best else None,
+        "best_metric": state.best_metric,
+        "attempts": len([r for r in state.attempts if r.attempt > 0]),
+        "kept": len([r for r in state.attempts if r.verdict == "keep"]),
+        "stopped": state.stop is not None,
+        "stop_reason": state.stop.get("reason") if state.stop else None,
+    }

@@ -166,3 +166,14 @@ def test_one_type_per_field_and_profiles_of_wrong_work_are_flagged(
     assert wrong["verdict"] == "incorrect" and wrong["profile_of_correct_work"] is False
     rows = cli.json("log", cwd=repo.root)
     assert [r["profile_of_correct_work"] for r in rows] == [True, True, False]
+
+
+def test_the_program_reference_explains_the_noise_rule() -> None:
+    from kernelopt.schema import reference_markdown
+
+    doc = reference_markdown()
+    rule = doc[doc.index("## How the noise rule decides") :]
+    for words in ("p < 0.001", "decide.max_samples", "decide.confirm", "reason", "beside"):
+        assert words in rule
+    noise_row = next(line for line in doc.splitlines() if line.startswith("| `decide.noise`"))
+    assert "significantly" in noise_row

@@ -133,6 +133,7 @@ class ProposerState:
     best_commit: str | None = None
     consecutive_regressions: int = 0
     recent_regressions: tuple[dict[str, Any], ...] = ()
+    baseline_metric: float | None = None  # the baseline's figure over all its samples
 
     @classmethod
     def of(
@@ -151,6 +152,7 @@ class ProposerState:
             best_commit=state.best_commit,
             consecutive_regressions=counters.consecutive_regressions,
             recent_regressions=tuple(counters.recent_regressions),
+            baseline_metric=state.baseline_metric,
         )
 
     @property

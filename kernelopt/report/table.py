@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kernelopt.decide import Verdict
+from kernelopt.hypothesis import cut_words
 from kernelopt.report.verdicts import RICH_STYLE
 
 ERROR_WIDTH = 200
@@ -46,18 +47,6 @@ def compared_with(row: Mapping[str, Any]) -> str:
 def _first_line(text: str, width: int) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= width else cut_words(line, width)
-
-
-def cut_words(text: str, width: int) -> str:
-    """``text`` in at most ``width`` characters, cut at a word boundary with "..."."""
-    if len(text) <= width:
-        return text
-    room = max(width - 3, 1)
-    head = text[:room]
-    space = head.rfind(" ")
-    if space > room // 2:
-        head = head[:space]
-    return head.rstrip(" ,;:-") + "..."
 
 
 def render_log_table(
