@@ -173,7 +173,7 @@ def run(
         timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
-    printer = Printer(as_json, prog.metric, budget=prog.stop.max_candidates)
+    printer = Printer(as_json, prog.metric, budget=prog.stop.max_candidates, limit=max_candidates)
     try:
         session = Session.create(
             prog,

@@ -19,10 +19,19 @@ from kernelopt.records import AttemptResult, RunSummary
 class Printer:
     """A run's progress as lines for people, or one JSON object per event for programs."""
 
-    def __init__(self, as_json: bool, metric: str = "", budget: int | None = None):
+    def __init__(
+        self,
+        as_json: bool,
+        metric: str = "",
+        budget: int | None = None,
+        limit: int | None = None,
+    ):
         self.as_json = as_json
         self.metric = metric
-        self.budget = budget  # the run's candidate budget (stop.max_candidates)
+        # The last attempt number this invocation may reach: the run's candidate
+        # budget (stop.max_candidates), or sooner with --max-candidates (``limit``).
+        self.budget = budget
+        self.limit = limit
         self.open_line: int | None = None  # the attempt whose line awaits its verdict
         self.started = time.monotonic()
         self.measured = 0  # attempts decided in this invocation
@@ -40,6 +49,7 @@ class Printer:
                 click.echo(json.dumps({"event": name, **data}))
             return
         if name == "measuring":
+            self._bound(data["attempt"], data["kind"])
             self._close()
             label = _label(data["attempt"], data["kind"], self.budget)
             click.echo(f"  {label}: {data['hypothesis']} ...", nl=False)
@@ -52,9 +62,18 @@ class Printer:
             self._close()
             click.echo(_notice(name, data))
 
+    def _bound(self, attempt: int, kind: str) -> None:
+        """At the first candidate of this invocation, --max-candidates fixes the last number."""
+        if self.limit is None or kind == "baseline":
+            return
+        last = attempt + self.limit - 1
+        self.budget = last if self.budget is None else min(self.budget, last)
+        self.limit = None
+
     def _attempt(self, r: AttemptResult) -> None:
         self.measured += 1
-        line = format_result(r, self.metric) + self._progress(r.attempt)
+        first, nl, rest = format_result(r, self.metric).partition("\n")
+        line = first + self._progress(r.attempt) + nl + rest  # the time on the verdict's line
         if self.open_line == r.attempt:
             click.echo(" " + line)
             self.open_line = None
@@ -87,8 +106,14 @@ def _notice(name: str, data: dict[str, Any]) -> str:
             if data["best_attempt"] is not None
             else "no BEST yet"
         )
+        pending = data.get("pending") or []
+        finishing = (
+            f" (#{', #'.join(map(str, pending))} committed before the stop, measured first)"
+            if pending
+            else ""
+        )
         return (
-            f"  resuming at #{data['next']}: {best}, "
+            f"  resuming at #{data['next']}{finishing}: {best}, "
             f"{data['consecutive_regressions']} regression(s) in a row"
         )
     if name == "reaped":

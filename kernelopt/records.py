@@ -205,8 +205,11 @@ class NothingToTry(RuntimeError):
 def resume_notice(state: RunState) -> dict[str, Any]:
     """What a resumed run says first: where it goes on from, BEST and the counters."""
     best = state.best
+    pending = sorted(n for n, _ in state.pending)
     return {
-        "next": state.next_attempt,
+        # Attempts committed before the stop are measured first, so numbering goes on from them.
+        "next": pending[0] if pending else state.next_attempt,
+        "pending": pending,
         "best_attempt": best.attempt if best else None,
         "best_metric": state.best_metric,
         "consecutive_regressions": state.counters.consecutive_regressions,
