@@ -168,7 +168,7 @@ def run(
     KERNELOPT_HYPOTHESIS_FILE in its environment; the agent edits files and
     writes its one-sentence hypothesis to that file.
     """
-    prog = _load(program)
+    prog = _from_head(_load(program), as_json)
     try:
         timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
     except ValueError as exc:
@@ -211,6 +211,23 @@ def run(
     print_summary(summary, as_json, program)
     if summary.failed:
         sys.exit(1)
+
+
+def _from_head(prog: Program, as_json: bool) -> Program:
+    """The program as committed at HEAD, with a one-line warning naming what is ignored."""
+    from kernelopt.checkout import ignored, program_at_head
+
+    try:
+        root = find_repo(prog.path.resolve().parent)
+        warning = ignored(prog, root)
+        prog = program_at_head(prog, root)
+    except HistoryError:
+        return prog  # Session.create says what is wrong with the repository
+    except ProgramError as exc:
+        raise UsageProblem(f"the program as committed at HEAD: {exc}") from None
+    if warning:
+        click.echo(f"kernelopt: warning: {warning}", err=True)
+    return prog
 
 
 @main.command(name="try")

@@ -43,3 +43,38 @@ def test_subjects_are_cut_at_a_word() -> None:
 def test_sim_help_lists_check() -> None:
     text = CliRunner().invoke(main, ["sim", "--help"]).output
     assert "check" in text.split("Commands:")[1]
+
+
+def test_a_dirty_checkout_is_ignored_with_a_one_line_warning(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 80])
+    # Uncommitted: a program edit (another knob space) and a knobs edit.
+    repo.program.write_text(repo.program.read_text().replace("- 80", "- 70"))
+    (repo.root / "knobs.json").write_text('{"X": 50}\n')
+
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 0, result.output
+    [warning] = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert "programs/x.md (the program)" in warning and "knobs.json (its knob file)" in warning
+    notes = repo.notes()
+    assert notes[0]["metric"] == 100.0  # the committed knobs, not the edit
+    assert [n["knobs"] for n in notes.values()][1] == {"X": 80}  # the committed space
+
+
+def test_the_readmes_git_log_line_leaves_the_notes_commits_out(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    import re
+    import subprocess
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    line = next(m for m in re.findall(r"^(git log [^#\n]*--all[^#\n]*?)\s*(?:#|$)", readme, re.M))
+    repo = bench_repo(space=[100, 80])
+    cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+    everything = subprocess.run(["bash", "-c", "git log --oneline --all"], cwd=repo.root, capture_output=True, text=True).stdout
+    shown = subprocess.run(["bash", "-c", line], cwd=repo.root, capture_output=True, text=True, check=True).stdout
+    assert "Notes added by" in everything
+    assert "Notes added by" not in shown and "kernelopt #1 knob" in shown
