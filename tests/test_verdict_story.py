@@ -177,3 +177,36 @@ def test_the_program_reference_explains_the_noise_rule() -> None:
         assert words in rule
     noise_row = next(line for line in doc.splitlines() if line.startswith("| `decide.noise`"))
     assert "significantly" in noise_row
+
+
+def test_the_agents_context_carries_the_crash_output_and_the_reasons(
+    bench_repo: RepoFactory, cli: Cli, tmp_path: Path
+) -> None:
+    from kernelopt.agent import build_context, next_ask, render_context
+    from kernelopt.history import RunRepo
+    from kernelopt.program import load_program
+    from kernelopt.proposers.base import Observations
+
+    repo = started(bench_repo, cli)
+    try_x(cli, repo, 130)
+    try_x(cli, repo, "fail")
+    program = load_program(repo.program)
+    run = RunRepo(repo.root, repo.run_id())
+    state = Observations().state(run.load_state(), program.better, 0)
+
+    context = build_context(
+        next_ask(state.history, 3),
+        state,
+        program,
+        run_id=repo.run_id(),
+        worktree=run.worktree,
+        hypothesis_file=tmp_path / "h",
+    )
+    text = render_context(context)
+
+    crash = context["recent_attempts"][-1]
+    assert "bench: the kernel crashed" in crash["output_tail"]
+    assert "bench: the kernel crashed" in text
+    assert "worse beyond the noise setting" in text  # the regression's reason
+    assert context["best"]["commit"] == repo.rev(repo.ref("best"))
+    assert context["best"]["metric"] == cli.json("status", cwd=repo.root)["best_metric"]
