@@ -177,7 +177,20 @@ def kept_frame(attempts: pd.DataFrame, baseline: float | None, better: str) -> p
         gain(m, baseline, better) if baseline is not None and not math.isnan(m) else math.nan
         for m in kept["metric"]
     ]
-    return kept[["attempt", "commit", "hypothesis", "metric", "gain", "gain_vs_baseline"]]
+    return kept[
+        [
+            "attempt",
+            "commit",
+            "hypothesis",
+            "metric",
+            "best_beside",
+            "pairs",
+            "previous_best",
+            "verdict",
+            "gain",
+            "gain_vs_baseline",
+        ]
+    ]
 
 
 def _classes_of(record: AttemptRecord) -> dict[str, float]:

@@ -160,6 +160,7 @@ def _kept_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -
             ("commit", h.WORD),
             ("hypothesis", h.TEXT),
             (frames.metric_name, h.NUM),
+            ("vs BEST", h.NUM),
             ("gain", h.NUM),
             ("vs baseline", h.NUM),
         ],
@@ -169,6 +170,7 @@ def _kept_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -
                 h.commit(r.commit),
                 escape(r.hypothesis),
                 escape(h.fmt_metric(r.metric)),
+                escape(_compared_with(r)),
                 h.gain_cell(r.gain),
                 h.gain_cell(r.gain_vs_baseline),
             ]

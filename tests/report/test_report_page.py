@@ -139,3 +139,19 @@ def test_an_nki_run_compares_the_profile_of_best_and_baseline(
     row = text.index("dma_active_time_percent")
     assert text[row + 1 : row + 3] == [f"{base:.4g}", f"{best:.4g}"]
     assert "higher is better" in " ".join(text)
+
+
+def test_every_verdict_shows_its_reason_and_the_best_it_was_compared_with(
+    toy_run: RecordedRun, toy_report: Report
+) -> None:
+    from html import escape
+
+    html = toy_report.index.read_text()
+    state = toy_run.state()
+    for record in state.attempts[1:]:
+        assert record.note.get("reason"), record.attempt
+        assert escape(record.note["reason"]) in html
+        basis = record.note.get("basis") or {}
+        if basis.get("against") == "remeasured":
+            pairs = basis["pairs"]
+            assert f"({pairs} pair{'s' if pairs != 1 else ''})" in html
