@@ -198,6 +198,8 @@ def run(
     except HistoryError as exc:  # git refused a step: say which, resume later
         raise CliError(f"{exc}\n  the run is recorded up to the last finished attempt") from None
     except KeyboardInterrupt:
+        if as_json:
+            click.echo(json.dumps({"event": "interrupted", "error": {"kind": "interrupted"}}))
         click.echo(
             "\nkernelopt: interrupted; the attempt in flight is recorded as interrupted and the branch is at BEST.",
             err=True,

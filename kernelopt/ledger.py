@@ -181,10 +181,14 @@ def kept_message(n: int, sha: str, note: Mapping[str, Any], labels: Labels) -> t
         change = format_change(note.get("gain"))
         why = cut_words(str(note.get("hypothesis", "")).strip().split("\n")[0], 80)
         subject = f"kernelopt: keep #{n} ({change} {labels.metric}): {why}"
+    against = describe_basis(note.get("basis")) or "as the run's first measurement"
     body = (
-        f"Attempt #{n} ({sha[:10]}) measured {labels.metric} "
-        f"{note.get('metric')} against {note.get('previous_best')} at BEST."
+        f"Attempt #{n} ({sha[:10]}) measured {labels.metric} {_fmt(note.get('metric'))} "
+        f"{against}; BEST's figure {_fmt(note.get('previous_best'))} -> "
+        f"{_fmt(note.get('best_metric'))}."
     )
+    if note.get("reason"):
+        body += f"\n\nWhy: {note['reason']}"
     return subject, body
 
 

@@ -230,8 +230,9 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     if data["best_commit"]:
         lines += [
             f"BEST       {data['best_commit'][:10]} (attempt #{data['best_attempt']})",
-            f"best       {data['metric']} {format_metric(data['best_metric'])}  "
-            f"baseline {format_metric(data['baseline_metric'])}",
+            f"best       {data['metric']} {format_metric(data['best_metric'])}"
+            + (f" (mean of {data['best_samples']} samples)" if data.get("best_samples", 0) > 1 else "")
+            + f"  baseline {format_metric(data['baseline_metric'])}",
         ]
     else:
         lines.append("BEST       none yet: no attempt has been measured successfully")
