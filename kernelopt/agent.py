@@ -149,7 +149,9 @@ def render_lessons(data: dict[str, list[dict[str, Any]]]) -> str:
             if key == "diverged":
                 extra = f" better: {', '.join(e.get('improved') or [])}; worse: {', '.join(e.get('regressed') or [])}"
             lines.append(f"  #{e['attempt']}{gain} {e['hypothesis']}{why}{extra}")
-            lines += [f"      | {line}" for line in _shown_tail(e.get("output") or "", e.get("why"))]
+            lines += [
+                f"      | {line}" for line in _shown_tail(e.get("output") or "", e.get("why"))
+            ]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -171,7 +173,6 @@ def build_context(
     hypothesis_file: Path,
 ) -> dict[str, Any]:
     best = state.best
-    base = state.baseline
     recent = [
         {
             "attempt": seen.attempt,
@@ -277,7 +278,12 @@ def render_context(ctx: dict[str, Any]) -> str:
             lines.append(f"  why: {a['reason']}")
         tail = a.get("output_tail") or ""
         if tail:
-            lines += ["  its output ended with:", "  ```", *(f"  {t}" for t in tail.splitlines()), "  ```"]
+            lines += [
+                "  its output ended with:",
+                "  ```",
+                *(f"  {t}" for t in tail.splitlines()),
+                "  ```",
+            ]
     c = ctx["counters"]
     lines += [
         "",

@@ -12,7 +12,7 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from kernelopt.gitcmd import Git
+from kernelopt.gitcmd import Git, HistoryError
 from kernelopt.program import Program, load_program
 
 
@@ -79,3 +79,18 @@ def program_at_head(program: Program, root: Path) -> Program:
         copy.write_text(committed)
         at_head = load_program(copy, root=root)
     return dataclasses.replace(at_head, path=program.path)
+
+
+def read_from_head(program: Program) -> tuple[Program, str | None]:
+    """``program`` as committed at HEAD, and the warning naming what the run ignores.
+
+    Outside a git repository both are left as they are: starting the run says why
+    it cannot go on.
+    """
+    from kernelopt.history import find_repo
+
+    try:
+        root = find_repo(program.path.resolve().parent)
+    except HistoryError:
+        return program, None
+    return program_at_head(program, root), ignored(program, root)

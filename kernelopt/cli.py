@@ -19,6 +19,7 @@ from kernelopt.exits import (
     EXIT_CTRL_C,
     EXIT_STOP,
     CliError,
+    JsonErrorsGroup,
     RunInUse,
     UsageProblem,
     exit_code_of,
@@ -30,7 +31,7 @@ from kernelopt.names import name_problem
 from kernelopt.output import (
     Printer,
     format_result,
-    plain_log_lines,
+    print_log,
     print_summary,
     status_lines,
 )
@@ -56,33 +57,8 @@ def _load(program_path: str) -> Program:
         raise UsageProblem(str(exc)) from None
 
 
-class _Main(click.Group):
-    """The command group; with --json, a refusal is a JSON object on stdout too."""
-
-    def invoke(self, ctx: click.Context) -> object:
-        args = [*getattr(ctx, "_protected_args", []), *ctx.args]
-        try:
-            return super().invoke(ctx)
-        except click.ClickException as exc:
-            if "--json" not in args:
-                raise
-            exc.show()  # the message for a person on stderr, the object on stdout
-            click.echo(json.dumps({"error": error_object(exc)}))
-            ctx.exit(exc.exit_code)
-
-
-def error_object(exc: click.ClickException) -> dict[str, object]:
-    """What a refusal says to a program: its kind, message and exit code."""
-    kind = getattr(exc, "kind", None) or {
-        "UsageProblem": "usage",
-        "RunInUse": "busy",
-        "CliError": "error",
-    }.get(type(exc).__name__, "usage")
-    return {"kind": kind, "message": exc.format_message(), "exit_code": exc.exit_code}
-
-
 @click.group(
-    cls=_Main,
+    cls=JsonErrorsGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="kernelopt")
@@ -168,7 +144,7 @@ def run(
     KERNELOPT_HYPOTHESIS_FILE in its environment; the agent edits files and
     writes its one-sentence hypothesis to that file.
     """
-    prog = _from_head(_load(program), as_json)
+    prog = _from_head(_load(program))
     try:
         timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
     except ValueError as exc:
@@ -215,16 +191,12 @@ def run(
         sys.exit(1)
 
 
-def _from_head(prog: Program, as_json: bool) -> Program:
+def _from_head(prog: Program) -> Program:
     """The program as committed at HEAD, with a one-line warning naming what is ignored."""
-    from kernelopt.checkout import ignored, program_at_head
+    from kernelopt.checkout import read_from_head
 
     try:
-        root = find_repo(prog.path.resolve().parent)
-        warning = ignored(prog, root)
-        prog = program_at_head(prog, root)
-    except HistoryError:
-        return prog  # Session.create says what is wrong with the repository
+        prog, warning = read_from_head(prog)
     except ProgramError as exc:
         raise UsageProblem(f"the program as committed at HEAD: {exc}") from None
     if warning:
@@ -304,16 +276,9 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         raise problem from None
     except RunStopped as exc:
         if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "verdict": None,
-                        "stop": True,
-                        "stop_reason": str(exc),
-                        "error": {"kind": "stopped", "message": str(exc), "exit_code": EXIT_STOP},
-                    }
-                )
-            )
+            error = {"kind": "stopped", "message": str(exc), "exit_code": EXIT_STOP}
+            stopped = {"verdict": None, "stop": True, "stop_reason": str(exc), "error": error}
+            click.echo(json.dumps(stopped))
         else:
             click.echo(f"kernelopt: {exc}. Stop working on this run.")
         sys.exit(EXIT_STOP)
@@ -410,13 +375,8 @@ def _run_repo(run_id: str | None) -> RunRepo:
     help="Whole hypotheses and each verdict's reason; lines may be longer than the terminal.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Every attempt as a JSON list.")
-def log(
-    run_id: str | None,
-    lessons_only: bool,
-    plain: bool,
-    screened: bool,
-    wide: bool,
-    as_json: bool,
+def log(  # noqa: PLR0913 - one parameter per option
+    run_id: str | None, lessons_only: bool, plain: bool, screened: bool, wide: bool, as_json: bool
 ) -> None:
     """Every attempt of a run, kept or not, with verdicts and numbers.
 
@@ -444,19 +404,7 @@ def log(
             json.dumps(data, indent=1) if as_json else (render_lessons(data) or "no lessons yet")
         )
         return
-    rows = log_rows(state)
-    if as_json:
-        click.echo(json.dumps(rows, indent=1))
-    elif plain:
-        for line in plain_log_lines(rows):
-            click.echo(line)
-    else:
-        from rich.console import Console
-
-        from kernelopt.report.table import render_log_table
-
-        # Sized to the terminal (80 columns when piped) so rows never wrap.
-        render_log_table(rows, Console(width=4000) if wide else Console(), wide=wide)
+    print_log(log_rows(state), as_json=as_json, plain=plain, wide=wide)
 
 
 @main.command()

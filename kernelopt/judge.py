@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelopt.decide import (
+    Assessment,
     Spread,
     Verdict,
     assess_deterministic,
     assess_paired,
-    Assessment,
     combine_classes,
     explain,
     gain,
@@ -105,9 +105,15 @@ def paired(samples: Sequence[Pair], rule: Rule) -> Judgement:
         k: assess([(_classes(c)[k], _classes(b)[k]) for c, b in measured]) for k in sorted(names)
     }
     spread = spread_of([log_gain(c, b, rule.better) for c, b in values])
-    shown = gain(
-        sum(c for c, _ in values) / len(values), sum(b for _, b in values) / len(values), rule.better
-    ) if values else None
+    shown = (
+        gain(
+            sum(c for c, _ in values) / len(values),
+            sum(b for _, b in values) / len(values),
+            rule.better,
+        )
+        if values
+        else None
+    )
     reason = explain(overall, rule.noise, shown, rule.better) if overall.verdict is not None else ""
     if not per_class:
         return Judgement(overall.verdict, gain=overall.gain, spread=spread, reason=reason)
@@ -216,7 +222,9 @@ def judge(
     elif metric is None:
         produced = ", ".join(sorted({*candidate.metrics, *candidate.profile})) or "nothing"
         error = f"the target did not produce the metric {rule.metric!r} (it produced: {produced})"
-        judged = Judgement(Verdict.FAILED, error=error, reason=_failure_reason(Verdict.FAILED, error))
+        judged = Judgement(
+            Verdict.FAILED, error=error, reason=_failure_reason(Verdict.FAILED, error)
+        )
     elif best is None:
         judged = Judgement(Verdict.BASELINE, reason="the run's first measurement: BEST starts here")
     elif reused is not None and not deterministic_target:

@@ -101,6 +101,27 @@ def failure_tail(judgement: Judgement) -> str:
     return output_tail(m.log_tail or "")
 
 
+def best_figures(
+    verdict: Verdict, metric: float | None, samples: Sequence[Pair], ctx: NoteContext
+) -> tuple[BestFigure, BestFigure]:
+    """BEST's figure at the verdict (its estimate with the samples taken beside this
+    candidate) and after it (a keep or baseline starts a new BEST)."""
+    values = [
+        (c.value(ctx.metric_key) if c.ok else None, b.value(ctx.metric_key) if b and b.ok else None)
+        for c, b in samples
+    ]
+    beside = [b for _, b in values if b is not None]
+    at_verdict = BestFigure(ctx.previous_best, ctx.best_samples).updated(beside)
+    if verdict == Verdict.BASELINE:
+        return at_verdict, BestFigure(metric, len([c for c, _ in values if c is not None]) or 1)
+    if verdict == Verdict.KEEP and beside:
+        own = [c for c, b in values if c is not None and b is not None]
+        return at_verdict, kept_figure(at_verdict, own, beside, ctx.better)
+    if verdict == Verdict.KEEP:
+        return at_verdict, BestFigure(metric, len(values) or 1)
+    return at_verdict, at_verdict
+
+
 def failure_output(note: Mapping[str, Any]) -> str:
     """A failed attempt's output tail from its note, also for notes that predate
     ``output_tail`` (the measurement kept its log tail)."""
@@ -129,22 +150,7 @@ def build_note(
     verdict = judgement.verdict
     assert verdict is not None and judgement.measurement is not None
     spread = judgement.spread
-    values = [
-        (c.value(ctx.metric_key) if c.ok else None, b.value(ctx.metric_key) if b and b.ok else None)
-        for c, b in samples
-    ]
-    beside = [b for _, b in values if b is not None]
-    # BEST's figure at the verdict: its estimate with the samples taken beside this candidate.
-    at_verdict = BestFigure(ctx.previous_best, ctx.best_samples).updated(beside)
-    if verdict == Verdict.BASELINE:
-        after = BestFigure(judgement.metric, len([c for c, _ in values if c is not None]) or 1)
-    elif verdict == Verdict.KEEP and beside:
-        own = [c for c, b in values if c is not None and b is not None]
-        after = kept_figure(at_verdict, own, beside, ctx.better)
-    elif verdict == Verdict.KEEP:
-        after = BestFigure(judgement.metric, len(values) or 1)
-    else:
-        after = at_verdict
+    at_verdict, after = best_figures(verdict, judgement.metric, samples, ctx)
     note: dict[str, Any] = {
         "kernelopt": 1,
         "run": ctx.run_id,

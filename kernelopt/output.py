@@ -231,7 +231,11 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         lines += [
             f"BEST       {data['best_commit'][:10]} (attempt #{data['best_attempt']})",
             f"best       {data['metric']} {format_metric(data['best_metric'])}"
-            + (f" (mean of {data['best_samples']} samples)" if data.get("best_samples", 0) > 1 else "")
+            + (
+                f" (mean of {data['best_samples']} samples)"
+                if data.get("best_samples", 0) > 1
+                else ""
+            )
             + f"  baseline {format_metric(data['baseline_metric'])}",
         ]
     else:
@@ -320,3 +324,20 @@ def runs_lines(rows: list[dict[str, Any]]) -> list[str]:
         attempts = f"{r['attempts']} ({r['kept']} kept)"
         lines.append(f"{r['run']:<{width}}  {best:<10}  {figure:>14}  {attempts:<14}  {state}")
     return lines
+
+
+def print_log(rows: list[dict[str, Any]], *, as_json: bool, plain: bool, wide: bool) -> None:
+    """``kernelopt log``: JSON, plain lines, or a table sized to the terminal (80 columns
+    when piped) so that rows never wrap; ``wide`` shows everything."""
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    if plain:
+        for line in plain_log_lines(rows):
+            click.echo(line)
+        return
+    from rich.console import Console
+
+    from kernelopt.report.table import render_log_table
+
+    render_log_table(rows, Console(width=4000) if wide else Console(), wide=wide)

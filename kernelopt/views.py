@@ -75,7 +75,6 @@ def _reference_of(note: dict[str, Any]) -> dict[str, Any] | None:
     return {"what": ref.get("what"), "metric": ref.get("metric"), "why": ref.get("why")}
 
 
-
 def run_row(repo: RunRepo) -> dict[str, Any]:
     """One line of ``kernelopt runs``: the run, its BEST, attempts and state."""
     state = repo.load_state()

@@ -50,6 +50,10 @@ def test_the_agent_example_of_run_help_passes_the_context_text(tmp_path: Path) -
     fake = bin_dir / "my-agent"  # prints the task it was given
     fake.write_text('#!/bin/sh\n[ "$1" = --task ] && printf "%s" "$2"\n')
     fake.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "KERNELOPT_CONTEXT": str(context)}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "KERNELOPT_CONTEXT": str(context),
+    }
     out = subprocess.run(["bash", "-c", agent], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.startswith("IMPROVE: the worktree is at BEST")

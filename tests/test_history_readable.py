@@ -35,7 +35,9 @@ def test_subjects_are_cut_at_a_word() -> None:
     assert len(subject) <= 120 and subject.endswith("...")
     assert subject[:-3].split()[-1] in hypothesis.split()  # a whole word before the cut
     labels = Labels("r", "p.md", "cmd", "k", "time", "lower")
-    ledger_subject, _ = kept_message(3, "a" * 40, {"verdict": "keep", "gain": 0.1, "hypothesis": hypothesis}, labels)
+    ledger_subject, _ = kept_message(
+        3, "a" * 40, {"verdict": "keep", "gain": 0.1, "hypothesis": hypothesis}, labels
+    )
     assert ledger_subject.endswith("...") and ledger_subject[:-3].split()[-1] in hypothesis.split()
     assert cut_words("short", 80) == "short"
 
@@ -74,7 +76,11 @@ def test_the_readmes_git_log_line_leaves_the_notes_commits_out(
     line = next(m for m in re.findall(r"^(git log [^#\n]*--all[^#\n]*?)\s*(?:#|$)", readme, re.M))
     repo = bench_repo(space=[100, 80])
     cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
-    everything = subprocess.run(["bash", "-c", "git log --oneline --all"], cwd=repo.root, capture_output=True, text=True).stdout
-    shown = subprocess.run(["bash", "-c", line], cwd=repo.root, capture_output=True, text=True, check=True).stdout
+    everything = subprocess.run(
+        ["bash", "-c", "git log --oneline --all"], cwd=repo.root, capture_output=True, text=True
+    ).stdout
+    shown = subprocess.run(
+        ["bash", "-c", line], cwd=repo.root, capture_output=True, text=True, check=True
+    ).stdout
     assert "Notes added by" in everything
     assert "Notes added by" not in shown and "kernelopt #1 knob" in shown

@@ -19,7 +19,9 @@ def test_the_progress_label_counts_to_max_candidates(bench_repo: RepoFactory, cl
     repo = bench_repo(space=[100, 90, 80, 70, 60], stop={"max_candidates": 60})
 
     out = cli("run", str(repo.program), "--tag", "t", "--max-candidates", "2", cwd=repo.root).output
-    again = cli("run", str(repo.program), "--tag", "t", "--max-candidates", "1", cwd=repo.root).output
+    again = cli(
+        "run", str(repo.program), "--tag", "t", "--max-candidates", "1", cwd=repo.root
+    ).output
 
     assert "#1 of 2 knob" in out and "#2 of 2 knob" in out and "of 60" not in out
     assert "#3 of 3 knob" in again

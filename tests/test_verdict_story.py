@@ -119,7 +119,9 @@ def test_a_crash_carries_the_benchmarks_own_last_lines(bench_repo: RepoFactory, 
     assert "bench: the kernel crashed" in printed
 
 
-def test_one_best_id_in_status_the_best_ref_and_the_notes(bench_repo: RepoFactory, cli: Cli) -> None:
+def test_one_best_id_in_status_the_best_ref_and_the_notes(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
     repo = started(bench_repo, cli)
     try_x(cli, repo, 80)
     try_x(cli, repo, "fail")

@@ -76,15 +76,17 @@ def render_log_table(
                 _gain(row.get("gain"), verdict),
             ]
         )
-    widths = [
-        max([len(h), *(cells[i].cell_len for cells in fixed)]) for i, h in enumerate(headers)
-    ]
+    widths = [max([len(h), *(cells[i].cell_len for cells in fixed)]) for i, h in enumerate(headers)]
     # What is left of the line for the hypothesis (one space between columns).
     room = max(console.width - sum(widths) - len(widths), 20)
-    table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False, padding=(0, 1, 0, 0))
+    table = Table(
+        box=None, pad_edge=False, header_style="bold", show_edge=False, padding=(0, 1, 0, 0)
+    )
     for header, width in zip(headers, widths, strict=True):
         right = header in ("#", "metric", "vs BEST", "gain")
-        table.add_column(header, justify="right" if right else "left", min_width=width, no_wrap=True)
+        table.add_column(
+            header, justify="right" if right else "left", min_width=width, no_wrap=True
+        )
     table.add_column("hypothesis / error", no_wrap=not wide, overflow="fold")
 
     def cut(text: str) -> str:

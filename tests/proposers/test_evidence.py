@@ -8,10 +8,10 @@ from pathlib import Path
 
 from benchmarks_support.drive import drive
 
-from kernelopt.proposers.moves import is_sweep
 from kernelopt.ir import ir_from_knobs, knob_signature, sample
 from kernelopt.ir.knobs_io import ir_for_workload
 from kernelopt.proposers.evidence import Evidence, exact_tie
+from kernelopt.proposers.moves import is_sweep
 from kernelopt.proposers.nki import NkiKnobProposer
 from kernelopt.proposers.surrogate import Ridge, features
 

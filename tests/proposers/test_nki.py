@@ -8,10 +8,9 @@ from pathlib import Path
 
 from benchmarks_support.drive import drive
 
-from kernelopt.proposers.moves import is_sweep
 from kernelopt.ir import ir_from_knobs, render_ir, validity_report
 from kernelopt.proposers.base import Candidate, Observation, ProposerState
-from kernelopt.proposers.moves import knobs_of
+from kernelopt.proposers.moves import is_sweep, knobs_of
 from kernelopt.proposers.nki import NkiKnobProposer
 
 ROOT = Path(__file__).resolve().parents[2]

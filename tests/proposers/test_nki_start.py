@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kernelopt.proposers.moves import is_sweep
 from kernelopt.ir import ir_from_knobs, render_ir
 from kernelopt.ir.model import Scope
 from kernelopt.proposers.base import Observation, ProposerState
-from kernelopt.proposers.moves import knobs_of, sweep
+from kernelopt.proposers.moves import is_sweep, knobs_of, sweep
 from kernelopt.proposers.nki import NkiKnobProposer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -78,9 +78,15 @@ def test_rows_with_missing_fields_still_render() -> None:
 
 
 def test_rows_never_wrap_at_80_columns_and_cut_at_a_word() -> None:
-    long = "tile the inner loop by sixty four so that the working set stays in the first level cache"
+    long = (
+        "tile the inner loop by sixty four so that the working set stays in the first level cache"
+    )
     rows = [
-        {**ROWS[1], "hypothesis": long, "basis": {"against": "remeasured", "pairs": 7, "best": 24.95}},
+        {
+            **ROWS[1],
+            "hypothesis": long,
+            "basis": {"against": "remeasured", "pairs": 7, "best": 24.95},
+        },
         {**ROWS[4], "output_tail": "Traceback (most recent call last):\nZeroDivisionError: x"},
     ]
     console = Console(record=True, width=80, file=io.StringIO())
