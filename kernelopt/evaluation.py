@@ -165,7 +165,8 @@ class Evaluator:
         if earlier is None:
             return None
         # A noisy result only holds against the BEST it was compared with.
-        if self.target.deterministic or earlier.note.get("best_commit") == state.best_commit:
+        against = earlier.note.get("compared_with", earlier.note.get("best_commit"))
+        if self.target.deterministic or against == state.best_commit:
             return earlier
         return None
 

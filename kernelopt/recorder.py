@@ -70,7 +70,7 @@ class Recorder:
         )
         self.repo.write_note(att.sha, note)
         if verdict in (Verdict.KEEP, Verdict.BASELINE):
-            self.keep(att.n, att.sha, note)
+            note = self.keep(att.n, att.sha, note)
         elif reset:
             self.repo.reset_to(state.best_commit or f"{att.sha}^")
         # Advance the state in memory: rebuilding it from every note per
@@ -100,8 +100,9 @@ class Recorder:
             better=self.program.better,
         )
 
-    def keep(self, n: int, sha: str, note: dict[str, Any]) -> None:
-        """Append the ledger row for a kept attempt and move BEST there."""
+    def keep(self, n: int, sha: str, note: dict[str, Any]) -> dict[str, Any]:
+        """Append the ledger row for a kept attempt and move BEST there; the note, which
+        then names the new BEST (``compared_with`` keeps the BEST it was judged against)."""
         # What measuring left in the worktree (a benchmark's result files) must
         # not ride along into the ledger commit or the next candidate's commit.
         self.repo.reset_to(sha)
@@ -112,6 +113,11 @@ class Recorder:
             subject, body, {"Kernelopt-Run": self.repo.run_id, "Kernelopt-Kept": str(n)}
         )
         self.repo.set_ref("best", head)
+        # One BEST id: the newest note names the best ref, like status and git log.
+        kept = {**note, "compared_with": note.get("compared_with", note.get("best_commit"))}
+        kept["best_commit"] = head
+        self.repo.write_note(sha, kept)
+        return kept
 
     def stop(self, reason: str) -> RunState:
         """Append the Stop Summary to performance.md and mark the run stopped."""

@@ -212,3 +212,17 @@ def test_the_agents_context_carries_the_crash_output_and_the_reasons(
     assert "worse beyond the noise setting" in text  # the regression's reason
     assert context["best"]["commit"] == repo.rev(repo.ref("best"))
     assert context["best"]["metric"] == cli.json("status", cwd=repo.root)["best_metric"]
+
+
+def test_a_keeps_note_names_the_new_best_and_what_it_was_compared_with(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli)
+    before = repo.rev(repo.ref("best"))
+
+    _, data, _ = try_x(cli, repo, 80)
+
+    after = repo.rev(repo.ref("best"))
+    note = repo.note(data["commit"])
+    assert note["best_commit"] == after == cli.json("status", cwd=repo.root)["best_commit"]
+    assert note["compared_with"] == before != after
