@@ -19,10 +19,14 @@ HEADER = """# Performance
 
 Kept results of kernelopt runs: baselines and real improvements only. Every
 attempt, kept or not, is in `kernelopt log` and in the git notes
-(`git notes --ref kernelopt show <commit>`).
+(`git notes --ref kernelopt show <commit>`). A row names the commit that was
+measured; BEST is the run branch's commit that records it here
+(`refs/kernelopt/<run>/best`, the BEST_COMMIT of `kernelopt status`).
 """
 
-COLUMNS = ("date", "commit", "status", "target", "class", "kernel", "metric", "change", "why")
+# "measured commit" is the attempt that was measured; BEST is named by the run
+# branch's commit that records it here (the best ref), as the Stop Summary says.
+COLUMNS = ("date", "measured commit", "status", "target", "class", "kernel", "metric", "change", "why")
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,7 @@ def render_stop_summary(
         "",
         f"- time: {time}",
         f"- reason: {reason}",
-        f"- BEST_COMMIT: `{best_commit[:10]}`",
+        f"- BEST_COMMIT: `{best_commit[:10]}` (the run branch's commit at BEST)",
         "- best metrics: "
         + (", ".join(f"{k} {_fmt(v)}" for k, v in best_metrics.items()) or "n/a"),
         "",
