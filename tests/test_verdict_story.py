@@ -226,3 +226,14 @@ def test_a_keeps_note_names_the_new_best_and_what_it_was_compared_with(
     note = repo.note(data["commit"])
     assert note["best_commit"] == after == cli.json("status", cwd=repo.root)["best_commit"]
     assert note["compared_with"] == before != after
+
+
+def test_a_refused_run_and_a_bad_option_answer_json_too(tmp_path: Path, cli: Cli) -> None:
+    missing = cli("run", str(tmp_path / "nope.md"), "--json", cwd=tmp_path)
+    bad_option = cli("log", "--json", "--no-such-option", cwd=tmp_path)
+
+    assert missing.exit_code == 2 and json.loads(missing.stdout)["error"]["kind"] == "usage"
+    assert (
+        bad_option.exit_code == 2
+        and "no-such-option" in json.loads(bad_option.stdout)["error"]["message"]
+    )
