@@ -153,7 +153,7 @@ def format_result(r: AttemptResult, metric: str) -> str:
     """
     verdict = r.verdict.upper()
     if r.gain is None:
-        parts = [f"{verdict} {metric} {format_metric(r.metric)}"]
+        parts = [verdict, f"{metric} {format_metric(r.metric)}"]
     else:
         against = describe_basis(r.basis) or f"vs BEST {format_metric(r.previous_best)}"
         parts = [f"{verdict} {r.gain * 100:+.2f}%: {metric} {format_metric(r.metric)} {against}"]
