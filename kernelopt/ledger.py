@@ -26,7 +26,17 @@ measured; BEST is the run branch's commit that records it here
 
 # "measured commit" is the attempt that was measured; BEST is named by the run
 # branch's commit that records it here (the best ref), as the Stop Summary says.
-COLUMNS = ("date", "measured commit", "status", "target", "class", "kernel", "metric", "change", "why")
+COLUMNS = (
+    "date",
+    "measured commit",
+    "status",
+    "target",
+    "class",
+    "kernel",
+    "metric",
+    "change",
+    "why",
+)
 
 
 @dataclass(frozen=True)
