@@ -145,6 +145,8 @@ def render_lessons(data: dict[str, list[dict[str, Any]]]) -> str:
         for e in entries:
             gain = "" if e.get("gain") is None else f" ({e['gain'] * 100:+.2f}%)"
             why = f" — {e['why']}" if e.get("why") else ""
+            if key == "tied" and e.get("reason"):  # a large tie may be worth another look
+                why = f" — {e['reason']}"
             extra = ""
             if key == "diverged":
                 extra = f" better: {', '.join(e.get('improved') or [])}; worse: {', '.join(e.get('regressed') or [])}"

@@ -237,3 +237,12 @@ def test_a_refused_run_and_a_bad_option_answer_json_too(tmp_path: Path, cli: Cli
         bad_option.exit_code == 2
         and "no-such-option" in json.loads(bad_option.stdout)["error"]["message"]
     )
+
+
+def test_lessons_say_why_a_change_tied(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+    _, tie, _ = try_x(cli, repo, 100.1)
+
+    text = cli("log", "--lessons", cwd=repo.root).output
+
+    assert tie["verdict"] == "tie" and tie["reason"] in text
