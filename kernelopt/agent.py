@@ -62,7 +62,10 @@ def next_ask(history: Sequence[Observation], repair_attempts: int) -> Ask:
         origin = int(last.asked.get("repair_of", last.attempt))
         done = int(last.asked.get("repair", 0))
         if done < repair_attempts:
-            return Ask(REPAIR, origin, done + 1, last.hypothesis, last.error)
+            error = last.error
+            if last.output_tail:
+                error += f"\n\nits output ended with:\n{last.output_tail}"
+            return Ask(REPAIR, origin, done + 1, last.hypothesis, error)
     if last.verdict == Verdict.DIVERGED and last.kind == "agent" and not last.asked.get("split_of"):
         return Ask(
             SPLIT,
@@ -111,9 +114,12 @@ def lessons(history: Sequence[Observation]) -> dict[str, list[dict[str, Any]]]:
             "hypothesis": seen.hypothesis,
             "gain": seen.gain,
         }
+        if seen.reason:
+            entry["reason"] = seen.reason
         if seen.verdict in (Verdict.FAILED, Verdict.INCORRECT, TIMEOUT):
             first = seen.error.splitlines()[0:1]
             entry["why"] = first[0][:300] if first else ""
+            entry["output"] = seen.output_tail  # the benchmark's own last lines
         if seen.verdict == Verdict.DIVERGED:
             entry["improved"] = list(seen.improved)
             entry["regressed"] = list(seen.regressed)
@@ -139,11 +145,24 @@ def render_lessons(data: dict[str, list[dict[str, Any]]]) -> str:
         for e in entries:
             gain = "" if e.get("gain") is None else f" ({e['gain'] * 100:+.2f}%)"
             why = f" — {e['why']}" if e.get("why") else ""
+            if key == "tied" and e.get("reason"):  # a large tie may be worth another look
+                why = f" — {e['reason']}"
             extra = ""
             if key == "diverged":
                 extra = f" better: {', '.join(e.get('improved') or [])}; worse: {', '.join(e.get('regressed') or [])}"
             lines.append(f"  #{e['attempt']}{gain} {e['hypothesis']}{why}{extra}")
+            lines += [
+                f"      | {line}" for line in _shown_tail(e.get("output") or "", e.get("why"))
+            ]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _shown_tail(tail: str, error: str | None, limit: int = 8) -> list[str]:
+    """The last lines of a failure's output worth printing under its error line."""
+    lines = [line[:200] for line in tail.splitlines() if line.strip()][-limit:]
+    if lines and error and lines == [error.strip()]:
+        return []
+    return lines
 
 
 def build_context(
@@ -156,7 +175,6 @@ def build_context(
     hypothesis_file: Path,
 ) -> dict[str, Any]:
     best = state.best
-    base = state.baseline
     recent = [
         {
             "attempt": seen.attempt,
@@ -166,6 +184,8 @@ def build_context(
             "metric": seen.metric,
             "gain": seen.gain,
             "error": seen.error[:500],
+            "reason": seen.reason,
+            "output_tail": seen.output_tail,
             "improved": list(seen.improved),
             "regressed": list(seen.regressed),
         }
@@ -180,11 +200,11 @@ def build_context(
         "best": {
             "commit": state.best_commit,
             "attempt": best.attempt if best else None,
-            "metric": best.metric if best else None,
+            "metric": state.best_metric,
             "profile": {k: profile[k] for k in PROFILE_FIELDS if k in profile},
             "classes": dict(best.classes) if best else {},
         },
-        "baseline": base.metric if base else None,
+        "baseline": state.baseline_metric,
         "target": program.stop.target,
         "recent_attempts": recent,
         "lessons": lessons(state.history),
@@ -256,6 +276,16 @@ def render_context(ctx: dict[str, Any]) -> str:
         gain = "" if a["gain"] is None else f" {a['gain'] * 100:+.2f}%"
         err = f" — {a['error'].splitlines()[0]}" if a["error"] else ""
         lines.append(f"- #{a['attempt']} {a['verdict']}{gain}: {a['hypothesis']}{err}")
+        if a.get("reason") and a["verdict"] != Verdict.BASELINE:
+            lines.append(f"  why: {a['reason']}")
+        tail = a.get("output_tail") or ""
+        if tail:
+            lines += [
+                "  its output ended with:",
+                "  ```",
+                *(f"  {t}" for t in tail.splitlines()),
+                "  ```",
+            ]
     c = ctx["counters"]
     lines += [
         "",

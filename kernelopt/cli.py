@@ -19,6 +19,7 @@ from kernelopt.exits import (
     EXIT_CTRL_C,
     EXIT_STOP,
     CliError,
+    JsonErrorsGroup,
     OwnFault,
     RunInUse,
     UsageProblem,
@@ -32,7 +33,7 @@ from kernelopt.names import name_problem
 from kernelopt.output import (
     Printer,
     format_result,
-    plain_log_lines,
+    print_log,
     print_summary,
     status_lines,
 )
@@ -58,7 +59,10 @@ def _load(program_path: str) -> Program:
         raise UsageProblem(str(exc)) from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=JsonErrorsGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="kernelopt")
 def main() -> None:
     """A git-native runner for kernel tuning.
@@ -134,19 +138,20 @@ def run(
     Example:
       kernelopt run programs/matmul.md
       kernelopt run programs/cpu_stencil.md --tag try2 --max-candidates 10
-      kernelopt run programs/matmul.md --agent 'my-agent --task "$KERNELOPT_CONTEXT"'
+      kernelopt run programs/matmul.md --agent 'my-agent --task "$(cat "$KERNELOPT_CONTEXT")"'
 
     With --agent, each round runs the command in the worktree with
-    KERNELOPT_CONTEXT (markdown), KERNELOPT_CONTEXT_JSON and
+    KERNELOPT_CONTEXT (the path of a markdown file: the task and the history),
+    KERNELOPT_CONTEXT_JSON (the path of the same as JSON) and
     KERNELOPT_HYPOTHESIS_FILE in its environment; the agent edits files and
     writes its one-sentence hypothesis to that file.
     """
-    prog = _load(program)
+    prog = _from_head(_load(program))
     try:
         timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
-    printer = Printer(as_json, prog.metric, budget=prog.stop.max_candidates)
+    printer = Printer(as_json, prog.metric, budget=prog.stop.max_candidates, limit=max_candidates)
     try:
         session = Session.create(
             prog,
@@ -173,6 +178,8 @@ def run(
     except (Fault, OSError) as exc:
         raise OwnFault.of(exc) from None
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
+        if as_json:
+            click.echo(json.dumps({"event": "interrupted", "error": {"kind": "interrupted"}}))
         click.echo(
             f"\nkernelopt: {interrupts.reason(exc)}; the attempt in flight is recorded as interrupted and the branch is at BEST.",
             err=True,
@@ -186,6 +193,19 @@ def run(
     print_summary(summary, as_json, program)
     if summary.failed:
         sys.exit(1)
+
+
+def _from_head(prog: Program) -> Program:
+    """The program as committed at HEAD, with a one-line warning naming what is ignored."""
+    from kernelopt.checkout import read_from_head
+
+    try:
+        prog, warning = read_from_head(prog)
+    except ProgramError as exc:
+        raise UsageProblem(f"the program as committed at HEAD: {exc}") from None
+    if warning:
+        click.echo(f"kernelopt: warning: {warning}", err=True)
+    return prog
 
 
 @main.command(name="try")
@@ -246,7 +266,7 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
             except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
                 message = f"{interrupts.reason(exc)}; the attempt is recorded as interrupted and the worktree is at BEST"
                 click.echo(
-                    json.dumps({"verdict": "interrupted", "stop": False})
+                    json.dumps({"verdict": "interrupted", "stop": False, "reason": message})
                     if as_json
                     else f"kernelopt: {message}"
                 )
@@ -259,16 +279,34 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         raise UsageProblem(str(exc)) from None
     except (Fault, OSError) as exc:
         if as_json:  # an agent reading the answer learns it is no verdict
-            click.echo(json.dumps({"verdict": None, "fault": str(exc), "stop": False}))
+            error = {"kind": "fault", "message": str(exc)}
+            click.echo(
+                json.dumps({"verdict": None, "fault": str(exc), "stop": False, "error": error})
+            )
         raise OwnFault.of(exc) from None
     except NothingToTry as exc:
-        raise UsageProblem(str(exc)) from None
+        problem = UsageProblem(str(exc))
+        problem.kind = "nothing_to_try"  # type: ignore[attr-defined]
+        raise problem from None
     except KeyboardInterrupt as exc:  # before or after the attempt: nothing in flight
-        click.echo(f"kernelopt: {interrupts.reason(exc)}; no attempt was in flight", err=True)
+        message = f"{interrupts.reason(exc)}; no attempt was in flight"
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "verdict": None,
+                        "stop": False,
+                        "error": {"kind": "interrupted", "message": message},
+                    }
+                )
+            )
+        click.echo(f"kernelopt: {message}", err=True)
         sys.exit(exit_code_of("interrupted"))
     except RunStopped as exc:
         if as_json:
-            click.echo(json.dumps({"verdict": None, "stop": True, "stop_reason": str(exc)}))
+            error = {"kind": "stopped", "message": str(exc), "exit_code": EXIT_STOP}
+            stopped = {"verdict": None, "stop": True, "stop_reason": str(exc), "error": error}
+            click.echo(json.dumps(stopped))
         else:
             click.echo(f"kernelopt: {exc}. Stop working on this run.")
         sys.exit(EXIT_STOP)
@@ -375,8 +413,15 @@ def _run_repo(run_id: str | None) -> RunRepo:
     is_flag=True,
     help="The candidates screening estimated on sim and did not measure (search.screen).",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Whole hypotheses and each verdict's reason; lines may be longer than the terminal.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Every attempt as a JSON list.")
-def log(run_id: str | None, lessons_only: bool, plain: bool, screened: bool, as_json: bool) -> None:
+def log(  # noqa: PLR0913 - one parameter per option
+    run_id: str | None, lessons_only: bool, plain: bool, screened: bool, wide: bool, as_json: bool
+) -> None:
     """Every attempt of a run, kept or not, with verdicts and numbers.
 
     Discarded attempts stay reachable: `git checkout <commit>` shows one.
@@ -386,6 +431,7 @@ def log(run_id: str | None, lessons_only: bool, plain: bool, screened: bool, as_
       kernelopt log
       kernelopt log --run cpu_stencil-nov22 --json
       kernelopt log --lessons
+      kernelopt log --wide | less -S
       kernelopt log --screened
     """
     if screened:
@@ -403,18 +449,7 @@ def log(run_id: str | None, lessons_only: bool, plain: bool, screened: bool, as_
             json.dumps(data, indent=1) if as_json else (render_lessons(data) or "no lessons yet")
         )
         return
-    rows = log_rows(state)
-    if as_json:
-        click.echo(json.dumps(rows, indent=1))
-    elif plain:
-        for line in plain_log_lines(rows):
-            click.echo(line)
-    else:
-        from rich.console import Console
-
-        from kernelopt.report.table import render_log_table
-
-        render_log_table(rows, Console())
+    print_log(log_rows(state), as_json=as_json, plain=plain, wide=wide)
 
 
 @main.command()
@@ -451,16 +486,25 @@ def init(name: str, kind: str) -> None:
 
 
 @main.command(name="runs")
-def runs_() -> None:
-    """List the runs recorded in this repository.
+@click.option("--json", "as_json", is_flag=True, help="Every run as a JSON list.")
+def runs_(as_json: bool) -> None:
+    """List the runs recorded in this repository: BEST, attempts and state of each.
 
     \b
     Example:
       kernelopt runs
+      kernelopt runs --json | jq -r '.[] | select(.stopped | not) | .run'
     """
+    from kernelopt.output import runs_lines
+    from kernelopt.views import run_row
+
     root = _repo_root()
-    for run_id in list_runs(root):
-        click.echo(run_id)
+    rows = [run_row(RunRepo(root, run_id)) for run_id in list_runs(root)]
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    for line in runs_lines(rows):
+        click.echo(line)
 
 
 def _repo_root() -> Path:

@@ -119,6 +119,9 @@ class Assessment:
     low: float  # confidence bounds on the gain
     high: float
     samples: int
+    # Which branch of the rule decided: significant, inside, hopeless, undecided
+    # (max_samples reached) or deterministic; see ``explain``.
+    rule: str = ""
 
 
 def assess_deterministic(candidate: float, best: float, better: str, noise: float) -> Assessment:
@@ -130,7 +133,7 @@ def assess_deterministic(candidate: float, best: float, better: str, noise: floa
         verdict = Verdict.REGRESSION
     else:
         verdict = Verdict.TIE
-    return Assessment(verdict, g, g, g, 1)
+    return Assessment(verdict, g, g, g, 1, "deterministic")
 
 
 def assess_paired(
@@ -163,19 +166,106 @@ def assess_paired(
     se = sd / math.sqrt(n)
     half = _t(spread.df) * se
     low, high = mean - half, mean + half
+    rule = ""
     if low > 0 and mean > noise:
         verdict: Verdict | None = Verdict.KEEP
+        rule = "significant"
     elif high < 0 and mean < -noise:
         verdict = Verdict.REGRESSION
+        rule = "significant"
     elif low > -noise and high < noise:
         verdict = Verdict.TIE
+        rule = "inside"
     elif n >= 3 and mean > -noise and mean + _FUTILITY_SE * se < noise:
         verdict = Verdict.TIE
+        rule = "hopeless"
     elif n >= max_samples:
         verdict = Verdict.TIE
+        rule = "undecided"
     else:
         verdict = None
-    return Assessment(verdict, mean, low, high, n)
+    return Assessment(verdict, mean, low, high, n, rule)
+
+
+def _pct(x: float, better: str) -> str:
+    """A log-ratio gain as the relative change ``gain`` reports (``+14.4 %``)."""
+    relative = math.exp(x) - 1 if better == "higher" else 1 - math.exp(-x)
+    return f"{relative * 100:+.1f} %"
+
+
+def explain(a: Assessment, noise: float, shown: float | None = None, better: str = "lower") -> str:
+    """One sentence naming the branch of the noise rule that decided ``a``.
+
+    ``shown`` is the gain as recorded (plain relative change of the means);
+    the bounds are the rule's own (99.9 % one-sided, on log ratios).
+    """
+    band = f"{noise * 100:g} %"
+    if a.rule == "deterministic":
+        g = f"{a.gain * 100:+.2f} %"
+        if a.verdict == Verdict.KEEP:
+            return f"{g} vs BEST: a deterministic target repeats any gain, so it is kept"
+        if a.verdict == Verdict.REGRESSION:
+            return f"{g} vs BEST: worse than the noise setting ({band}) on a deterministic target"
+        return f"{g} vs BEST: no gain, and not worse than the noise setting ({band})"
+    g = f"{shown * 100:+.1f} %" if shown is not None else _pct(a.gain, better)
+    n = f"{a.samples} pair{'s' if a.samples != 1 else ''}"
+    bounds = f"99.9 % bounds {_pct(a.low, better)} .. {_pct(a.high, better)}"
+    half = f"±{(math.exp((a.high - a.low) / 2) - 1) * 100:.1f} %"
+    if a.rule == "significant":
+        side = "better" if a.verdict == Verdict.KEEP else "worse"
+        return f"{g} after {n}: {side} beyond the noise setting ({band}) and significant ({bounds})"
+    if a.rule == "inside":
+        return f"{g} after {n}: confidently inside the noise band ±{band} ({bounds})"
+    if a.rule == "hopeless":
+        return (
+            f"{g} after {n}: even a reading one standard error better stays inside "
+            f"the noise setting ({band}), so more pairs would not make it a keep"
+        )
+    if a.rule == "undecided":
+        return (
+            f"{g} but not significant after {n} (decide.max_samples): "
+            f"spread {half}, needs p < 0.001 and a gain beyond {band}"
+        )
+    return f"{g} after {n}"
+
+
+@dataclass(frozen=True)
+class BestFigure:
+    """BEST's metric as one estimate: the mean of every sample of BEST so far,
+    its own when it was measured and each one re-measured beside a candidate."""
+
+    metric: float | None
+    samples: int = 0
+
+    def updated(self, values: Sequence[float]) -> BestFigure:
+        """The estimate after more samples of the same BEST."""
+        if not values:
+            return self
+        if self.metric is None or self.samples <= 0:
+            return BestFigure(sum(values) / len(values), len(values))
+        n = self.samples + len(values)
+        return BestFigure((self.metric * self.samples + sum(values)) / n, n)
+
+
+def kept_figure(
+    before: BestFigure, own: Sequence[float], beside: Sequence[float], better: str
+) -> BestFigure:
+    """The new BEST's figure when a candidate is kept.
+
+    Its own mean, unless that reads worse than the old BEST's estimate
+    (``before``, already updated with the samples beside it): then the machine
+    got slower since BEST's earlier samples, and the figure is the old
+    estimate scaled by the ratio measured side by side, so that a keep never
+    shows BEST getting worse. A keep is better than BEST beside it, so the
+    scaled figure is better than ``before``.
+    """
+    mine = BestFigure(sum(own) / len(own), len(own)) if own else BestFigure(None)
+    if mine.metric is None or before.metric is None or not beside:
+        return mine
+    if gain(mine.metric, before.metric, better) >= 0:
+        return mine
+    ratio = mine.metric / (sum(beside) / len(beside))
+    return BestFigure(before.metric * ratio, len(own))
 
 
 @dataclass(frozen=True)

@@ -106,11 +106,16 @@ class Evaluator:
         self.report_notices()
         earlier = None
         if reused is not None:
-            earlier = Judgement(Verdict(reused.verdict), gain=reused.note.get("gain"))
+            earlier = Judgement(
+                Verdict(reused.verdict),
+                gain=reused.note.get("gain"),
+                reason=f"the same tree as #{reused.attempt}, judged against this BEST: "
+                + (reused.note.get("reason") or f"its verdict was {reused.verdict}"),
+            )
         best = None
         if state.best is not None and att.kind != Verdict.BASELINE:
             classes = (state.best.measurement.get("extra") or {}).get("classes") or {}
-            best = Best(state.best.metric, classes)
+            best = Best(state.best_metric, classes)
         judgement = judge(
             samples,
             best,
@@ -169,7 +174,8 @@ class Evaluator:
         if earlier is None:
             return None
         # A noisy result only holds against the BEST it was compared with.
-        if self.target.deterministic or earlier.note.get("best_commit") == state.best_commit:
+        against = earlier.note.get("compared_with", earlier.note.get("best_commit"))
+        if self.target.deterministic or against == state.best_commit:
             return earlier
         return None
 

@@ -7,6 +7,7 @@ message and a code, never a traceback.
 
 from __future__ import annotations
 
+import json
 from typing import IO, Any
 
 import click
@@ -68,3 +69,26 @@ class RunInUse(CliError):
 def exit_code_of(verdict: str) -> int:
     """``kernelopt try``'s exit code for a verdict (failed for anything unknown)."""
     return EXIT_FOR_VERDICT.get(verdict, EXIT_FOR_VERDICT[Verdict.FAILED])  # type: ignore[call-overload]
+
+
+class JsonErrorsGroup(click.Group):
+    """A command group whose commands, given --json, answer a refusal with JSON too:
+    ``{"error": {"kind", "message", "exit_code"}}`` on stdout (the message also on stderr)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        args = [*getattr(ctx, "_protected_args", []), *ctx.args]
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            if "--json" not in args:
+                raise
+            exc.show()
+            click.echo(json.dumps({"error": error_object(exc)}))
+            ctx.exit(exc.exit_code)
+
+
+def error_object(exc: click.ClickException) -> dict[str, Any]:
+    """What a refusal says to a program: its kind, message and exit code."""
+    kinds = {"UsageProblem": "usage", "RunInUse": "busy", "CliError": "error"}
+    kind = getattr(exc, "kind", None) or kinds.get(type(exc).__name__, "usage")
+    return {"kind": kind, "message": exc.format_message(), "exit_code": exc.exit_code}

@@ -27,7 +27,7 @@ from typing import Any
 
 import git as gitpython
 
-from kernelopt.decide import Counters, Spread, Verdict
+from kernelopt.decide import BestFigure, Counters, Spread, Verdict
 from kernelopt.gitcmd import (
     NOTES_REF,
     Git,
@@ -36,7 +36,7 @@ from kernelopt.gitcmd import (
     write_note,
 )
 from kernelopt.heal import attached_to, damage, earlier_note, note_problem
-from kernelopt.hypothesis import safe_hypothesis
+from kernelopt.hypothesis import cut_words, safe_hypothesis
 from kernelopt.runlock import worktree_admin
 
 LEDGER = "performance.md"
@@ -123,6 +123,39 @@ class RunState:
         return None
 
     @property
+    def best_figure(self) -> BestFigure:
+        """BEST's metric as one estimate over all its samples (the newest note carries it)."""
+        best = self.best
+        if best is None:
+            return BestFigure(None, 0)
+        newest = self.attempts[-1].note
+        if "best_samples" in newest and newest.get("best_metric") is not None:
+            return BestFigure(float(newest["best_metric"]), int(newest["best_samples"]))
+        return BestFigure(best.metric, 1)  # notes written before the estimate existed
+
+    @property
+    def best_metric(self) -> float | None:
+        """BEST's figure: what every view shows as BEST's metric."""
+        return self.best_figure.metric
+
+    @property
+    def baseline_metric(self) -> float | None:
+        """The baseline's figure: its estimate over all its samples while it was BEST."""
+        base = self.baseline
+        if base is None:
+            return None
+        best = self.best
+        if best is not None and best.attempt == base.attempt:
+            return self.best_metric
+        for record in self.attempts:
+            if record.attempt > base.attempt and record.verdict == Verdict.KEEP:
+                previous = record.note.get("previous_best")
+                if "best_samples" in record.note and previous is not None:
+                    return float(previous)
+                break
+        return base.metric
+
+    @property
     def baseline(self) -> AttemptRecord | None:
         for record in self.attempts:
             if record.verdict == Verdict.BASELINE:
@@ -173,8 +206,7 @@ def candidate_message(
     hypothesis = safe_hypothesis(hypothesis)
     first, _, rest = hypothesis.strip().partition("\n")
     subject = f"kernelopt #{attempt} {kind}: {first.strip() or '(no hypothesis given)'}"
-    if len(subject) > 120:
-        subject = subject[:117] + "..."
+    subject = cut_words(subject, 120)
     body = hypothesis.strip() if (rest.strip() or len(first) > 100) else ""
     parts = [subject, ""]
     if body:

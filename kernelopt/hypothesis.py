@@ -73,3 +73,15 @@ def knob_label(hypothesis: str, before: str | None, after: str) -> str:
 
 def _shown(value: object) -> str:
     return json.dumps(value) if isinstance(value, str) or value is None else str(value)
+
+
+def cut_words(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: cut at a word boundary, ending in "..."."""
+    if len(text) <= width:
+        return text
+    room = max(width - 3, 1)
+    head = text[:room]
+    space = head.rfind(" ")
+    if space > room // 2:  # a very long word is cut inside rather than leaving little
+        head = head[:space]
+    return head.rstrip(" ,;:-") + "..."

@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelopt.decide import (
+    Assessment,
     Spread,
     Verdict,
     assess_deterministic,
     assess_paired,
     combine_classes,
+    explain,
     gain,
     log_gain,
     spread_of,
@@ -68,6 +70,8 @@ class Judgement:
     spread: Spread | None = None
     error: str = ""
     measurement: Measurement | None = None
+    # One sentence naming the rule that decided the verdict (decide.explain).
+    reason: str = ""
 
 
 def _classes(m: Measurement) -> dict[str, float]:
@@ -101,8 +105,18 @@ def paired(samples: Sequence[Pair], rule: Rule) -> Judgement:
         k: assess([(_classes(c)[k], _classes(b)[k]) for c, b in measured]) for k in sorted(names)
     }
     spread = spread_of([log_gain(c, b, rule.better) for c, b in values])
+    shown = (
+        gain(
+            sum(c for c, _ in values) / len(values),
+            sum(b for _, b in values) / len(values),
+            rule.better,
+        )
+        if values
+        else None
+    )
+    reason = explain(overall, rule.noise, shown, rule.better) if overall.verdict is not None else ""
     if not per_class:
-        return Judgement(overall.verdict, gain=overall.gain, spread=spread)
+        return Judgement(overall.verdict, gain=overall.gain, spread=spread, reason=reason)
     judged = combine_classes(overall, per_class)
     if judged is None:
         return Judgement(None, gain=overall.gain, spread=spread)
@@ -123,7 +137,31 @@ def paired(samples: Sequence[Pair], rule: Rule) -> Judgement:
         improved=judged.improved,
         regressed=judged.regressed,
         spread=spread,
+        reason=_class_reason(judged.verdict, overall, judged.improved, judged.regressed, reason),
     )
+
+
+def _class_reason(
+    verdict: Verdict,
+    overall: Assessment,
+    improved: Sequence[str],
+    regressed: Sequence[str],
+    overall_reason: str,
+) -> str:
+    """Why per-class assessments changed (or kept) the overall verdict."""
+    if verdict == Verdict.DIVERGED:
+        return (
+            f"config classes diverged: {', '.join(improved)} improved and "
+            f"{', '.join(regressed)} regressed beyond the noise setting, so it is not kept"
+        )
+    if verdict == Verdict.REGRESSION and overall.verdict != Verdict.REGRESSION:
+        return (
+            f"config class {', '.join(regressed)} regressed beyond the noise setting "
+            f"(overall: {overall_reason})"
+        )
+    if verdict == Verdict.TIE and overall.verdict == Verdict.KEEP:
+        return f"overall better ({overall_reason}), but the target class did not improve"
+    return overall_reason
 
 
 def deterministic(candidate: Measurement, metric: float, best: Best, rule: Rule) -> Judgement:
@@ -136,14 +174,16 @@ def deterministic(candidate: Measurement, metric: float, best: Best, rule: Rule)
         if k in best.classes
     }
     judged = combine_classes(overall, per_class) if per_class else None
+    reason = explain(overall, rule.noise)
     if judged is None:
-        return Judgement(overall.verdict, gain=overall.gain)
+        return Judgement(overall.verdict, gain=overall.gain, reason=reason)
     return Judgement(
         judged.verdict,
         gain=overall.gain,
         classes=judged.gains,
         improved=judged.improved,
         regressed=judged.regressed,
+        reason=_class_reason(judged.verdict, overall, judged.improved, judged.regressed, reason),
     )
 
 
@@ -178,19 +218,28 @@ def judge(
     metric = _mean([c.value(rule.metric) for c, _ in samples if c.ok])
     if any(not c.ok or (b is not None and not b.ok) for c, b in samples):
         verdict, error, candidate = _failure(samples, candidate)
-        judged = Judgement(verdict, error=error)
+        judged = Judgement(verdict, error=error, reason=_failure_reason(verdict, error))
     elif metric is None:
         produced = ", ".join(sorted({*candidate.metrics, *candidate.profile})) or "nothing"
         error = f"the target did not produce the metric {rule.metric!r} (it produced: {produced})"
-        judged = Judgement(Verdict.FAILED, error=error)
+        judged = Judgement(
+            Verdict.FAILED, error=error, reason=_failure_reason(Verdict.FAILED, error)
+        )
     elif best is None:
-        judged = Judgement(Verdict.BASELINE)
+        judged = Judgement(Verdict.BASELINE, reason="the run's first measurement: BEST starts here")
     elif reused is not None and not deterministic_target:
         judged = reused
     elif deterministic_target or all(b is None for _, b in samples):
         judged = deterministic(candidate, metric, best, rule)
     else:
         judged = paired(samples, rule)
+        if judged.verdict is None:  # sampling stopped before the rule decided
+            judged = Judgement(
+                Verdict.TIE,
+                gain=judged.gain,
+                spread=judged.spread,
+                reason=f"undecided after {len(samples)} pair(s): not kept",
+            )
     shown = judged.gain
     if metric is not None and best is not None and reused is None:
         # Recorded as the plain relative change against BEST (the mean of BEST's
@@ -209,4 +258,14 @@ def judge(
         spread=judged.spread,
         error=judged.error or candidate.error,
         measurement=candidate,
+        reason=judged.reason,
     )
+
+
+def _failure_reason(verdict: Verdict, error: str) -> str:
+    first = error.strip().splitlines()[0][:200] if error.strip() else "no error text"
+    if verdict == Verdict.INCORRECT:
+        return f"the result failed the correctness check, so its speed does not count: {first}"
+    if verdict == Verdict.INTERRUPTED:
+        return f"the measurement was interrupted before a verdict: {first}"
+    return f"the measurement failed, so there is nothing to compare: {first}"

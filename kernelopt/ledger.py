@@ -12,16 +12,31 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.decide import Verdict, gain
+from kernelopt.hypothesis import cut_words
 from kernelopt.note import describe_basis
 
 HEADER = """# Performance
 
 Kept results of kernelopt runs: baselines and real improvements only. Every
 attempt, kept or not, is in `kernelopt log` and in the git notes
-(`git notes --ref kernelopt show <commit>`).
+(`git notes --ref kernelopt show <commit>`). A row names the commit that was
+measured; BEST is the run branch's commit that records it here
+(`refs/kernelopt/<run>/best`, the BEST_COMMIT of `kernelopt status`).
 """
 
-COLUMNS = ("date", "commit", "status", "target", "class", "kernel", "metric", "change", "why")
+# "measured commit" is the attempt that was measured; BEST is named by the run
+# branch's commit that records it here (the best ref), as the Stop Summary says.
+COLUMNS = (
+    "date",
+    "measured commit",
+    "status",
+    "target",
+    "class",
+    "kernel",
+    "metric",
+    "change",
+    "why",
+)
 
 
 @dataclass(frozen=True)
@@ -92,7 +107,7 @@ def render_stop_summary(
         "",
         f"- time: {time}",
         f"- reason: {reason}",
-        f"- BEST_COMMIT: `{best_commit[:10]}`",
+        f"- BEST_COMMIT: `{best_commit[:10]}` (the run branch's commit at BEST)",
         "- best metrics: "
         + (", ".join(f"{k} {_fmt(v)}" for k, v in best_metrics.items()) or "n/a"),
         "",
@@ -178,12 +193,16 @@ def kept_message(n: int, sha: str, note: Mapping[str, Any], labels: Labels) -> t
         subject = f"kernelopt: baseline {measured}"
     else:
         change = format_change(note.get("gain"))
-        why = str(note.get("hypothesis", ""))[:80]
+        why = cut_words(str(note.get("hypothesis", "")).strip().split("\n")[0], 80)
         subject = f"kernelopt: keep #{n} ({change} {labels.metric}): {why}"
+    against = describe_basis(note.get("basis")) or "as the run's first measurement"
     body = (
-        f"Attempt #{n} ({sha[:10]}) measured {labels.metric} "
-        f"{note.get('metric')} against {note.get('previous_best')} at BEST."
+        f"Attempt #{n} ({sha[:10]}) measured {labels.metric} {_fmt(note.get('metric'))} "
+        f"{against}; BEST's figure {_fmt(note.get('previous_best'))} -> "
+        f"{_fmt(note.get('best_metric'))}."
     )
+    if note.get("reason"):
+        body += f"\n\nWhy: {note['reason']}"
     return subject, body
 
 

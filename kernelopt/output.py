@@ -19,10 +19,19 @@ from kernelopt.records import AttemptResult, RunSummary
 class Printer:
     """A run's progress as lines for people, or one JSON object per event for programs."""
 
-    def __init__(self, as_json: bool, metric: str = "", budget: int | None = None):
+    def __init__(
+        self,
+        as_json: bool,
+        metric: str = "",
+        budget: int | None = None,
+        limit: int | None = None,
+    ):
         self.as_json = as_json
         self.metric = metric
-        self.budget = budget  # the run's candidate budget (stop.max_candidates)
+        # The last attempt number this invocation may reach: the run's candidate
+        # budget (stop.max_candidates), or sooner with --max-candidates (``limit``).
+        self.budget = budget
+        self.limit = limit
         self.open_line: int | None = None  # the attempt whose line awaits its verdict
         self.started = time.monotonic()
         self.measured = 0  # attempts decided in this invocation
@@ -40,6 +49,7 @@ class Printer:
                 click.echo(json.dumps({"event": name, **data}))
             return
         if name == "measuring":
+            self._bound(data["attempt"], data["kind"])
             self._close()
             label = _label(data["attempt"], data["kind"], self.budget)
             click.echo(f"  {label}: {data['hypothesis']} ...", nl=False)
@@ -52,9 +62,18 @@ class Printer:
             self._close()
             click.echo(_notice(name, data))
 
+    def _bound(self, attempt: int, kind: str) -> None:
+        """At the first candidate of this invocation, --max-candidates fixes the last number."""
+        if self.limit is None or kind == "baseline":
+            return
+        last = attempt + self.limit - 1
+        self.budget = last if self.budget is None else min(self.budget, last)
+        self.limit = None
+
     def _attempt(self, r: AttemptResult) -> None:
         self.measured += 1
-        line = format_result(r, self.metric) + self._progress(r.attempt)
+        first, nl, rest = format_result(r, self.metric).partition("\n")
+        line = first + self._progress(r.attempt) + nl + rest  # the time on the verdict's line
         if self.open_line == r.attempt:
             click.echo(" " + line)
             self.open_line = None
@@ -87,8 +106,14 @@ def _notice(name: str, data: dict[str, Any]) -> str:
             if data["best_attempt"] is not None
             else "no BEST yet"
         )
+        pending = data.get("pending") or []
+        finishing = (
+            f" (#{', #'.join(map(str, pending))} committed before the stop, measured first)"
+            if pending
+            else ""
+        )
         return (
-            f"  resuming at #{data['next']}: {best}, "
+            f"  resuming at #{data['next']}{finishing}: {best}, "
             f"{data['consecutive_regressions']} regression(s) in a row"
         )
     if name == "warning":
@@ -123,26 +148,23 @@ def format_metric(value: float | None) -> str:
 
 
 def format_result(r: AttemptResult, metric: str) -> str:
-    """One attempt's verdict line: the gain and what it was measured against first.
+    """One attempt's verdict line: the compared pair first, BEST's figure, then why.
 
-    ``REGRESSION -4.24% vs BEST re-measured beside it (6 pairs: 76.15 vs 73.05) |
-    recorded BEST 79.7 | regressions 1``
+    ``KEEP +12.88%: time 21.74 vs BEST 24.95 measured beside it (7 pairs) |
+    BEST now 21.74 (was 23.98) | regressions 0``, and below it the rule that decided.
     """
     verdict = r.verdict.upper()
-    basis = r.basis or {}
     if r.gain is None:
         parts = [verdict, f"{metric} {format_metric(r.metric)}"]
-    elif basis.get("against") == "remeasured":
-        beside = f"{format_metric(r.metric)} vs {format_metric(basis['best'])}"
-        parts = [
-            f"{verdict} {r.gain * 100:+.2f}% {describe_basis(basis, beside)}",
-            f"recorded BEST {format_metric(r.previous_best)}",
-        ]
     else:
-        parts = [
-            f"{verdict} {r.gain * 100:+.2f}% vs recorded BEST {format_metric(r.previous_best)}",
-            f"{metric} {format_metric(r.metric)}",
-        ]
+        against = describe_basis(r.basis) or f"vs BEST {format_metric(r.previous_best)}"
+        parts = [f"{verdict} {r.gain * 100:+.2f}%: {metric} {format_metric(r.metric)} {against}"]
+    if r.verdict == "keep":
+        parts.append(
+            f"BEST now {format_metric(r.best_metric)} (was {format_metric(r.previous_best)})"
+        )
+    elif r.verdict != "baseline" and (r.basis or {}).get("against") == "remeasured":
+        parts.append(f"BEST {format_metric(r.best_metric)}")
     if r.verdict != "baseline":
         parts.append(f"regressions {r.consecutive_regressions}")
     if r.reused_from is not None:
@@ -150,9 +172,19 @@ def format_result(r: AttemptResult, metric: str) -> str:
     if r.improved or r.regressed:
         parts.append(f"improved [{', '.join(r.improved)}] regressed [{', '.join(r.regressed)}]")
     text = " | ".join(parts)
+    first_error = r.error.strip().splitlines()[0][:200] if r.error.strip() else ""
+    if r.reason and r.verdict != "baseline" and not (first_error and first_error in r.reason):
+        text += f"\n      why: {r.reason}"
     if r.error:
         text += f"\n      {r.error.splitlines()[0][:300]}"
+    tail = [line for line in r.output_tail.splitlines() if line.strip()][-TAIL_SHOWN:]
+    if tail and r.error.strip().splitlines()[-1:] != tail[-1:]:
+        text += "".join(f"\n      | {line[:200]}" for line in tail)
     return text
+
+
+# The last lines of a failed benchmark's output shown under its verdict (all are in --json).
+TAIL_SHOWN = 8
 
 
 def print_summary(s: RunSummary, as_json: bool, program: str) -> None:
@@ -200,8 +232,13 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     if data["best_commit"]:
         lines += [
             f"BEST       {data['best_commit'][:10]} (attempt #{data['best_attempt']})",
-            f"best       {data['metric']} {format_metric(data['best_metric'])}  "
-            f"baseline {format_metric(data['baseline_metric'])}",
+            f"best       {data['metric']} {format_metric(data['best_metric'])}"
+            + (
+                f" (mean of {data['best_samples']} samples)"
+                if data.get("best_samples", 0) > 1
+                else ""
+            )
+            + f"  baseline {format_metric(data['baseline_metric'])}",
         ]
     else:
         lines.append("BEST       none yet: no attempt has been measured successfully")
@@ -250,14 +287,59 @@ def _profile_line(profile: dict[str, Any]) -> str:
 
 
 def plain_log_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """``kernelopt log --plain``: one line per attempt, its error below it."""
+    """``kernelopt log --plain``: one line per attempt (with the BEST figure it was
+    compared with), its reason, error and a failure's last output lines below it."""
+    from kernelopt.report.table import compared_with
+
     lines = []
     for row in rows:
         gain = "" if row["gain"] is None else f"{row['gain'] * 100:+7.2f}%"
+        against = compared_with(row)
+        against = f"vs BEST {against}" if against else ""
         lines.append(
             f"#{row['attempt']:<4} {row['commit'][:10]} {row['verdict']:<11} "
-            f"{format_metric(row['metric']):>10} {gain:>8}  {row['kind']}: {row['hypothesis']}"
+            f"{format_metric(row['metric']):>10} {gain:>8} {against:<24} "
+            f"{row['kind']}: {row['hypothesis']}".rstrip()
         )
-        if row["error"]:
-            lines.append(f"      {row['error'].splitlines()[0][:200]}")
+        reason = row.get("reason") or ""
+        error = row["error"].splitlines()[0][:200] if row["error"] else ""
+        if reason and row["verdict"] != "baseline" and not (error and error in reason):
+            lines.append(f"      why: {reason}")
+        if error:
+            lines.append(f"      {error}")
+        tail = [t for t in (row.get("output_tail") or "").splitlines() if t.strip()]
+        if tail and tail[-1].strip() != error.strip():
+            lines += [f"      | {t[:200]}" for t in tail[-TAIL_SHOWN:]]
     return lines
+
+
+def runs_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """``kernelopt runs`` for people: one line per run."""
+    if not rows:
+        return ["no runs recorded in this repository"]
+    width = max(len("run"), *(len(r["run"]) for r in rows))
+    lines = [f"{'run':<{width}}  {'BEST':<10}  {'best':>14}  {'attempts':<14}  state"]
+    for r in rows:
+        best = (r["best_commit"] or "")[:10] or "none"
+        figure = f"{r['metric']} {format_metric(r['best_metric'])}" if r["best_commit"] else ""
+        state = f"stopped: {r['stop_reason']}" if r["stopped"] else "open"
+        attempts = f"{r['attempts']} ({r['kept']} kept)"
+        lines.append(f"{r['run']:<{width}}  {best:<10}  {figure:>14}  {attempts:<14}  {state}")
+    return lines
+
+
+def print_log(rows: list[dict[str, Any]], *, as_json: bool, plain: bool, wide: bool) -> None:
+    """``kernelopt log``: JSON, plain lines, or a table sized to the terminal (80 columns
+    when piped) so that rows never wrap; ``wide`` shows everything."""
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    if plain:
+        for line in plain_log_lines(rows):
+            click.echo(line)
+        return
+    from rich.console import Console
+
+    from kernelopt.report.table import render_log_table
+
+    render_log_table(rows, Console(width=4000) if wide else Console(), wide=wide)

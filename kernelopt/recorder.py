@@ -70,7 +70,7 @@ class Recorder:
         )
         self.repo.write_note(att.sha, note)
         if verdict in (Verdict.KEEP, Verdict.BASELINE):
-            self.keep(att.n, att.sha, note)
+            note = self.keep(att.n, att.sha, note)
         elif reset:
             self.repo.reset_to(state.best_commit or f"{att.sha}^")
         # Advance the state in memory: rebuilding it from every note per
@@ -95,11 +95,14 @@ class Recorder:
             device=self.target.device,
             deterministic=self.target.deterministic,
             best_commit=state.best_commit,
-            previous_best=state.best.metric if state.best else None,
+            previous_best=state.best_metric,
+            best_samples=state.best_figure.samples,
+            better=self.program.better,
         )
 
-    def keep(self, n: int, sha: str, note: dict[str, Any]) -> None:
-        """Append the ledger row for a kept attempt and move BEST there."""
+    def keep(self, n: int, sha: str, note: dict[str, Any]) -> dict[str, Any]:
+        """Append the ledger row for a kept attempt and move BEST there; the note, which
+        then names the new BEST (``compared_with`` keeps the BEST it was judged against)."""
         # What measuring left in the worktree (a benchmark's result files) must
         # not ride along into the ledger commit or the next candidate's commit.
         self.repo.reset_to(sha)
@@ -110,19 +113,24 @@ class Recorder:
             subject, body, {"Kernelopt-Run": self.repo.run_id, "Kernelopt-Kept": str(n)}
         )
         self.repo.set_ref("best", head)
+        # One BEST id: the newest note names the best ref, like status and git log.
+        kept = {**note, "compared_with": note.get("compared_with", note.get("best_commit"))}
+        kept["best_commit"] = head
+        self.repo.write_note(sha, kept)
+        return kept
 
     def stop(self, reason: str) -> RunState:
         """Append the Stop Summary to performance.md and mark the run stopped."""
         state = self.repo.load_state()
         best = state.best
-        best_metrics: dict[str, Any] = {self.program.metric: best.metric if best else None}
+        best_metrics: dict[str, Any] = {self.program.metric: state.best_metric}
         if state.baseline and best:
-            best_metrics["baseline"] = state.baseline.metric
+            best_metrics["baseline"] = state.baseline_metric
         text = ledger.render_stop_summary(
             self.repo.run_id,
             now(),
             reason,
-            best.commit if best else "",
+            (state.best_commit or "") if best else "",
             best_metrics,
             list(state.counters.recent_regressions),
         )
@@ -132,7 +140,10 @@ class Recorder:
             "",
             {"Kernelopt-Run": self.repo.run_id, "Kernelopt-Stop": reason},
         )
-        self.repo.write_note(head, {"kernelopt": 1, "stop": True, "reason": reason, "time": now()})
+        self.repo.write_note(
+            head,
+            {"kernelopt": 1, "stop": True, "reason": reason, "time": now(), "best_commit": head},
+        )
         self.repo.set_ref("stop", head)
         self.repo.set_ref("best", head)
         return self.repo.load_state()
@@ -190,7 +201,7 @@ def _result(
         previous_best=note["previous_best"],
         gain=judgement.gain,
         consecutive_regressions=outcome.counters.consecutive_regressions,
-        recent_regressions=len(outcome.counters.recent_regressions),
+        recent_regressions=tuple(outcome.counters.recent_regressions),
         stop=outcome.stop,
         stop_reason=outcome.stop_reason,
         error=judgement.error,
@@ -202,4 +213,6 @@ def _result(
         files=tuple(note["files"]),
         basis=note.get("basis"),
         measured=measured_on(note["measurement"]),
+        reason=note.get("reason", ""),
+        output_tail=note.get("output_tail", ""),
     )

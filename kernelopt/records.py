@@ -44,7 +44,7 @@ class AttemptResult:
     previous_best: float | None
     gain: float | None
     consecutive_regressions: int
-    recent_regressions: int
+    recent_regressions: tuple[dict[str, Any], ...]  # as status lists them
     stop: bool
     stop_reason: str | None = None
     error: str = ""
@@ -59,6 +59,10 @@ class AttemptResult:
     basis: dict[str, Any] | None = None
     # Where and how it was measured, and its profile (measured_on).
     measured: dict[str, Any] = field(default_factory=dict)
+    # The rule that decided the verdict, in one sentence.
+    reason: str = ""
+    # The end of a failed benchmark's output (its stderr and stdout).
+    output_tail: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,7 +76,9 @@ class AttemptResult:
             "previous_best": self.previous_best,
             "gain": self.gain,
             "consecutive_regressions": self.consecutive_regressions,
-            "recent_regressions": self.recent_regressions,
+            "recent_regressions": list(self.recent_regressions),
+            "reason": self.reason,
+            "output_tail": self.output_tail,
             "stop": self.stop,
             "stop_reason": self.stop_reason,
             "error": self.error,
@@ -100,14 +106,13 @@ class RunSummary:
     attempts: int
     kept: int
     regressions: int
-    best_commit: str | None  # the measured candidate's commit, as everywhere
+    best_commit: str | None  # the best ref: the branch's commit at BEST, as everywhere
     best_metric: float | None
     baseline_metric: float | None
     metric: str
     better: str
     diverged: int = 0
     best_attempt: int | None = None
-    ledger_commit: str | None = None  # the branch's commit recording BEST in performance.md
     baseline_commit: str | None = None
 
     @classmethod
@@ -138,12 +143,11 @@ class RunSummary:
             attempts=len([r for r in state.attempts if r.attempt > 0]),
             kept=count(Verdict.KEEP),
             regressions=count(Verdict.REGRESSION),
-            best_commit=best.commit if best else None,
+            best_commit=state.best_commit if best else None,
             best_attempt=best.attempt if best else None,
-            ledger_commit=state.best_commit,
             baseline_commit=base.commit if base else None,
-            best_metric=best.metric if best else None,
-            baseline_metric=base.metric if base else None,
+            best_metric=state.best_metric,
+            baseline_metric=state.baseline_metric,
             metric=metric,
             better=better,
             diverged=count(Verdict.DIVERGED),
@@ -169,7 +173,6 @@ class RunSummary:
             "diverged": self.diverged,
             "best_commit": self.best_commit,
             "best_attempt": self.best_attempt,
-            "ledger_commit": self.ledger_commit,
             "best_metric": self.best_metric,
             "baseline_metric": self.baseline_metric,
             "improvement": self.improvement,
@@ -185,6 +188,9 @@ def measured_on(measurement: dict[str, Any]) -> dict[str, Any]:
         "host": measurement.get("host") or "",
         "timing": measurement.get("timing") or extra.get("timing"),
         "profile": measurement.get("profile") or {},
+        # A profile of a run that failed its correctness check (or crashed) describes
+        # wrong work: its MFU and engine figures are not comparable with BEST's.
+        "profile_of_correct_work": measurement.get("status", "ok") == "ok",
     }
 
 
@@ -199,9 +205,12 @@ class NothingToTry(RuntimeError):
 def resume_notice(state: RunState) -> dict[str, Any]:
     """What a resumed run says first: where it goes on from, BEST and the counters."""
     best = state.best
+    pending = sorted(n for n, _ in state.pending)
     return {
-        "next": state.next_attempt,
+        # Attempts committed before the stop are measured first, so numbering goes on from them.
+        "next": pending[0] if pending else state.next_attempt,
+        "pending": pending,
         "best_attempt": best.attempt if best else None,
-        "best_metric": best.metric if best else None,
+        "best_metric": state.best_metric,
         "consecutive_regressions": state.counters.consecutive_regressions,
     }

@@ -273,19 +273,22 @@ SCHEMA = Section(
             {
                 "noise": Key(
                     "percent",
-                    "changes smaller than this are noise",
+                    "the smallest gain worth keeping: a keep must be better than BEST by more "
+                    "than this and significantly so (see 'How the noise rule decides')",
                     default="1%",
                     check=percent_ok,
                 ),
                 "confirm": Key(
                     "int",
-                    "measurements of candidate and best before a noisy decision",
+                    "pairs (candidate, then BEST beside it) measured before a noisy target's "
+                    "first decision",
                     default=2,
                     check=positive,
                 ),
                 "max_samples": Key(
                     "int",
-                    "most measurements of each side before calling it a tie",
+                    "most pairs per candidate: still not significant after this many, it is a "
+                    "tie (its reason says so)",
                     default=24,
                     check=positive,
                 ),
@@ -429,7 +432,44 @@ def reference_markdown() -> str:
     for path, kind, default, help_text in reference(SCHEMA):
         cell = help_text.replace("|", "\\|")
         lines.append(f"| `{path}` | {kind} | {default.replace('|', chr(92) + '|')} | {cell} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *NOISE_RULE]) + "\n"
+
+
+NOISE_RULE = (
+    "",
+    "## How the noise rule decides",
+    "",
+    "A deterministic target (the simulator) is measured once per candidate: any",
+    "gain is kept, a loss larger than `decide.noise` is a regression, the rest ties.",
+    "",
+    "A noisy target (a command, a device) measures the candidate and BEST",
+    "alternately on the same device, one pair at a time, and after every pair",
+    "(from `decide.confirm` pairs on) asks, on the log ratio of each pair:",
+    "",
+    "- **keep**: the mean gain is larger than `decide.noise` and its one-sided",
+    "  99.9 % confidence bound is above zero (p < 0.001: a decision is looked at",
+    "  after every pair, so each look must be strict);",
+    "- **regression**: the same, the other way;",
+    "- **tie**: the whole 99.9 % interval lies inside ±`decide.noise`; or even a",
+    "  reading one standard error better would stay inside it (more pairs could",
+    "  not make it a keep); or `decide.max_samples` pairs were measured and it is",
+    "  still not significant.",
+    "",
+    "The spread of earlier decisions of the same run narrows the interval, so a",
+    "run gets quicker to decide as it goes. A gain larger than `decide.noise` can",
+    "therefore be a tie: `+14.4 % but not significant after 6 pairs: spread ±11 %,",
+    "needs p < 0.001` says that the pairs disagreed too much to trust it. Every",
+    "verdict carries such a sentence as `reason` (`try --json`, `log --json`,",
+    "`log --wide`, the git note).",
+    "",
+    "BEST's figure is one estimate: the mean of every sample of BEST, its own and",
+    "each one re-measured beside a candidate. A verdict is stated against the pair",
+    "it was decided on (`vs BEST 24.95 measured beside it (7 pairs)`). A kept",
+    "candidate's figure is its own mean, unless that reads worse than BEST's",
+    "estimate (the machine got slower since BEST's earlier samples): then it is",
+    "BEST's estimate scaled by the ratio measured side by side, so a keep never",
+    "shows BEST getting worse.",
+)
 
 
 if __name__ == "__main__":

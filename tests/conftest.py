@@ -53,7 +53,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
-
 @pytest.fixture
 def quiet_bench(monkeypatch: pytest.MonkeyPatch) -> None:
     """No benchmark noise or signalling unless a test asks for it."""

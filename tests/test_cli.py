@@ -204,9 +204,9 @@ def test_status_json_fields(bench_repo: RepoFactory, cli: Cli) -> None:
 
     assert data["worktree"] == str(repo.worktree())
     assert data["branch"] == repo.branch()
-    # BEST is the measured candidate's commit; the ledger commit is named as such.
-    assert data["best_commit"] == repo.attempt_refs()[1] and data["best_attempt"] == 1
-    assert data["ledger_commit"] == repo.rev(repo.ref("best"))
+    # One BEST id: the best ref (the branch's commit at BEST); best_attempt is what was measured.
+    assert data["best_commit"] == repo.rev(repo.ref("best")) and data["best_attempt"] == 1
+    assert "ledger_commit" not in data
     assert data["best_metric"] == 80.0 and data["baseline_metric"] == 100.0
     assert data["attempts"] == 2
     assert data["consecutive_regressions"] == 1
@@ -316,8 +316,7 @@ def test_run_json_prints_one_object_per_attempt_then_a_summary(
     assert summary["event"] == "summary"
     assert summary["best_metric"] == 80.0 and summary["baseline_metric"] == 100.0
     assert summary["attempts"] == 2 and summary["kept"] == 1
-    assert summary["best_commit"] == repo.attempt_refs()[1] and summary["best_attempt"] == 1
-    assert summary["ledger_commit"] == repo.rev(repo.ref("best"))
+    assert summary["best_commit"] == repo.rev(repo.ref("best")) and summary["best_attempt"] == 1
 
 
 def test_cli_status_and_stop_summary_name_one_best(bench_repo: RepoFactory, cli: Cli) -> None:
@@ -325,8 +324,11 @@ def test_cli_status_and_stop_summary_name_one_best(bench_repo: RepoFactory, cli:
 
     result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
 
-    best = repo.attempt_refs()[1]
+    best = repo.rev(repo.ref("best"))
     assert f"BEST {best[:10]}, attempt #1" in result.output
-    assert f"BEST_COMMIT: `{best[:10]}`" in repo.ledger()
     assert cli.json("status", cwd=repo.root)["best_commit"] == best
+    # The stop note names the best ref too; the Stop Summary, written inside the stop
+    # commit, names the kept commit under it (the same tree but performance.md).
+    assert repo.note(best)["best_commit"] == best
+    assert f"BEST_COMMIT: `{repo.rev(best + '^')[:10]}`" in repo.ledger()
     assert "start a new one with a new tag" in result.output

@@ -320,7 +320,7 @@ def test_a_failed_baseline_is_kept_and_the_next_start_measures_a_new_one(
     assert notes[1]["metric"] == 100.0
     assert "| baseline |" in repo.ledger()
     assert repo.attempt_refs()[0] not in git(repo.root, "rev-list", repo.branch())
-    assert cli("runs", cwd=repo.root).output.split() == [repo.run_id()]
+    assert [r["run"] for r in cli.json("runs", cwd=repo.root)] == [repo.run_id()]
 
 
 def test_target_reached_and_candidate_budget_end_the_run(bench_repo: RepoFactory, cli: Cli) -> None:

@@ -81,6 +81,8 @@ class Observation:
     improved: tuple[str, ...] = ()
     regressed: tuple[str, ...] = ()
     asked: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""  # the rule that decided the verdict
+    output_tail: str = ""  # the end of a failed benchmark's output
 
     @classmethod
     def of(cls, record: AttemptRecord) -> Observation:
@@ -103,10 +105,18 @@ class Observation:
             improved=tuple(note.get("improved") or ()),
             regressed=tuple(note.get("regressed") or ()),
             asked={k: note[k] for k in ASKED if k in note},
+            reason=str(note.get("reason") or ""),
+            output_tail=_failure_output(note),
         )
 
 
 ASKED = ("repair_of", "repair", "split_of")
+
+
+def _failure_output(note: dict[str, Any]) -> str:
+    from kernelopt.note import failure_output  # note.py imports the loop's records
+
+    return failure_output(note)
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,7 @@ class ProposerState:
     best_commit: str | None = None
     consecutive_regressions: int = 0
     recent_regressions: tuple[dict[str, Any], ...] = ()
+    baseline_metric: float | None = None  # the baseline's figure over all its samples
 
     @classmethod
     def of(
@@ -132,7 +143,7 @@ class ProposerState:
         best = state.best
         counters = state.counters
         return cls(
-            best_metric=best.metric if best else None,
+            best_metric=state.best_metric,
             best_knobs=best.note.get("knobs") if best else None,
             better=better,
             history=history,
@@ -141,6 +152,7 @@ class ProposerState:
             best_commit=state.best_commit,
             consecutive_regressions=counters.consecutive_regressions,
             recent_regressions=tuple(counters.recent_regressions),
+            baseline_metric=state.baseline_metric,
         )
 
     @property

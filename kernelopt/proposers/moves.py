@@ -56,7 +56,15 @@ def describe_change(best: KernelIR, cand: KernelIR, against: str = "best") -> st
                 changes.append(f"{b}[{d}] {Scope(old).value if old else None}->{Scope(s).value}")
     if not changes:
         return f"variant {cand.variant} at the {against} knobs"
-    return f"vs {against}: " + "; ".join(changes)
+    # Changes against BEST need no preamble; against the defaults they say so.
+    prefix = "" if against == "best" else f"from the {against} knobs: "
+    return prefix + "; ".join(changes)
+
+
+def is_sweep(hypothesis: str) -> bool:
+    """Whether ``describe_change`` said this: knob moves around BEST (not a variant
+    or a start from the default knobs)."""
+    return not hypothesis.startswith(("variant ", "from the "))
 
 
 def source_key(ir: KernelIR) -> str:

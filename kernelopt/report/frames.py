@@ -48,8 +48,12 @@ ATTEMPT_COLUMNS = [
     "group",
     "metric",
     "best_metric",
+    "previous_best",
+    "best_beside",
+    "pairs",
     "gain",
     "hypothesis",
+    "reason",
     "error",
     "log_tail",
     "time",
@@ -88,11 +92,10 @@ class RunFrames:
     stop: StopInfo | None
     baseline_metric: float | None
     best_metric: float | None
-    # BEST is named by the measured candidate's commit (the attempt's own);
-    # the ledger commit on the run branch that records it is a different one.
+    # BEST is named by the best ref (the run branch's commit at BEST, as `git log`,
+    # status and the notes name it); best_attempt is the attempt that was measured.
     best_commit: str | None
     best_attempt: int | None = None
-    ledger_commit: str | None = None
 
     @property
     def improvement(self) -> float | None:
@@ -134,6 +137,8 @@ def attempts_frame(records: Sequence[AttemptRecord]) -> pd.DataFrame:
     for r in records:
         note = r.note
         counters = note.get("counters") or {}
+        basis = note.get("basis") or {}
+        remeasured = basis.get("against") == "remeasured"
         rows.append(
             {
                 "attempt": r.attempt,
@@ -143,8 +148,12 @@ def attempts_frame(records: Sequence[AttemptRecord]) -> pd.DataFrame:
                 "group": group_of(r.verdict),
                 "metric": _number(note.get("metric")),
                 "best_metric": _number(note.get("best_metric")),
+                "previous_best": _number(note.get("previous_best")),
+                "best_beside": _number(basis.get("best")) if remeasured else math.nan,
+                "pairs": int(basis.get("pairs") or 0) if remeasured else 0,
                 "gain": _number(note.get("gain")),
                 "hypothesis": str(note.get("hypothesis", "")),
+                "reason": str(note.get("reason") or ""),
                 "error": str(
                     note.get("error") or (note.get("measurement") or {}).get("error") or ""
                 ),
@@ -168,7 +177,20 @@ def kept_frame(attempts: pd.DataFrame, baseline: float | None, better: str) -> p
         gain(m, baseline, better) if baseline is not None and not math.isnan(m) else math.nan
         for m in kept["metric"]
     ]
-    return kept[["attempt", "commit", "hypothesis", "metric", "gain", "gain_vs_baseline"]]
+    return kept[
+        [
+            "attempt",
+            "commit",
+            "hypothesis",
+            "metric",
+            "best_beside",
+            "pairs",
+            "previous_best",
+            "verdict",
+            "gain",
+            "gain_vs_baseline",
+        ]
+    ]
 
 
 def _classes_of(record: AttemptRecord) -> dict[str, float]:
@@ -271,7 +293,7 @@ def run_frames(state: RunState, better: str | None = None) -> RunFrames:
     better = better or infer_better(records)
     baseline, best = state.baseline, state.best
     attempts = attempts_frame(records)
-    baseline_metric = baseline.metric if baseline else None
+    baseline_metric = state.baseline_metric
     metric_name = next(
         (str(r.note["metric_name"]) for r in records if r.note.get("metric_name")), "metric"
     )
@@ -288,8 +310,7 @@ def run_frames(state: RunState, better: str | None = None) -> RunFrames:
         profile=profile_frame(baseline, best),
         stop=stop_info(state),
         baseline_metric=baseline_metric,
-        best_metric=best.metric if best else None,
-        best_commit=best.commit if best else None,
+        best_metric=state.best_metric,
+        best_commit=state.best_commit if best else None,
         best_attempt=best.attempt if best else None,
-        ledger_commit=state.best_commit,
     )

@@ -85,7 +85,7 @@ def _cards(frames: RunFrames) -> str:
         ("best " + frames.metric_name, escape(h.fmt_metric(frames.best_metric)), ""),
         ("baseline", escape(h.fmt_metric(frames.baseline_metric)), ""),
         ("vs baseline", escape(h.fmt_gain(improvement) or "n/a"), h.gain_class(improvement)),
-        ("attempts", f"{len(df)}", ""),
+        ("attempts", f"{int((df['attempt'] > 0).sum())}", ""),  # the baseline is not one
         ("kept", f"{kept}", ""),
         ("status", "stopped" if frames.stop else "open", ""),
     ]
@@ -97,7 +97,7 @@ def _cards(frames: RunFrames) -> str:
 
 
 def _best_line(frames: RunFrames) -> str:
-    """BEST by the measured candidate's commit; the ledger commit only under that name."""
+    """BEST by the best ref's commit (as git log and status name it), with its attempt."""
     if frames.best_commit is None:
         return "<b>BEST:</b> none yet"
     parts = [
@@ -106,11 +106,6 @@ def _best_line(frames: RunFrames) -> str:
         f"({escape(h.fmt_gain(frames.improvement) or 'n/a')} vs baseline "
         f"{escape(h.fmt_metric(frames.baseline_metric))})"
     ]
-    if frames.ledger_commit and frames.ledger_commit != frames.best_commit:
-        parts.append(
-            f'<span class="ledger">· ledger commit {h.commit(frames.ledger_commit)} '
-            "(the run branch's commit recording it in performance.md)</span>"
-        )
     return " ".join(parts)
 
 
@@ -165,6 +160,7 @@ def _kept_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -
             ("commit", h.WORD),
             ("hypothesis", h.TEXT),
             (frames.metric_name, h.NUM),
+            ("vs BEST", h.NUM),
             ("gain", h.NUM),
             ("vs baseline", h.NUM),
         ],
@@ -174,6 +170,7 @@ def _kept_section(frames: RunFrames, figures: Figures, out: Path, embed: bool) -
                 h.commit(r.commit),
                 escape(r.hypothesis),
                 escape(h.fmt_metric(r.metric)),
+                escape(_compared_with(r)),
                 h.gain_cell(r.gain),
                 h.gain_cell(r.gain_vs_baseline),
             ]
@@ -262,8 +259,10 @@ def _attempts_section(frames: RunFrames) -> str:
             ("kind", h.WORD),
             ("verdict", h.WORD),
             (frames.metric_name, h.NUM),
+            ("vs BEST", h.NUM),
             ("gain", h.NUM),
             ("hypothesis", h.TEXT),
+            ("reason", h.TEXT),
             ("error", h.TEXT),
         ],
         (
@@ -273,14 +272,26 @@ def _attempts_section(frames: RunFrames) -> str:
                 escape(r.kind),
                 h.badge(r.verdict),
                 escape(h.fmt_metric(r.metric)),
+                escape(_compared_with(r)),
                 h.gain_cell(r.gain, r.verdict),
                 escape(r.hypothesis),
+                escape(r.reason),
                 h.error_cell(r.error, r.log_tail),
             ]
             for r in frames.attempts.itertuples()
         ),
     )
     return f"<h2>Every attempt</h2>{table}"
+
+
+def _compared_with(r: Any) -> str:
+    """The BEST figure a verdict was decided on: re-measured beside it (with its pairs),
+    else BEST's estimate."""
+    if r.pairs:
+        return f"{h.fmt_metric(r.best_beside)} ({int(r.pairs)} pair{'s' if r.pairs != 1 else ''})"
+    if r.verdict == "baseline" or r.previous_best != r.previous_best:  # NaN
+        return ""
+    return h.fmt_metric(r.previous_best)
 
 
 def render_page(

@@ -75,9 +75,19 @@ def metric_over_attempts(frames: RunFrames, path: Path) -> Path:
         )
     best = df[df["best_metric"].notna()]
     if not best.empty:
+        # BEST's figure at each verdict (its estimate with the samples taken beside
+        # the candidate), then after it: a keep steps down from what it was compared to.
+        xs: list[float] = []
+        ys: list[float] = []
+        for row in best.itertuples():
+            if row.previous_best == row.previous_best:  # not NaN
+                xs.append(row.attempt)
+                ys.append(row.previous_best)
+            xs.append(row.attempt)
+            ys.append(row.best_metric)
         ax.step(
-            best["attempt"],
-            best["best_metric"],
+            xs,
+            ys,
             where="post",
             color=colour_of(Verdict.KEEP),
             linewidth=2,

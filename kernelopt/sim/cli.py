@@ -45,7 +45,7 @@ def _format(value: Any) -> str:
     return str(value)
 
 
-@click.command("check", hidden=True)
+@click.command("check")
 @click.argument("kernel_py", type=_PATH)
 @click.option(
     "--workload",

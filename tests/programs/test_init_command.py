@@ -24,7 +24,8 @@ def test_init_then_commit_then_run_works_as_printed(tmp_path: Path, cli: Cli) ->
     assert before_commit.exit_code == 2  # the program did not exist yet: a usage error
     assert result.exit_code == 0, result.output
     assert "BASELINE | time_us" in result.output
-    assert "#1 of 20 knob: BLOCK 16 -> 64" in result.output
+    # The label counts to this invocation's last candidate (--max-candidates 1).
+    assert "#1 of 1 knob: BLOCK 16 -> 64" in result.output
 
 
 def test_run_in_a_repository_without_a_commit_is_a_usage_error(tmp_path: Path, cli: Cli) -> None:

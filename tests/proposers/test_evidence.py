@@ -11,6 +11,7 @@ from benchmarks_support.drive import drive
 from kernelopt.ir import ir_from_knobs, knob_signature, sample
 from kernelopt.ir.knobs_io import ir_for_workload
 from kernelopt.proposers.evidence import Evidence, exact_tie
+from kernelopt.proposers.moves import is_sweep
 from kernelopt.proposers.nki import NkiKnobProposer
 from kernelopt.proposers.surrogate import Ridge, features
 
@@ -86,11 +87,11 @@ def test_a_catastrophic_setting_is_not_measured_again_once_learnt() -> None:
 
 def _knob(hypothesis: str) -> str | None:
     """The one knob a sweep candidate moves (None for joint moves and variants)."""
-    if not hypothesis.startswith("vs best: ") or ";" in hypothesis:
-        changes = hypothesis.removeprefix("vs best: ").split("; ")
+    if not is_sweep(hypothesis) or ";" in hypothesis:
+        changes = hypothesis.split("; ")
         names = {c.split("[")[0].split(" ")[0] for c in changes}
-        return names.pop() if len(names) == 1 and hypothesis.startswith("vs best: ") else None
-    return hypothesis.removeprefix("vs best: ").split("[")[0].split(" ")[0]
+        return names.pop() if len(names) == 1 and is_sweep(hypothesis) else None
+    return hypothesis.split("[")[0].split(" ")[0]
 
 
 def test_two_exact_ties_in_a_sweep_cross_the_rest_of_it() -> None:

@@ -75,3 +75,29 @@ def test_rows_with_missing_fields_still_render() -> None:
     recorder = Console(record=True, width=100, file=io.StringIO())
     render_log_table([{"attempt": 7, "verdict": "interrupted"}], recorder)
     assert "interrupted" in recorder.export_text()
+
+
+def test_rows_never_wrap_at_80_columns_and_cut_at_a_word() -> None:
+    long = (
+        "tile the inner loop by sixty four so that the working set stays in the first level cache"
+    )
+    rows = [
+        {
+            **ROWS[1],
+            "hypothesis": long,
+            "basis": {"against": "remeasured", "pairs": 7, "best": 24.95},
+        },
+        {**ROWS[4], "output_tail": "Traceback (most recent call last):\nZeroDivisionError: x"},
+    ]
+    console = Console(record=True, width=80, file=io.StringIO())
+    render_log_table(rows, console)
+    lines = console.export_text().rstrip("\n").splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines), lines
+    keep = next(line for line in lines if "keep" in line)
+    assert "24.95 (7 pairs)" in keep
+    cut = keep.rstrip().rsplit("  ", 1)[-1].split("+20.00% ")[-1]
+    assert cut.endswith("...") and long.startswith(cut[:-3]) and long[len(cut) - 3] == " "
+    assert any("ZeroDivisionError: x" in line for line in lines)
+    wide = Console(record=True, width=4000, file=io.StringIO())
+    render_log_table(rows, wide, wide=True)
+    assert long in wide.export_text()
