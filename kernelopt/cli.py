@@ -278,12 +278,9 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     except HistoryError as exc:  # e.g. a worktree kernelopt cannot put back on its branch
         raise UsageProblem(str(exc)) from None
     except (Fault, OSError) as exc:
-        if as_json:  # an agent reading the answer learns it is no verdict
-            error = {"kind": "fault", "message": str(exc)}
-            click.echo(
-                json.dumps({"verdict": None, "fault": str(exc), "stop": False, "error": error})
-            )
-        raise OwnFault.of(exc) from None
+        fault = OwnFault.of(exc)  # under --json an agent learns it is no verdict
+        fault.payload = {"verdict": None, "fault": str(exc), "stop": False}  # type: ignore[attr-defined]
+        raise fault from None
     except NothingToTry as exc:
         problem = UsageProblem(str(exc))
         problem.kind = "nothing_to_try"  # type: ignore[attr-defined]

@@ -187,8 +187,12 @@ def assess_paired(
     return Assessment(verdict, mean, low, high, n, rule)
 
 
+_LOG_LIMIT = 700.0  # math.exp overflows a float just past 709
+
+
 def _pct(x: float, better: str) -> str:
     """A log-ratio gain as the relative change ``gain`` reports (``+14.4 %``)."""
+    x = max(-_LOG_LIMIT, min(_LOG_LIMIT, x))  # a BEST of 1e-300 gives log ratios past exp's range
     relative = math.exp(x) - 1 if better == "higher" else 1 - math.exp(-x)
     return f"{relative * 100:+.1f} %"
 
@@ -210,7 +214,7 @@ def explain(a: Assessment, noise: float, shown: float | None = None, better: str
     g = f"{shown * 100:+.1f} %" if shown is not None else _pct(a.gain, better)
     n = f"{a.samples} pair{'s' if a.samples != 1 else ''}"
     bounds = f"99.9 % bounds {_pct(a.low, better)} .. {_pct(a.high, better)}"
-    half = f"±{(math.exp((a.high - a.low) / 2) - 1) * 100:.1f} %"
+    half = f"±{(math.exp(min(_LOG_LIMIT, (a.high - a.low) / 2)) - 1) * 100:.1f} %"
     if a.rule == "significant":
         side = "better" if a.verdict == Verdict.KEEP else "worse"
         return f"{g} after {n}: {side} beyond the noise setting ({band}) and significant ({bounds})"

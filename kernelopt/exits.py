@@ -83,12 +83,13 @@ class JsonErrorsGroup(click.Group):
             if "--json" not in args:
                 raise
             exc.show()
-            click.echo(json.dumps({"error": error_object(exc)}))
+            # fields the command adds (e.g. try's "verdict": null), then the error
+            click.echo(json.dumps({**getattr(exc, "payload", {}), "error": error_object(exc)}))
             ctx.exit(exc.exit_code)
 
 
 def error_object(exc: click.ClickException) -> dict[str, Any]:
     """What a refusal says to a program: its kind, message and exit code."""
-    kinds = {"UsageProblem": "usage", "RunInUse": "busy", "CliError": "error"}
+    kinds = {"UsageProblem": "usage", "RunInUse": "busy", "CliError": "error", "OwnFault": "fault"}
     kind = getattr(exc, "kind", None) or kinds.get(type(exc).__name__, "usage")
     return {"kind": kind, "message": exc.format_message(), "exit_code": exc.exit_code}

@@ -166,7 +166,7 @@ def test_doctor_diagnoses_an_ssh_host(sshd: Any, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_doctor_reads_the_programs_device_settings(tmp_path: Path) -> None:
     fake = FakeTrn2(tmp_path / "fake").install(sdk="2.27")
-    fake.configure(monitor_period_s=0.1)
+    fake.configure(monitor_period_s=0.1, lnc=1)  # the host at LNC=1, the program at 2
     small = tmp_path / "ir" / "small"
     small.mkdir(parents=True)
     for name in ("workload.py", "kernel.py"):
