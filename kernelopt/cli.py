@@ -246,7 +246,7 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
                     else f"kernelopt: {message}"
                 )
                 sys.exit(exit_code_of("interrupted"))
-            reason = result.stop_reason if result.stop else runner.stop_reason()
+            reason = result.stop_reason if result.stop else runner.stop_if_due()
             worktree = _after_try(runner, result, stopping=bool(reason))
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None

@@ -415,7 +415,11 @@ class RunRepo:
         if body:
             lines += [body, ""]
         lines += [f"{k}: {v}" for k, v in trailers.items()]
-        self.wt("commit", "-q", "--no-verify", "-F", "-", input="\n".join(lines) + "\n")
+        # Only the ledger: whatever else the worktree holds (an agent's staged
+        # edit) is not kernelopt's to commit.
+        self.wt(
+            "commit", "-q", "--no-verify", "-F", "-", "--", LEDGER, input="\n".join(lines) + "\n"
+        )
         return self.head()
 
     def export_tree(self, sha: str, dest: Path) -> None:

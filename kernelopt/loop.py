@@ -36,7 +36,7 @@ from kernelopt.records import (
 from kernelopt.recovery import recover
 from kernelopt.runlock import RunBusy, run_lock
 from kernelopt.sampling import NoDevice, Reporter, SilentReporter
-from kernelopt.stopping import candidates_left, stop_reason
+from kernelopt.stopping import candidates_left, run_stop_reason, stop_reason
 from kernelopt.targets.base import Target
 
 
@@ -106,7 +106,13 @@ class Runner:
     def try_worktree(
         self, hypothesis: str, kind: str = "edit", extra: dict[str, Any] | None = None
     ) -> AttemptResult:
-        """The agent's verb: the worktree's uncommitted change as one candidate."""
+        """The agent's verb: the worktree's uncommitted change as one candidate.
+
+        A run whose target or budget says stop is stopped here, before anything
+        is committed (RunStopped)."""
+        self._require_state()
+        if reason := self.stop_if_due():
+            raise RunStopped(f"run {self.run_id} stopped: {reason}")
         pending = self._require_state().pending
         if not pending and not self.repo.is_dirty():
             raise NothingToTry(
@@ -186,6 +192,8 @@ class Runner:
         state = self.open()
         if state.stop:
             return self.summary(f"already stopped: {state.stop.get('reason')}", stopped=True)
+        if state.started and (due := self.stop_if_due()):
+            return self.summary(f"already stopped: {due}", stopped=True)
         if state.started:
             self.reporter.event("resuming", **resume_notice(state))
         baseline = self.ensure_baseline()
@@ -206,6 +214,8 @@ class Runner:
                 return self.summary(
                     "no proposer: this program has no knob space (use `kernelopt try` or --agent)"
                 )
+            if reason := self.stop_if_due():
+                return self.summary(reason, stopped=True)
             if reason := self.stop_reason(invoked, max_candidates):
                 return self.summary(reason)
             state = replace(self.proposer_state(), batch_size=self.executor.slots)
@@ -224,6 +234,21 @@ class Runner:
         """Why the run should stop before its next candidate (budgets, target), or None."""
         assert self.state is not None
         return stop_reason(self.program, self.state, invoked, max_candidates)
+
+    def stop_if_due(self) -> str | None:
+        """Record the stop the run's target or budgets call for now; its reason, or None.
+
+        One rule for every verb: once a run's target is reached or a budget is
+        used, the stop is recorded (status, report and the Stop Summary say so)
+        and neither ``run`` nor ``try`` commits another candidate.
+        """
+        assert self.state is not None
+        if self.state.stop is not None:
+            return str(self.state.stop.get("reason") or "stopped")
+        reason = run_stop_reason(self.program, self.state)
+        if reason is not None:
+            self.record_stop(reason)
+        return reason
 
     def proposer_state(self) -> ProposerState:
         return self.observations.state(
