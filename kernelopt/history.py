@@ -197,11 +197,8 @@ class RunRepo:
         self.common_dir = common if common.is_absolute() else (self.root / common).resolve()
         self.branch = f"kernelopt/{run_id}"
         self.ref_prefix = f"refs/kernelopt/{run_id}"
-        self.worktree = (
-            Path(worktree).resolve()
-            if worktree
-            else self.common_dir / "kernelopt" / "worktrees" / run_id
-        )
+        self.default_worktree = self.common_dir / "kernelopt" / "worktrees" / run_id
+        self.worktree = Path(worktree).resolve() if worktree else self._registered_worktree()
         self.wt = Git(self.worktree)
         self._ensure_identity()
 
@@ -245,6 +242,58 @@ class RunRepo:
                 self.git("worktree", "add", "-q", str(self.worktree), self.branch)
             else:
                 self.git("worktree", "add", "-q", "-b", self.branch, str(self.worktree), start)
+        admin = _admin_dir(self.worktree)
+        if admin is not None:  # says this worktree is the run's own (worktree_problem)
+            (admin / "kernelopt-run").write_text(self.run_id + "\n")
+
+    def _registered_worktree(self) -> Path:
+        """The default worktree, or where ``run --worktree`` put this run's worktree."""
+        if (self.default_worktree / ".git").exists():
+            return self.default_worktree
+        for path, branch in self._worktrees()[1:]:
+            if branch == f"refs/heads/{self.branch}" and _marked_by(path) in (None, self.run_id):
+                return path
+        return self.default_worktree
+
+    def _worktrees(self) -> list[tuple[Path, str | None]]:
+        """(path, checked-out branch ref) of every worktree, the user's checkout first."""
+        out = self.git("worktree", "list", "--porcelain", check=False)
+        rows: list[tuple[Path, str | None]] = []
+        for block in out.strip().split("\n\n"):
+            fields = dict(line.partition(" ")[::2] for line in block.splitlines())
+            if "worktree" in fields:
+                rows.append((Path(fields["worktree"]).resolve(), fields.get("branch")))
+        return rows
+
+    def worktree_problem(self) -> str | None:
+        """Why ``self.worktree`` cannot be this run's worktree, or None.
+
+        kernelopt writes only in a worktree it created for this run (or a new,
+        empty folder it will create one in): never the user's checkout, a
+        worktree of theirs or of another run, or a folder that holds files.
+        Nothing is written to find out.
+        """
+        path = self.worktree
+        worktrees = self._worktrees()
+        main = worktrees[0][0] if worktrees else self.root
+        if path == main or path == self.root:
+            return "that is your checkout; kernelopt never writes there"
+        for other, branch in worktrees[1:]:
+            if path == other:
+                marker = _marked_by(path)
+                # Without a marker: a worktree made before markers, on the run's branch.
+                if marker == self.run_id or (
+                    marker is None and branch == f"refs/heads/{self.branch}"
+                ):
+                    return None
+                return "that is a worktree kernelopt did not create for this run"
+        if self.common_dir in (path, *path.parents):
+            pass
+        elif main in path.parents or self.root in path.parents:
+            return f"it is inside your checkout {main}, which kernelopt never writes"
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            return "that folder holds files kernelopt did not put there"
+        return None
 
     def clear_stale_locks(self) -> list[Path]:
         """Remove git lock files a dead process left in this run's refs and worktree.
@@ -436,6 +485,27 @@ class RunRepo:
         if limit:
             args.insert(1, f"-{limit}")
         return self.git(*args).splitlines()
+
+
+def _admin_dir(worktree: Path) -> Path | None:
+    """A linked worktree's folder under the git directory (named by its ``.git`` file)."""
+    try:
+        line = (worktree / ".git").read_text().strip()
+    except OSError:  # missing, or a folder: not a linked worktree
+        return None
+    if not line.startswith("gitdir: "):
+        return None
+    admin = Path(line[len("gitdir: ") :])
+    return admin if admin.is_absolute() else (worktree / admin).resolve()
+
+
+def _marked_by(worktree: Path) -> str | None:
+    """The run that created ``worktree``, as its marker says; None without one."""
+    admin = _admin_dir(worktree)
+    try:
+        return (admin / "kernelopt-run").read_text().strip() if admin else None
+    except OSError:
+        return None
 
 
 def committed_text(root: Path, rev: str, path: str) -> str | None:

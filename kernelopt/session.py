@@ -232,6 +232,11 @@ class Session:
             remeasure=remeasure,
             executor=make_executor(program, device, reporter),
         )
+        if worktree and (why := runner.repo.worktree_problem()):
+            raise SessionError(
+                f"--worktree {worktree}: {why}. Name a new folder outside your checkout, "
+                f"or leave --worktree out (default: {runner.repo.default_worktree})"
+            )
         if agent is not None:
             from kernelopt.proposers.agent import AgentProposer
 

@@ -89,3 +89,104 @@ def test_the_report_says_stopped_with_the_reason(
     page = (tmp_path / "r" / "index.html").read_text()
     assert ">stopped<" in page and ">open<" not in page
     assert "target reached" in page
+
+
+# -- the user's checkout is never written --------------------------------------------------
+
+
+def checkout_state(root: Path) -> tuple[str, str, str, str, str]:
+    """Everything a run could change in the user's checkout: HEAD, branch, index, files, refs."""
+    return (
+        git(root, "rev-parse", "HEAD"),
+        git(root, "symbolic-ref", "HEAD"),
+        git(root, "ls-files", "--stage"),
+        git(root, "status", "--porcelain", "--untracked-files=all"),
+        git(root, "for-each-ref"),
+    )
+
+
+def test_run_refuses_the_users_checkout_as_its_worktree(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = bench_repo(space=[100, 80])
+    (repo.root / "knobs.json").write_text('{"X": "fail"}\n')  # uncommitted work of the user
+    (repo.root / "idea.txt").write_text("mine\n")
+    git(repo.root, "add", "idea.txt")
+    before = checkout_state(repo.root)
+
+    for where in (".", str(repo.root), "programs/.."):
+        result = cli("run", str(repo.program), "--tag", "t", "--worktree", where, cwd=repo.root)
+
+        assert result.exit_code == 2, result.output + result.stderr
+        assert "--worktree" in result.stderr and "your checkout" in result.stderr
+        assert "Traceback" not in result.output + result.stderr
+        assert checkout_state(repo.root) == before
+    assert (repo.root / "knobs.json").read_text() == '{"X": "fail"}\n'
+
+
+def test_run_refuses_a_worktree_it_did_not_create(
+    bench_repo: RepoFactory, cli: Cli, tmp_path: Path
+) -> None:
+    repo = bench_repo(space=[100, 80])
+    other = tmp_path / "users-other-worktree"
+    git(repo.root, "worktree", "add", "-q", "-b", "feature", str(other))
+    folder = tmp_path / "some-folder"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("not kernelopt's\n")
+    inside = repo.root / "wt"
+    before = checkout_state(repo.root)
+
+    for where in (other, folder, inside):
+        result = cli(
+            "run", str(repo.program), "--tag", "t", "--worktree", str(where), cwd=repo.root
+        )
+
+        assert result.exit_code == 2, (where, result.output, result.stderr)
+        assert "--worktree" in result.stderr
+    assert checkout_state(repo.root) == before
+    assert git(other, "status", "--porcelain") == ""
+    assert git(other, "rev-parse", "--abbrev-ref", "HEAD").strip() == "feature"
+    assert (folder / "keep.txt").read_text() == "not kernelopt's\n"
+    assert not inside.exists()
+
+
+def test_a_new_folder_becomes_the_runs_worktree_and_is_its_own_afterwards(
+    bench_repo: RepoFactory, cli: Cli, tmp_path: Path
+) -> None:
+    repo = bench_repo(space=[100, 80, 70])
+    where = tmp_path / "wt"
+    before = checkout_state(repo.root)
+
+    first = cli(
+        "run",
+        str(repo.program),
+        "--tag",
+        "t",
+        "--worktree",
+        str(where),
+        "--max-candidates",
+        "1",
+        cwd=repo.root,
+    )
+    again = cli(
+        "run",
+        str(repo.program),
+        "--tag",
+        "t",
+        "--worktree",
+        str(where),
+        "--max-candidates",
+        "1",
+        cwd=repo.root,
+    )
+    other_run = cli("run", str(repo.program), "--tag", "u", "--worktree", str(where), cwd=repo.root)
+
+    assert first.exit_code == 0, first.output + first.stderr
+    assert again.exit_code == 0, again.output + again.stderr
+    assert [n["verdict"] for n in repo.notes().values()] == ["baseline", "keep", "keep"]
+    assert git(where, "rev-parse", "HEAD").strip() == repo.rev(repo.ref("best"))
+    assert other_run.exit_code == 2 and "--worktree" in other_run.stderr
+    # try from inside that worktree finds the run and works there.
+    (where / "knobs.json").write_text('{\n  "X": 60\n}\n')
+    result = cli("try", "-m", "smaller", "--json", cwd=where)
+    assert result.exit_code == 0, result.output + result.stderr
+    assert json.loads(result.stdout)["verdict"] == "keep"
+    assert checkout_state(repo.root)[:4] == before[:4]
