@@ -44,9 +44,11 @@ from kernelopt.session import (
     current_run,
     describe_device,
     program_for_run,
+    program_to_run,
     resolve_run,
 )
 from kernelopt.views import log_rows, status_view
+from kernelopt.worktrees import edits_made_while_measuring
 
 
 def _load(program_path: str) -> Program:
@@ -144,11 +146,18 @@ def run(
         timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+    run_tag = tag or default_tag()
+    try:
+        prog, warnings = program_to_run(prog, run_tag)
+    except (SessionError, HistoryError) as exc:
+        raise UsageProblem(str(exc)) from None
+    for warning in warnings:
+        click.echo(f"kernelopt: warning: {warning}", err=True)
     printer = Printer(as_json, prog.metric, budget=prog.stop.max_candidates)
     try:
         session = Session.create(
             prog,
-            tag=tag or default_tag(),
+            tag=run_tag,
             worktree=worktree,
             reporter=printer,
             remeasure=remeasure,
@@ -179,6 +188,8 @@ def run(
         sys.exit(EXIT_CTRL_C)
     finally:
         session.close()  # stops what is still running after an interrupt or an error
+    for edit in edits_made_while_measuring(session.runner.repo, put_back=False):
+        click.echo(f"kernelopt: {edit['message']}", err=True)
     print_summary(summary, as_json, program)
     if summary.failed:
         sys.exit(1)
@@ -196,7 +207,7 @@ def run(
     "--program",
     "program_path",
     type=click.Path(dir_okay=False),
-    help="The program (default: the one the run was started with).",
+    help="The run's program file; it is always read as the run's start commit holds it.",
 )
 @click.option(
     "--kind",
@@ -216,7 +227,9 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     \b
     Exit codes:
       0 keep, 10 tie, 11 regression, 12 incorrect, 13 failed, 14 diverged,
-      15 interrupted, 20 the run has stopped (stop now), 2 usage or program error.
+      15 interrupted, 16 refused (the change touches a fixed path: the program,
+      performance.md, the benchmark; see target.fixed), 20 the run has stopped
+      (stop now), 2 usage or program error.
 
     \b
     Example:
@@ -228,7 +241,8 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         raise UsageProblem(f"-m: {why}; the hypothesis is recorded in a commit message")
     try:
         repo_root, run_id = current_run(Path.cwd())
-        prog = _load(program_path) if program_path else program_for_run(repo_root, run_id)
+        named = Path(program_path) if program_path else None
+        prog = program_for_run(repo_root, run_id, named)
         session = Session.attach(prog, repo_root, run_id)
     except (SessionError, HistoryError, ProgramError) as exc:
         raise UsageProblem(str(exc)) from None
@@ -248,6 +262,7 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
                 sys.exit(exit_code_of("interrupted"))
             reason = result.stop_reason if result.stop else runner.stop_if_due()
             worktree = _after_try(runner, result, stopping=bool(reason))
+            edits = edits_made_while_measuring(runner.repo, put_back=True)
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
     except NothingToTry as exc:
@@ -262,11 +277,14 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     data["stop"] = bool(reason)
     data["stop_reason"] = reason
     data["worktree"] = worktree
+    data["edits"] = edits
     if as_json:
         click.echo(json.dumps(data))
     else:
         click.echo(f"#{result.attempt} {format_result(result, prog.metric)}")
         click.echo(f"  worktree: {TRY_WORKTREE_HELP[worktree]}")
+        for e in edits:
+            click.echo(f"  {e['message']}")
         if reason:
             click.echo(f"kernelopt: the run has stopped: {reason}")
     sys.exit(EXIT_STOP if reason else exit_code_of(result.verdict))

@@ -36,6 +36,7 @@ from kernelopt.gitcmd import (
 )
 from kernelopt.hypothesis import safe_hypothesis
 from kernelopt.runlock import worktree_admin
+from kernelopt.worktrees import changed_paths, mark_as_run_worktree, registered_worktree, save_edit
 
 LEDGER = "performance.md"
 
@@ -141,7 +142,7 @@ class RunState:
         out: dict[str, AttemptRecord] = {}
         for record in self.attempts:
             key = record.note.get("content_key")
-            if key and record.verdict not in ("interrupted", "failed"):
+            if key and record.verdict not in ("interrupted", "failed", "refused"):
                 out[key] = record
         return out
 
@@ -198,8 +199,15 @@ class RunRepo:
         self.branch = f"kernelopt/{run_id}"
         self.ref_prefix = f"refs/kernelopt/{run_id}"
         self.default_worktree = self.common_dir / "kernelopt" / "worktrees" / run_id
-        self.worktree = Path(worktree).resolve() if worktree else self._registered_worktree()
+        self.worktree = (
+            Path(worktree).resolve()
+            if worktree
+            else registered_worktree(self.git, self.default_worktree, self.branch, run_id)
+        )
         self.wt = Git(self.worktree)
+        # The attempt being measured (its edits are saved: worktrees.py).
+        self.measuring: int | None = None
+        self.saved_edits: list[tuple[int, str]] = []
         self._ensure_identity()
 
     def _ensure_identity(self) -> None:
@@ -242,58 +250,7 @@ class RunRepo:
                 self.git("worktree", "add", "-q", str(self.worktree), self.branch)
             else:
                 self.git("worktree", "add", "-q", "-b", self.branch, str(self.worktree), start)
-        admin = _admin_dir(self.worktree)
-        if admin is not None:  # says this worktree is the run's own (worktree_problem)
-            (admin / "kernelopt-run").write_text(self.run_id + "\n")
-
-    def _registered_worktree(self) -> Path:
-        """The default worktree, or where ``run --worktree`` put this run's worktree."""
-        if (self.default_worktree / ".git").exists():
-            return self.default_worktree
-        for path, branch in self._worktrees()[1:]:
-            if branch == f"refs/heads/{self.branch}" and _marked_by(path) in (None, self.run_id):
-                return path
-        return self.default_worktree
-
-    def _worktrees(self) -> list[tuple[Path, str | None]]:
-        """(path, checked-out branch ref) of every worktree, the user's checkout first."""
-        out = self.git("worktree", "list", "--porcelain", check=False)
-        rows: list[tuple[Path, str | None]] = []
-        for block in out.strip().split("\n\n"):
-            fields = dict(line.partition(" ")[::2] for line in block.splitlines())
-            if "worktree" in fields:
-                rows.append((Path(fields["worktree"]).resolve(), fields.get("branch")))
-        return rows
-
-    def worktree_problem(self) -> str | None:
-        """Why ``self.worktree`` cannot be this run's worktree, or None.
-
-        kernelopt writes only in a worktree it created for this run (or a new,
-        empty folder it will create one in): never the user's checkout, a
-        worktree of theirs or of another run, or a folder that holds files.
-        Nothing is written to find out.
-        """
-        path = self.worktree
-        worktrees = self._worktrees()
-        main = worktrees[0][0] if worktrees else self.root
-        if path == main or path == self.root:
-            return "that is your checkout; kernelopt never writes there"
-        for other, branch in worktrees[1:]:
-            if path == other:
-                marker = _marked_by(path)
-                # Without a marker: a worktree made before markers, on the run's branch.
-                if marker == self.run_id or (
-                    marker is None and branch == f"refs/heads/{self.branch}"
-                ):
-                    return None
-                return "that is a worktree kernelopt did not create for this run"
-        if self.common_dir in (path, *path.parents):
-            pass
-        elif main in path.parents or self.root in path.parents:
-            return f"it is inside your checkout {main}, which kernelopt never writes"
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
-            return "that folder holds files kernelopt did not put there"
-        return None
+        mark_as_run_worktree(self.worktree, self.run_id)
 
     def clear_stale_locks(self) -> list[Path]:
         """Remove git lock files a dead process left in this run's refs and worktree.
@@ -435,17 +392,35 @@ class RunRepo:
         return sha
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 - a commit's content never changes
+    def listing(self, sha: str) -> str:
+        """``git ls-tree -r`` of a commit: its content key, changed files, measured tree."""
+        return self.git("ls-tree", "-r", sha)
+
     def content_key(self, sha: str, device_kind: str) -> str:
         """Identity of what is measured: the tree without the ledger, and the device kind."""
-        listing = self.git("ls-tree", "-r", sha)
+        listing = self.listing(sha)
         kept = [line for line in listing.splitlines() if not line.endswith(f"\t{LEDGER}")]
         digest = hashlib.sha1(("\n".join(kept) + f"\n{device_kind}").encode()).hexdigest()
         return digest[:20]
 
     def files_of(self, sha: str, parent: str | None = None) -> list[str]:
-        base = parent or f"{sha}^"
-        out = self.git("diff", "--name-only", base, sha, check=False)
-        return [line for line in out.splitlines() if line]
+        """The paths ``sha`` changes against ``parent`` (default: its first parent)."""
+        return list(self._files_between(parent or f"{sha}^", sha))
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - commits never change; asked twice per attempt
+    def _files_between(self, base: str, sha: str) -> tuple[str, ...]:
+        """Added, removed and changed paths (both names of a rename), from cached listings."""
+        if len(base) != 40 or "^" in base:
+            out = self.git("diff", "--no-renames", "--name-only", base, sha, check=False)
+            return tuple(line for line in out.splitlines() if line)
+        return changed_paths(self.listing(base), self.listing(sha))
+
+    def files_at(self, rev: str, paths: Sequence[str]) -> set[str]:
+        """Which of ``paths`` (from the repository root) are files in ``rev``'s tree."""
+        out = self.git(
+            "ls-tree", "-r", "--full-tree", "--name-only", rev, "--", *paths, check=False
+        )
+        return {line for line in out.splitlines() if line} & set(paths)
 
     def bring_back(self, sha: str) -> None:
         """Put ``sha``'s tree in the worktree as an uncommitted change on top of HEAD."""
@@ -453,7 +428,14 @@ class RunRepo:
         self.wt("restore", f"--source={sha}", "--worktree", "--", ".")
 
     def reset_to(self, sha: str) -> None:
-        """Point the branch and worktree at ``sha``, dropping leftovers of a candidate."""
+        """Point the branch and worktree at ``sha``, dropping leftovers of a candidate; right
+        after a measurement (``measuring``) a change there is someone's edit, saved first."""
+        attempt, self.measuring = self.measuring, None
+        if attempt is not None:
+            if not self.is_dirty():
+                self.wt("reset", "-q", "--hard", sha)
+                return
+            self.saved_edits.append((attempt, save_edit(self, attempt)))
         self.wt("reset", "-q", "--hard", sha)
         self.wt("clean", "-q", "-fd")
 
@@ -485,27 +467,6 @@ class RunRepo:
         if limit:
             args.insert(1, f"-{limit}")
         return self.git(*args).splitlines()
-
-
-def _admin_dir(worktree: Path) -> Path | None:
-    """A linked worktree's folder under the git directory (named by its ``.git`` file)."""
-    try:
-        line = (worktree / ".git").read_text().strip()
-    except OSError:  # missing, or a folder: not a linked worktree
-        return None
-    if not line.startswith("gitdir: "):
-        return None
-    admin = Path(line[len("gitdir: ") :])
-    return admin if admin.is_absolute() else (worktree / admin).resolve()
-
-
-def _marked_by(worktree: Path) -> str | None:
-    """The run that created ``worktree``, as its marker says; None without one."""
-    admin = _admin_dir(worktree)
-    try:
-        return (admin / "kernelopt-run").read_text().strip() if admin else None
-    except OSError:
-        return None
 
 
 def committed_text(root: Path, rev: str, path: str) -> str | None:

@@ -190,3 +190,223 @@ def test_a_new_folder_becomes_the_runs_worktree_and_is_its_own_afterwards(
     assert result.exit_code == 0, result.output + result.stderr
     assert json.loads(result.stdout)["verdict"] == "keep"
     assert checkout_state(repo.root)[:4] == before[:4]
+
+
+# -- fixed paths: the rules are not the candidate's -----------------------------------------
+
+
+def try_edit(cli: Cli, repo: BenchRepo, files: dict[str, str], x: Any = None) -> tuple[int, Any]:
+    wt = repo.worktree()
+    for rel, text in files.items():
+        (wt / rel).write_text(text)
+    if x is not None:
+        (wt / "knobs.json").write_text(json.dumps({"X": x}, indent=2) + "\n")
+    result = cli("try", "-m", "an edit", "--json", cwd=wt)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def assert_refused(repo: BenchRepo, code: int, data: dict[str, Any], *paths: str) -> None:
+    assert code == 16, data
+    assert data["verdict"] == "refused"
+    for path in paths:
+        assert path in data["error"]
+    note = repo.note(data["commit"])
+    assert note["verdict"] == "refused" and note["measurement"]["status"] == "refused"
+    assert note["samples"] == [] or all(s.get("candidate") is None for s in note["samples"])
+
+
+def test_a_program_flipped_in_the_worktree_is_refused_not_obeyed(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli)
+    best = repo.rev(repo.ref("best"))
+    program = (repo.worktree() / "programs" / "x.md").read_text()
+    flipped = program.replace("better: lower", "better: higher")
+    assert flipped != program
+
+    code, data = try_edit(cli, repo, {"programs/x.md": flipped}, x=500)  # 5x slower
+
+    assert_refused(repo, code, data, "programs/x.md")
+    assert repo.rev(repo.ref("best")) == best
+    assert git(repo.worktree(), "status", "--porcelain") == ""
+    # The refused attempt is on record, reachable, and its reason is in the log.
+    log = cli.json("log", cwd=repo.root)
+    assert log[-1]["verdict"] == "refused" and "programs/x.md" in log[-1]["error"]
+
+
+def test_the_program_is_read_from_the_runs_start_not_the_worktree(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli)
+    wt = repo.worktree()
+    path = wt / "programs" / "x.md"
+    path.write_text(path.read_text().replace("better: lower", "better: higher"))
+    git(wt, "commit", "-qam", "the agent commits its own rules")  # then a 5x slower kernel
+    best = repo.rev(repo.ref("best"))
+
+    code, data = try_edit(cli, repo, {}, x=500)
+
+    assert code != 0 and data["verdict"] != "keep"
+    assert repo.rev(repo.ref("best")) == best
+    assert repo.notes()[0]["metric"] == 100.0
+    from kernelopt.session import program_for_run
+
+    assert program_for_run(repo.root, repo.run_id()).better == "lower"
+
+
+def test_a_forged_ledger_row_is_refused(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+    ledger = repo.ledger()
+    forged = ledger + "| 99 | `deadbeef00` | keep | time 1 | +99.00% | forged |\n"
+
+    code, data = try_edit(cli, repo, {"performance.md": forged}, x=90)
+
+    assert_refused(repo, code, data, "performance.md")
+    assert repo.ledger() == ledger
+    assert "forged" not in (repo.worktree() / "performance.md").read_text()
+
+
+def test_the_benchmark_script_is_fixed_unless_the_program_says_otherwise(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    fixed = started(bench_repo, cli)
+    script = (fixed.worktree() / "bench.py").read_text()
+    gamed = script + "\n# report whatever the agent likes\n"
+
+    code, data = try_edit(cli, fixed, {"bench.py": gamed})
+
+    assert_refused(fixed, code, data, "bench.py")
+    # A program that lists its own fixed paths: bench.py is the candidate's to change.
+    open_bench = bench_repo(space=None, fixed=["*.cfg"])
+    result = cli("run", str(open_bench.program), "--tag", "t", cwd=open_bench.root)
+    assert result.exit_code == 0, result.output + result.stderr
+    code, data = try_edit(cli, open_bench, {"bench.py": gamed})
+    assert data["verdict"] == "tie", data
+    code, data = try_edit(cli, open_bench, {"tuning.cfg": "x\n"})
+    assert_refused(open_bench, code, data, "tuning.cfg")
+
+
+def test_a_refused_candidate_in_run_is_recorded_and_the_run_goes_on(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 80])
+    # A knob space whose file is fixed: every knob candidate changes a fixed path.
+    text = repo.program.read_text().replace("correct:", "fixed: [knobs.json]\n  correct:")
+    repo.program.write_text(text)
+    git(repo.root, "commit", "-qam", "fix the knob file")
+
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 0, result.output + result.stderr
+    notes = repo.notes()
+    assert [n["verdict"] for n in notes.values()] == ["baseline", "refused"]
+    assert "knobs.json" in notes[1]["error"]
+    assert "REFUSED" in result.output
+
+
+def test_a_restarted_run_with_a_changed_program_warns_and_keeps_its_rules(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 80, 90])
+    first = cli("run", str(repo.program), "--tag", "t", "--max-candidates", "1", cwd=repo.root)
+    assert first.exit_code == 0
+    text = repo.program.read_text().replace("better: lower", "better: higher")
+    repo.program.write_text(text)
+    git(repo.root, "commit", "-qam", "the user flips the metric on their branch")
+
+    again = cli("run", str(repo.program), "--tag", "t", "--max-candidates", "1", cwd=repo.root)
+
+    assert again.exit_code == 0, again.output + again.stderr
+    assert "warning" in again.stderr and "metric.better: lower -> higher" in again.stderr
+    # X 90 after BEST 80 is slower: a regression under the run's own rules.
+    assert [n["verdict"] for n in repo.notes().values()] == ["baseline", "keep", "regression"]
+
+
+def test_an_uncommitted_program_edit_is_named_and_not_used(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = bench_repo(space=[100, 80, 70], stop={"max_candidates": 5})
+    text = repo.program.read_text()
+    repo.program.write_text(text.replace("max_candidates: 5", "max_candidates: 1"))
+
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "stop.max_candidates: 5 -> 1" in result.stderr
+    assert [n["verdict"] for n in repo.notes().values()] == ["baseline", "keep", "keep"]
+
+
+# -- a measurement is of a commit, never of a folder ----------------------------------------
+
+# A benchmark whose time is X, and which plays a stray editor once: when it measures
+# X == when, it writes ``text`` to ``path`` (the run's worktree) while it runs.
+EDITING_BENCH = """
+import json, os, pathlib
+x = json.load(open("knobs.json"))["X"]
+edit = json.loads(os.environ.get("EDIT_WHILE_MEASURING") or "{}")
+if edit and x == edit["when"] and pathlib.Path(edit["flag"]).exists():
+    pathlib.Path(edit["flag"]).unlink()
+    pathlib.Path(edit["path"]).write_text(edit["text"])
+print(f"time: {x}")
+print("err: 0")
+"""
+
+
+def editing_repo(bench_repo: RepoFactory, **program: Any) -> BenchRepo:
+    repo = bench_repo(1000, results="stdout", **program)
+    (repo.root / "bench.py").write_text(EDITING_BENCH)
+    git(repo.root, "commit", "-qam", "a benchmark that edits the worktree once")
+    return repo
+
+
+def edit_while_measuring(
+    monkeypatch: Any, tmp_path: Path, when: int, path: Path, text: str
+) -> Path:
+    flag = tmp_path / "edit-once"
+    flag.touch()
+    spec = {"when": when, "path": str(path), "text": text, "flag": str(flag)}
+    monkeypatch.setenv("EDIT_WHILE_MEASURING", json.dumps(spec))
+    return flag
+
+
+def test_an_edit_made_while_try_measures_is_not_measured_and_stays(
+    bench_repo: RepoFactory, cli: Cli, monkeypatch: Any, tmp_path: Path
+) -> None:
+    repo = editing_repo(bench_repo, space=None)
+    assert cli("run", str(repo.program), "--tag", "t", cwd=repo.root).exit_code == 0
+    knobs = repo.worktree() / "knobs.json"
+    flag = edit_while_measuring(monkeypatch, tmp_path, 900, knobs, '{"X": 200}\n')
+
+    code, data = try_x(cli, repo, 900, "a real 10% win")
+
+    assert not flag.exists()  # the stray edit did happen, mid-measurement
+    note = repo.note(data["commit"])
+    assert code == 0 and data["verdict"] == "keep"
+    assert data["metric"] == 900.0 and data["gain"] == 0.1
+    assert {s["candidate"] for s in note["samples"]} == {900.0}
+    assert json.loads(git(repo.root, "show", f"{repo.branch()}:knobs.json")) == {"X": 900}
+    # The edit is neither measured nor lost: it is back in the worktree for the next try.
+    assert json.loads(knobs.read_text()) == {"X": 200}
+    assert data["edits"] and data["edits"][0]["restored"] is True
+    assert repo.rev(data["edits"][0]["ref"]) is not None
+
+
+def test_an_edit_made_while_run_measures_is_saved_and_named(
+    bench_repo: RepoFactory, cli: Cli, monkeypatch: Any, tmp_path: Path
+) -> None:
+    repo = editing_repo(bench_repo, space=[1000, 900])
+    idea = repo.worktree() / "idea.txt"
+    edit_while_measuring(monkeypatch, tmp_path, 900, idea, "someone's idea\n")
+
+    result = cli("run", str(repo.program), "--tag", "t", cwd=repo.root)
+
+    assert result.exit_code == 0, result.output + result.stderr
+    notes = repo.notes()
+    assert [n["verdict"] for n in notes.values()] == ["baseline", "keep"]
+    assert {s["candidate"] for s in notes[1]["samples"]} == {900.0}
+    assert "idea.txt" not in notes[1]["files"]
+    assert "idea.txt" not in git(repo.root, "ls-tree", "-r", "--name-only", repo.branch())
+    saved = repo.ref("edits/1")
+    assert git(repo.root, "show", f"{saved}:idea.txt") == "someone's idea\n"
+    assert saved in result.stderr
+    assert not idea.exists()  # not folded into the next candidate either
