@@ -298,6 +298,10 @@ TRY_WORKTREE_HELP = {
         "the incorrect change is back as an uncommitted edit on top of BEST: repair it "
         "and try again (`git stash -u` sets it aside)"
     ),
+    "change kept without fixed paths": (
+        "the change is back as an uncommitted edit on top of BEST, without the fixed "
+        "paths it touched: try it again as it is"
+    ),
 }
 
 
@@ -308,6 +312,10 @@ def _after_try(runner: Runner, result: AttemptResult, *, stopping: bool) -> str:
     if result.verdict == "incorrect" and not stopping:
         runner.repo.bring_back(result.commit)
         return "change kept to repair"
+    if result.verdict == "refused" and not stopping:
+        runner.repo.bring_back(result.commit)
+        runner.repo.drop_changes(runner.committer.refused_paths(result.commit, runner.state))
+        return "change kept without fixed paths"
     return "reverted to BEST"
 
 

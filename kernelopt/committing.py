@@ -51,10 +51,14 @@ class Committer:
 
     def refusal(self, att: Pending, state: RunState) -> Measurement | None:
         """Why a committed candidate may not be measured (it changes a fixed path), or None."""
-        if self.rules is None or att.kind == Verdict.BASELINE:
+        if att.kind == Verdict.BASELINE:
             return None
-        paths = self.rules.broken_by(att.sha, state)
+        paths = self.refused_paths(att.sha, state)
         return Measurement.failure(REFUSED, refusal(paths)) if paths else None
+
+    def refused_paths(self, sha: str, state: RunState | None) -> list[str]:
+        """The fixed paths commit ``sha`` changes against BEST."""
+        return self.rules.broken_by(sha, state) if self.rules and state else []
 
     def format(self) -> Measurement | None:
         """Run the program's formatter on the worktree: the failure, or None when formatted."""

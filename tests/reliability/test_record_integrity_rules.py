@@ -228,7 +228,10 @@ def test_a_program_flipped_in_the_worktree_is_refused_not_obeyed(
 
     assert_refused(repo, code, data, "programs/x.md")
     assert repo.rev(repo.ref("best")) == best
-    assert git(repo.worktree(), "status", "--porcelain") == ""
+    # The rest of the change is back to try again; the program is BEST's.
+    assert data["worktree"] == "change kept without fixed paths"
+    assert git(repo.worktree(), "status", "--porcelain").split() == ["M", "knobs.json"]
+    assert "better: lower" in (repo.worktree() / "programs" / "x.md").read_text()
     # The refused attempt is on record, reachable, and its reason is in the log.
     log = cli.json("log", cwd=repo.root)
     assert log[-1]["verdict"] == "refused" and "programs/x.md" in log[-1]["error"]
@@ -264,6 +267,9 @@ def test_a_forged_ledger_row_is_refused(bench_repo: RepoFactory, cli: Cli) -> No
     assert_refused(repo, code, data, "performance.md")
     assert repo.ledger() == ledger
     assert "forged" not in (repo.worktree() / "performance.md").read_text()
+    # Without the forged row, the rest of the change is measured on its own.
+    code, data = cli.json("try", "-m", "X 90 alone", cwd=repo.worktree()), None
+    assert code["verdict"] == "keep" and code["files"] == ["knobs.json"]
 
 
 def test_the_benchmark_script_is_fixed_unless_the_program_says_otherwise(
