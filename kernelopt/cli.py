@@ -48,7 +48,7 @@ from kernelopt.session import (
     resolve_run,
 )
 from kernelopt.views import log_rows, status_view
-from kernelopt.worktrees import edits_made_while_measuring
+from kernelopt.worktrees import drop_changes, edits_made_while_measuring
 
 
 def _load(program_path: str) -> Program:
@@ -314,7 +314,7 @@ def _after_try(runner: Runner, result: AttemptResult, *, stopping: bool) -> str:
         return "change kept to repair"
     if result.verdict == "refused" and not stopping:
         runner.repo.bring_back(result.commit)
-        runner.repo.drop_changes(runner.committer.refused_paths(result.commit, runner.state))
+        drop_changes(runner.repo, runner.committer.refused_paths(result.commit, runner.state))
         return "change kept without fixed paths"
     return "reverted to BEST"
 

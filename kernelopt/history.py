@@ -427,14 +427,6 @@ class RunRepo:
         # Files the commit added come back untracked, files it deleted go again.
         self.wt("restore", f"--source={sha}", "--worktree", "--", ".")
 
-    def drop_changes(self, paths: Sequence[str]) -> None:
-        """Put ``paths`` back as HEAD has them (removed when HEAD has none)."""
-        tracked = self.files_at(self.head(), paths)
-        if tracked:
-            self.wt("restore", "--source=HEAD", "--worktree", "--", *sorted(tracked))
-        for rel in set(paths) - tracked:
-            (self.worktree / rel).unlink(missing_ok=True)
-
     def reset_to(self, sha: str) -> None:
         """Point the branch and worktree at ``sha``, dropping leftovers of a candidate; right
         after a measurement (``measuring``) a change there is someone's edit, saved first."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import codecs
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -223,3 +224,12 @@ def edits_made_while_measuring(repo: RunRepo, *, put_back: bool) -> list[dict[st
         out.append({"attempt": attempt, "ref": ref, "restored": restored, "message": message})
     repo.saved_edits.clear()
     return out
+
+
+def drop_changes(repo: RunRepo, paths: Sequence[str]) -> None:
+    """Put ``paths`` of the worktree back as its HEAD has them (removed when it has none)."""
+    tracked = repo.files_at(repo.head(), paths)
+    if tracked:
+        repo.wt("restore", "--source=HEAD", "--worktree", "--", *sorted(tracked))
+    for rel in set(paths) - tracked:
+        (repo.worktree / rel).unlink(missing_ok=True)
