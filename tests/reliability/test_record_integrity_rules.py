@@ -416,3 +416,69 @@ def test_an_edit_made_while_run_measures_is_saved_and_named(
     assert git(repo.root, "show", f"{saved}:idea.txt") == "someone's idea\n"
     assert saved in result.stderr
     assert not idea.exists()  # not folded into the next candidate either
+
+
+def test_try_program_must_be_the_runs_own_program(bench_repo: RepoFactory, cli: Cli) -> None:
+    repo = started(bench_repo, cli)
+    other = repo.worktree() / "mine.md"
+    other.write_text(repo.program.read_text().replace("better: lower", "better: higher"))
+    (repo.worktree() / "knobs.json").write_text('{"X": 500}\n')
+
+    result = cli("try", "-m", "x", "--program", str(other), cwd=repo.worktree())
+
+    assert result.exit_code == 2, result.output + result.stderr
+    assert "programs/x.md" in result.stderr and "start commit" in result.stderr
+    assert list(repo.attempt_refs()) == [0]
+
+
+def test_fixed_paths_must_stay_inside_the_repository(tmp_path: Path) -> None:
+    from benchmarks_support.gitrepo import make_repo, program_text
+
+    from kernelopt.program import ProgramError, load_program
+
+    root = make_repo(tmp_path / "repo")
+    (root / "bench.py").write_text("print('time: 1')\n")
+    path = root / "p.md"
+    path.write_text(program_text(fixed=["/etc/passwd", "../up", "ok/*.py"]))
+
+    try:
+        load_program(path)
+    except ProgramError as exc:
+        text = str(exc)
+    else:
+        raise AssertionError("a fixed path outside the repository was accepted")
+    assert "target.fixed[0]" in text and "target.fixed[1]" in text
+    assert "target.fixed[2]" not in text
+
+
+def test_the_default_fixed_paths_are_what_measures_not_what_is_tuned(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from benchmarks_support.gitrepo import build_bench_repo
+
+    from kernelopt.program import load_program
+    from kernelopt.rules import breaking, fixed_paths
+    from kernelopt.worktrees import changed_paths
+
+    repo = build_bench_repo(tmp_path / "repo", space=[1, 2])
+    program = load_program(repo.program)
+    target = replace(program.target, command="/usr/bin/python3 -S bench.py knobs.json --out r")
+    program = replace(program, target=target)
+    in_repo = {"bench.py", "knobs.json", "programs/x.md"}
+
+    fixed = fixed_paths(program, "programs/x.md", lambda paths: set(paths) & in_repo)
+
+    assert set(fixed) == {"programs/x.md", "performance.md", "bench.py", "results/out.csv"}
+    assert breaking(["knobs.json", "bench.py", "programs/x.md"], fixed) == [
+        "bench.py",
+        "programs/x.md",
+    ]
+    assert breaking(["h/a.py", "h/b/c.txt", "x.py"], ("h/b", "*.py")) == [
+        "h/a.py",
+        "h/b/c.txt",
+        "x.py",
+    ]
+    # A fixed file moved away is a change of that file too.
+    old = "100644 blob aaa\tprograms/x.md\n100644 blob bbb\tbench.py\n"
+    new = "100644 blob aaa\tprograms/y.md\n100644 blob bbb\tbench.py\n"
+    assert changed_paths(old, new) == ("programs/x.md", "programs/y.md")
