@@ -92,6 +92,7 @@ def lessons(history: Sequence[Observation]) -> dict[str, list[dict[str, Any]]]:
         "incorrect": [],
         "diverged": [],
         "tied": [],
+        "refused": [],
     }
     bucket = {
         Verdict.KEEP: "kept",
@@ -101,6 +102,7 @@ def lessons(history: Sequence[Observation]) -> dict[str, list[dict[str, Any]]]:
         Verdict.INCORRECT: "incorrect",
         Verdict.DIVERGED: "diverged",
         Verdict.TIE: "tied",
+        Verdict.REFUSED: "refused",
     }
     for seen in history:
         name = bucket.get(seen.verdict)
@@ -111,7 +113,7 @@ def lessons(history: Sequence[Observation]) -> dict[str, list[dict[str, Any]]]:
             "hypothesis": seen.hypothesis,
             "gain": seen.gain,
         }
-        if seen.verdict in (Verdict.FAILED, Verdict.INCORRECT, TIMEOUT):
+        if seen.verdict in (Verdict.FAILED, Verdict.INCORRECT, TIMEOUT, Verdict.REFUSED):
             first = seen.error.splitlines()[0:1]
             entry["why"] = first[0][:300] if first else ""
         if seen.verdict == Verdict.DIVERGED:
@@ -130,6 +132,7 @@ def render_lessons(data: dict[str, list[dict[str, Any]]]) -> str:
         "incorrect": "Incorrect (broke the numbers)",
         "failed": "Failed (did not build or run)",
         "tied": "Within noise",
+        "refused": "Refused (changed a fixed path: never measured)",
     }
     for key, title in titles.items():
         entries = data.get(key) or []

@@ -482,3 +482,40 @@ def test_the_default_fixed_paths_are_what_measures_not_what_is_tuned(tmp_path: P
     old = "100644 blob aaa\tprograms/x.md\n100644 blob bbb\tbench.py\n"
     new = "100644 blob aaa\tprograms/y.md\n100644 blob bbb\tbench.py\n"
     assert changed_paths(old, new) == ("programs/x.md", "programs/y.md")
+
+
+def test_an_agent_that_edits_the_benchmark_is_refused_and_told_why(
+    bench_repo: RepoFactory, cli: Cli, monkeypatch: Any, tmp_path: Path
+) -> None:
+    repo = bench_repo(space=None)
+    agent = Path(__file__).parents[1] / "agents" / "scripted_agent.py"
+    plan = [
+        {
+            "edit": {"bench.py": "print('time: 1')\nprint('err: 0')\n"},
+            "hypothesis": "a faster bench",
+        },
+        {"edit": {"knobs.json": '{"X": 80}\n'}, "hypothesis": "a smaller X"},
+    ]
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    monkeypatch.setenv("SCRIPTED_AGENT_PLAN", str(tmp_path / "plan.json"))
+    monkeypatch.setenv("SCRIPTED_AGENT_LOG", str(tmp_path / "agent.log"))
+
+    result = cli(
+        "run",
+        str(repo.program),
+        "--tag",
+        "t",
+        "--max-candidates",
+        "2",
+        "--agent",
+        f"python3 {agent}",
+        cwd=repo.root,
+    )
+
+    assert result.exit_code == 0, result.output + result.stderr
+    notes = repo.notes()
+    assert [n["verdict"] for n in notes.values()] == ["baseline", "refused", "keep"]
+    assert notes[2]["metric"] == 80.0 and notes[2]["files"] == ["knobs.json"]
+    lessons = cli.json("log", "--lessons", cwd=repo.root)
+    assert lessons["refused"][0]["hypothesis"] == "a faster bench"
+    assert "bench.py" in lessons["refused"][0]["why"]
