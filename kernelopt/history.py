@@ -93,7 +93,8 @@ class AttemptRecord:
 
 @dataclass(frozen=True)
 class RunState:
-    """Everything the runner knows, rebuilt from refs and notes alone."""
+    """Everything the runner knows, rebuilt from refs and notes alone (never changed:
+    what is derived from it is worked out once)."""
 
     run_id: str
     best_commit: str | None
@@ -105,14 +106,14 @@ class RunState:
     def started(self) -> bool:
         return self.best_commit is not None
 
-    @property
+    @functools.cached_property
     def best(self) -> AttemptRecord | None:
         for record in reversed(self.attempts):
             if record.verdict in (Verdict.KEEP, Verdict.BASELINE):
                 return record
         return None
 
-    @property
+    @functools.cached_property
     def baseline(self) -> AttemptRecord | None:
         for record in self.attempts:
             if record.verdict == Verdict.BASELINE:
@@ -123,12 +124,12 @@ class RunState:
     def counters(self) -> Counters:
         return self.attempts[-1].counters if self.attempts else Counters()
 
-    @property
+    @functools.cached_property
     def next_attempt(self) -> int:
         numbers = [r.attempt for r in self.attempts] + [n for n, _ in self.pending]
         return max(numbers, default=-1) + 1
 
-    @property
+    @functools.cached_property
     def spread(self) -> Spread:
         pooled = Spread()
         for record in self.attempts:
@@ -138,7 +139,11 @@ class RunState:
         return pooled
 
     def by_content(self) -> dict[str, AttemptRecord]:
-        """The latest measured attempt per content key (for dedup)."""
+        """The latest measured attempt per content key (for dedup; do not change it)."""
+        return self._by_content
+
+    @functools.cached_property
+    def _by_content(self) -> dict[str, AttemptRecord]:
         out: dict[str, AttemptRecord] = {}
         for record in self.attempts:
             key = record.note.get("content_key")
@@ -356,12 +361,6 @@ class RunRepo:
     def is_dirty(self) -> bool:
         return bool(self.wt("status", "--porcelain", "--untracked-files=all").strip())
 
-    def changed_files(self, base: str = "HEAD") -> list[str]:
-        self.wt("add", "-A")
-        return [
-            line for line in self.wt("diff", "--cached", "--name-only", base).splitlines() if line
-        ]
-
     def commit_attempt(
         self,
         attempt: int,
@@ -461,12 +460,6 @@ class RunRepo:
         dest.mkdir(parents=True)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             tar.extractall(dest, filter="data")
-
-    def log_subjects(self, rev: str, limit: int | None = None) -> Sequence[str]:
-        args = ["log", "--format=%h %s", rev]
-        if limit:
-            args.insert(1, f"-{limit}")
-        return self.git(*args).splitlines()
 
 
 def committed_text(root: Path, rev: str, path: str) -> str | None:
