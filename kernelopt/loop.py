@@ -20,7 +20,7 @@ from kernelopt.committing import Committer
 from kernelopt.decide import Verdict
 from kernelopt.evaluation import Evaluated, Evaluator
 from kernelopt.executor import Executor, InProcess
-from kernelopt.history import HistoryError, RunRepo, RunState
+from kernelopt.history import LEDGER, HistoryError, RunRepo, RunState
 from kernelopt.measurement import INTERRUPTED, Measurement
 from kernelopt.program import Program
 from kernelopt.proposers.base import Candidate, Observation, Observations, Proposer, ProposerState
@@ -39,7 +39,7 @@ from kernelopt.runlock import RunBusy, run_lock
 from kernelopt.sampling import Reporter, SilentReporter
 from kernelopt.stopping import candidates_left, run_stop_reason, stop_reason
 from kernelopt.targets.base import Target
-from kernelopt.worktrees import measure_tree
+from kernelopt.worktrees import drop_changes, measure_tree
 
 
 class Runner:
@@ -210,6 +210,7 @@ class Runner:
             return str(self.state.stop.get("reason") or "stopped")
         reason = run_stop_reason(self.program, self.state)
         if reason is not None:
+            drop_changes(self.repo, [LEDGER])  # the Stop Summary goes on kernelopt's ledger only
             self.record_stop(reason)
         return reason
 

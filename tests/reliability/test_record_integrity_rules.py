@@ -5,6 +5,7 @@ process does in the worktree (docs/reliability.md)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,24 @@ def test_try_after_the_candidate_budget_exits_20_before_committing(
     status = cli.json("status", cwd=repo.root)
     assert status["stopped"] is True and "candidate budget used" in status["stop_reason"]
     assert "### Stop Summary" in repo.ledger()
+
+
+def test_a_time_budget_used_up_between_tries_stops_the_next_one_cleanly(
+    bench_repo: RepoFactory, cli: Cli
+) -> None:
+    repo = started(bench_repo, cli, stop={"max_hours": 0.0002})  # 0.72 s
+    time.sleep(1.0)
+    ledger = repo.worktree() / "performance.md"
+    ledger.write_text(ledger.read_text() + "| 9 | forged | keep |\n")
+
+    code, data = try_x(cli, repo, 70)
+
+    assert code == 20 and data["stop"] is True and "time budget used" in data["stop_reason"]
+    assert list(repo.attempt_refs()) == [0]
+    assert "### Stop Summary" in repo.ledger() and "forged" not in repo.ledger()
+    # The agent's own edit is neither committed nor lost.
+    assert json.loads((repo.worktree() / "knobs.json").read_text()) == {"X": 70}
+    assert cli.json("status", cwd=repo.root)["stopped"] is True
 
 
 def test_a_target_reached_by_run_is_stopped_everywhere(bench_repo: RepoFactory, cli: Cli) -> None:
