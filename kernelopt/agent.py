@@ -95,6 +95,7 @@ def lessons(history: Sequence[Observation]) -> dict[str, list[dict[str, Any]]]:
         "incorrect": [],
         "diverged": [],
         "tied": [],
+        "refused": [],
     }
     bucket = {
         Verdict.KEEP: "kept",
@@ -104,6 +105,7 @@ def lessons(history: Sequence[Observation]) -> dict[str, list[dict[str, Any]]]:
         Verdict.INCORRECT: "incorrect",
         Verdict.DIVERGED: "diverged",
         Verdict.TIE: "tied",
+        Verdict.REFUSED: "refused",
     }
     for seen in history:
         name = bucket.get(seen.verdict)
@@ -116,7 +118,7 @@ def lessons(history: Sequence[Observation]) -> dict[str, list[dict[str, Any]]]:
         }
         if seen.reason:
             entry["reason"] = seen.reason
-        if seen.verdict in (Verdict.FAILED, Verdict.INCORRECT, TIMEOUT):
+        if seen.verdict in (Verdict.FAILED, Verdict.INCORRECT, TIMEOUT, Verdict.REFUSED):
             first = seen.error.splitlines()[0:1]
             entry["why"] = first[0][:300] if first else ""
             entry["output"] = seen.output_tail  # the benchmark's own last lines
@@ -136,6 +138,7 @@ def render_lessons(data: dict[str, list[dict[str, Any]]]) -> str:
         "incorrect": "Incorrect (broke the numbers)",
         "failed": "Failed (did not build or run)",
         "tied": "Within noise",
+        "refused": "Refused (changed a fixed path: never measured)",
     }
     for key, title in titles.items():
         entries = data.get(key) or []

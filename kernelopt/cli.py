@@ -47,9 +47,11 @@ from kernelopt.session import (
     current_run,
     describe_device,
     program_for_run,
+    program_to_run,
     resolve_run,
 )
 from kernelopt.views import log_rows, status_view
+from kernelopt.worktrees import drop_changes, edits_made_while_measuring
 
 
 def _load(program_path: str) -> Program:
@@ -151,11 +153,18 @@ def run(
         timeout_s = parse_duration(agent_timeout, what="--agent-timeout")
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+    run_tag = tag or default_tag()
+    try:  # HEAD's program for a new run; a resumed run keeps the rules it started with
+        prog, warnings = program_to_run(prog, run_tag)
+    except (SessionError, HistoryError) as exc:
+        raise UsageProblem(str(exc)) from None
+    for warning in warnings:
+        click.echo(f"kernelopt: warning: {warning}", err=True)
     printer = Printer(as_json, prog.metric, budget=prog.stop.max_candidates, limit=max_candidates)
     try:
         session = Session.create(
             prog,
-            tag=tag or default_tag(),
+            tag=run_tag,
             worktree=worktree,
             reporter=printer,
             remeasure=remeasure,
@@ -190,6 +199,8 @@ def run(
         sys.exit(interrupts.exit_code(exc, EXIT_CTRL_C))
     finally:
         session.close()  # stops what is still running after an interrupt or an error
+    for edit in edits_made_while_measuring(session.runner.repo, put_back=False):
+        click.echo(f"kernelopt: {edit['message']}", err=True)
     print_summary(summary, as_json, program)
     if summary.failed:
         sys.exit(1)
@@ -220,7 +231,7 @@ def _from_head(prog: Program) -> Program:
     "--program",
     "program_path",
     type=click.Path(dir_okay=False),
-    help="The program (default: the one the run was started with).",
+    help="The run's program file; it is always read as the run's start commit holds it.",
 )
 @click.option(
     "--kind",
@@ -240,8 +251,10 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     \b
     Exit codes:
       0 keep, 10 tie, 11 regression, 12 incorrect, 13 failed, 14 diverged,
-      15 interrupted, 20 the run has stopped (stop now), 2 usage or program error,
-      4 a fault of kernelopt's own storage, lock or host (the attempt stays pending).
+      15 interrupted, 16 refused (the change touches a fixed path: the program,
+      performance.md, the benchmark; see target.fixed), 20 the run has stopped
+      (stop now), 2 usage or program error, 4 a fault of kernelopt's own storage,
+      lock or host (the attempt stays pending).
 
     \b
     Example:
@@ -253,7 +266,8 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
         raise UsageProblem(f"-m: {why}; the hypothesis is recorded in a commit message")
     try:
         repo_root, run_id = current_run(Path.cwd())
-        prog = _load(program_path) if program_path else program_for_run(repo_root, run_id)
+        named = Path(program_path) if program_path else None
+        prog = program_for_run(repo_root, run_id, named)
         session = Session.attach(prog, repo_root, run_id, reporter=_WarningsToStderr())
     except (SessionError, HistoryError, ProgramError) as exc:
         raise UsageProblem(str(exc)) from None
@@ -271,8 +285,9 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
                     else f"kernelopt: {message}"
                 )
                 sys.exit(exit_code_of("interrupted"))
-            reason = result.stop_reason if result.stop else runner.stop_reason()
+            reason = result.stop_reason if result.stop else runner.stop_if_due()
             worktree = _after_try(runner, result, stopping=bool(reason))
+            edits = edits_made_while_measuring(runner.repo, put_back=True)
     except RunBusy as exc:
         raise RunInUse(str(exc)) from None
     except HistoryError as exc:  # e.g. a worktree kernelopt cannot put back on its branch
@@ -311,11 +326,14 @@ def try_(hypothesis: str, program_path: str | None, kind: str, as_json: bool) ->
     data["stop"] = bool(reason)
     data["stop_reason"] = reason
     data["worktree"] = worktree
+    data["edits"] = edits
     if as_json:
         click.echo(json.dumps(data))
     else:
         click.echo(f"#{result.attempt} {format_result(result, prog.metric)}")
         click.echo(f"  worktree: {TRY_WORKTREE_HELP[worktree]}")
+        for e in edits:
+            click.echo(f"  {e['message']}")
         if reason:
             click.echo(f"kernelopt: the run has stopped: {reason}")
     sys.exit(EXIT_STOP if reason else exit_code_of(result.verdict))
@@ -337,6 +355,10 @@ TRY_WORKTREE_HELP = {
         "the incorrect change is back as an uncommitted edit on top of BEST: repair it "
         "and try again (`git stash -u` sets it aside)"
     ),
+    "change kept without fixed paths": (
+        "the change is back as an uncommitted edit on top of BEST, without the fixed "
+        "paths it touched: try it again as it is"
+    ),
 }
 
 
@@ -347,6 +369,10 @@ def _after_try(runner: Runner, result: AttemptResult, *, stopping: bool) -> str:
     if result.verdict == "incorrect" and not stopping:
         runner.repo.bring_back(result.commit)
         return "change kept to repair"
+    if result.verdict == "refused" and not stopping:
+        runner.repo.bring_back(result.commit)
+        drop_changes(runner.repo, runner.committer.refused_paths(result.commit, runner.state))
+        return "change kept without fixed paths"
     return "reverted to BEST"
 
 

@@ -15,9 +15,10 @@ from typing import Any
 from kernelopt.decide import Verdict
 from kernelopt.history import RunRepo, RunState, read_trailers
 from kernelopt.hypothesis import knob_label, safe_hypothesis
-from kernelopt.measurement import FAILED, Measurement
+from kernelopt.measurement import FAILED, REFUSED, Measurement
 from kernelopt.proposers.base import Candidate
 from kernelopt.records import Pending
+from kernelopt.rules import FixedRules, refusal
 from kernelopt.targets.command import run_local
 
 
@@ -36,10 +37,28 @@ def candidate_trailers(candidate: Candidate) -> dict[str, str]:
 class Committer:
     """Turns changes in one run's worktree into attempt commits on top of BEST."""
 
-    def __init__(self, repo: RunRepo, format_command: str | None, timeout_s: float):
+    def __init__(
+        self,
+        repo: RunRepo,
+        format_command: str | None,
+        timeout_s: float,
+        rules: FixedRules | None = None,
+    ):
         self.repo = repo
         self.format_command = format_command
         self.timeout_s = timeout_s
+        self.rules = rules
+
+    def refusal(self, att: Pending, state: RunState) -> Measurement | None:
+        """Why a committed candidate may not be measured (it changes a fixed path), or None."""
+        if att.kind == Verdict.BASELINE:
+            return None
+        paths = self.refused_paths(att.sha, state)
+        return Measurement.failure(REFUSED, refusal(paths)) if paths else None
+
+    def refused_paths(self, sha: str, state: RunState | None) -> list[str]:
+        """The fixed paths commit ``sha`` changes against BEST."""
+        return self.rules.broken_by(sha, state) if self.rules and state else []
 
     def format(self) -> Measurement | None:
         """Run the program's formatter on the worktree: the failure, or None when formatted."""

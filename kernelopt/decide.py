@@ -28,6 +28,7 @@ class Verdict(StrEnum):
     FAILED = "failed"
     DIVERGED = "diverged"
     INTERRUPTED = "interrupted"
+    REFUSED = "refused"  # changed a fixed path (target.fixed): never measured, never kept
 
 
 # One-sided Student t quantiles at 99.9 % by degrees of freedom. A decision is

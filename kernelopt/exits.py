@@ -22,6 +22,7 @@ EXIT_FOR_VERDICT = {
     Verdict.FAILED: 13,
     Verdict.DIVERGED: 14,
     Verdict.INTERRUPTED: 15,
+    Verdict.REFUSED: 16,  # changed a fixed path: not measured; undo that part and try again
 }
 EXIT_STOP = 20  # the run has stopped: an agent stops working on it
 EXIT_USAGE = 2  # a bad program, option or repository state

@@ -42,10 +42,11 @@ class Git:
             raise HistoryError(f"git {' '.join(args[:3])} failed in {self.cwd}: {err}")
         return proc.stdout.decode(errors="replace")
 
-    def ok(self, *args: str) -> bool:
+    def ok(self, *args: str, input: str | None = None) -> bool:
+        data = input.encode() if input is not None else None
         return (
             subprocess.run(
-                ["git", *args], cwd=self.cwd, capture_output=True, env=self.env
+                ["git", *args], cwd=self.cwd, input=data, capture_output=True, env=self.env
             ).returncode
             == 0
         )
@@ -67,22 +68,26 @@ def write_note(git: Git, common_dir: Path, writer: str, sha: str, text: str) -> 
     ``git notes add`` moves the notes ref without checking where it was, so
     two runs writing at once keep only one of their notes. The note is
     written on a scratch notes ref copied from the shared one, and the shared
-    ref moves only if it is still where the copy was taken (``update-ref NEW
-    OLD``); otherwise the write starts again from the new tip.
+    ref moves only if it is still where the copy was taken: the new notes
+    commit's parent (one ``update-ref --stdin`` transaction that also drops
+    the scratch ref); otherwise the write starts again from the new tip.
+    Three git calls per note: notes are written once per attempt.
     """
     scratch = f"{NOTES_SCRATCH}/{writer}-{threading.get_ident()}"
     deadline = time.monotonic() + _NOTE_WRITE_S
     pause = 0.005
     while True:
-        old = git("rev-parse", "--verify", "-q", NOTES_REF, check=False).strip()
-        if old:
-            git("update-ref", scratch, old)
-        else:
+        copied = git.ok("update-ref", scratch, NOTES_REF)  # fails while there is no note yet
+        if not copied:
             git("update-ref", "-d", scratch, check=False)
         git("notes", "--ref", scratch, "add", "-f", "-F", "-", sha, input=text)
-        new = git("rev-parse", scratch).strip()
-        if git.ok("update-ref", "-m", f"kernelopt note by {writer}", NOTES_REF, new, old):
-            git("update-ref", "-d", scratch, check=False)
+        move = (
+            f"update {NOTES_REF} {scratch} {scratch}^\n"
+            if copied
+            else f"create {NOTES_REF} {scratch}\n"
+        )
+        transaction = f"{move}delete {scratch}\n"
+        if git.ok("update-ref", "-m", f"kernelopt note by {writer}", "--stdin", input=transaction):
             return
         drop_stale_notes_lock(common_dir)
         if time.monotonic() > deadline:

@@ -38,6 +38,7 @@ from kernelopt.gitcmd import (
 from kernelopt.heal import attached_to, damage, earlier_note, note_problem
 from kernelopt.hypothesis import cut_words, safe_hypothesis
 from kernelopt.runlock import worktree_admin
+from kernelopt.worktrees import changed_paths, mark_as_run_worktree, registered_worktree, save_edit
 
 LEDGER = "performance.md"
 
@@ -94,7 +95,8 @@ class AttemptRecord:
 
 @dataclass(frozen=True)
 class RunState:
-    """Everything the runner knows, rebuilt from refs and notes alone."""
+    """Everything the runner knows, rebuilt from refs and notes alone (never changed:
+    what is derived from it is worked out once)."""
 
     run_id: str
     best_commit: str | None
@@ -115,7 +117,7 @@ class RunState:
     def started(self) -> bool:
         return self.best_commit is not None
 
-    @property
+    @functools.cached_property
     def best(self) -> AttemptRecord | None:
         for record in reversed(self.attempts):
             if record.verdict in (Verdict.KEEP, Verdict.BASELINE):
@@ -155,7 +157,7 @@ class RunState:
                 break
         return base.metric
 
-    @property
+    @functools.cached_property
     def baseline(self) -> AttemptRecord | None:
         for record in self.attempts:
             if record.verdict == Verdict.BASELINE:
@@ -166,12 +168,12 @@ class RunState:
     def counters(self) -> Counters:
         return self.attempts[-1].counters if self.attempts else Counters()
 
-    @property
+    @functools.cached_property
     def next_attempt(self) -> int:
         numbers = [r.attempt for r in self.attempts] + [n for n, _ in self.pending]
         return max(numbers, default=-1) + 1
 
-    @property
+    @functools.cached_property
     def spread(self) -> Spread:
         pooled = Spread()
         for record in self.attempts:
@@ -181,11 +183,15 @@ class RunState:
         return pooled
 
     def by_content(self) -> dict[str, AttemptRecord]:
-        """The latest measured attempt per content key (for dedup)."""
+        """The latest measured attempt per content key (for dedup; do not change it)."""
+        return self._by_content
+
+    @functools.cached_property
+    def _by_content(self) -> dict[str, AttemptRecord]:
         out: dict[str, AttemptRecord] = {}
         for record in self.attempts:
             key = record.note.get("content_key")
-            if key and record.verdict not in ("interrupted", "failed"):
+            if key and record.verdict not in ("interrupted", "failed", "refused"):
                 out[key] = record
         return out
 
@@ -240,13 +246,17 @@ class RunRepo:
         self.common_dir = common if common.is_absolute() else (self.root / common).resolve()
         self.branch = f"kernelopt/{run_id}"
         self.ref_prefix = f"refs/kernelopt/{run_id}"
+        self.default_worktree = self.common_dir / "kernelopt" / "worktrees" / run_id
         self.worktree = (
             Path(worktree).resolve()
             if worktree
-            else self.common_dir / "kernelopt" / "worktrees" / run_id
+            else registered_worktree(self.git, self.default_worktree, self.branch, run_id)
         )
         self.wt = Git(self.worktree)
         self.notices: list[str] = []  # what was repaired, for the runner to report
+        # The attempt being measured (its edits are saved: worktrees.py).
+        self.measuring: int | None = None
+        self.saved_edits: list[tuple[int, str]] = []
         self._ensure_identity()
 
     def _ensure_identity(self) -> None:
@@ -289,6 +299,7 @@ class RunRepo:
                 self.git("worktree", "add", "-q", str(self.worktree), self.branch)
             else:
                 self.git("worktree", "add", "-q", "-b", self.branch, str(self.worktree), start)
+        mark_as_run_worktree(self.worktree, self.run_id)
 
     def clear_stale_locks(self) -> list[Path]:
         """Remove git lock files a dead process left in this run's refs and worktree.
@@ -403,12 +414,6 @@ class RunRepo:
     def is_dirty(self) -> bool:
         return bool(self.wt("status", "--porcelain", "--untracked-files=all").strip())
 
-    def changed_files(self, base: str = "HEAD") -> list[str]:
-        self.wt("add", "-A")
-        return [
-            line for line in self.wt("diff", "--cached", "--name-only", base).splitlines() if line
-        ]
-
     def commit_attempt(
         self,
         attempt: int,
@@ -444,17 +449,35 @@ class RunRepo:
         return sha
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 - a commit's content never changes
+    def listing(self, sha: str) -> str:
+        """``git ls-tree -r`` of a commit: its content key, changed files, measured tree."""
+        return self.git("ls-tree", "-r", sha)
+
     def content_key(self, sha: str, device_kind: str) -> str:
         """Identity of what is measured: the tree without the ledger, and the device kind."""
-        listing = self.git("ls-tree", "-r", sha)
+        listing = self.listing(sha)
         kept = [line for line in listing.splitlines() if not line.endswith(f"\t{LEDGER}")]
         digest = hashlib.sha1(("\n".join(kept) + f"\n{device_kind}").encode()).hexdigest()
         return digest[:20]
 
     def files_of(self, sha: str, parent: str | None = None) -> list[str]:
-        base = parent or f"{sha}^"
-        out = self.git("diff", "--name-only", base, sha, check=False)
-        return [line for line in out.splitlines() if line]
+        """The paths ``sha`` changes against ``parent`` (default: its first parent)."""
+        return list(self._files_between(parent or f"{sha}^", sha))
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - commits never change; asked twice per attempt
+    def _files_between(self, base: str, sha: str) -> tuple[str, ...]:
+        """Added, removed and changed paths (both names of a rename), from cached listings."""
+        if len(base) != 40 or "^" in base:
+            out = self.git("diff", "--no-renames", "--name-only", base, sha, check=False)
+            return tuple(line for line in out.splitlines() if line)
+        return changed_paths(self.listing(base), self.listing(sha))
+
+    def files_at(self, rev: str, paths: Sequence[str]) -> set[str]:
+        """Which of ``paths`` (from the repository root) are files in ``rev``'s tree."""
+        out = self.git(
+            "ls-tree", "-r", "--full-tree", "--name-only", rev, "--", *paths, check=False
+        )
+        return {line for line in out.splitlines() if line} & set(paths)
 
     def bring_back(self, sha: str) -> None:
         """Put ``sha``'s tree in the worktree as an uncommitted change on top of HEAD."""
@@ -462,7 +485,14 @@ class RunRepo:
         self.wt("restore", f"--source={sha}", "--worktree", "--", ".")
 
     def reset_to(self, sha: str) -> None:
-        """Point the branch and worktree at ``sha``, dropping leftovers of a candidate."""
+        """Point the branch and worktree at ``sha``, dropping leftovers of a candidate; right
+        after a measurement (``measuring``) a change there is someone's edit, saved first."""
+        attempt, self.measuring = self.measuring, None
+        if attempt is not None:
+            if not self.is_dirty():
+                self.wt("reset", "-q", "--hard", sha)
+                return
+            self.saved_edits.append((attempt, save_edit(self, attempt)))
         self.wt("reset", "-q", "--hard", sha)
         self.wt("clean", "-q", "-fd")
 
@@ -473,7 +503,11 @@ class RunRepo:
         if body:
             lines += [body, ""]
         lines += [f"{k}: {v}" for k, v in trailers.items()]
-        self.wt("commit", "-q", "--no-verify", "-F", "-", input="\n".join(lines) + "\n")
+        # Only the ledger: whatever else the worktree holds (an agent's staged
+        # edit) is not kernelopt's to commit.
+        self.wt(
+            "commit", "-q", "--no-verify", "-F", "-", "--", LEDGER, input="\n".join(lines) + "\n"
+        )
         return self.head()
 
     def export_tree(self, sha: str, dest: Path) -> None:
@@ -484,12 +518,6 @@ class RunRepo:
         dest.mkdir(parents=True)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             tar.extractall(dest, filter="data")
-
-    def log_subjects(self, rev: str, limit: int | None = None) -> Sequence[str]:
-        args = ["log", "--format=%h %s", rev]
-        if limit:
-            args.insert(1, f"-{limit}")
-        return self.git(*args).splitlines()
 
 
 def committed_text(root: Path, rev: str, path: str) -> str | None:

@@ -27,7 +27,7 @@ from kernelopt.decide import (
     log_gain,
     spread_of,
 )
-from kernelopt.measurement import FAILED, INCORRECT, INTERRUPTED, Measurement
+from kernelopt.measurement import FAILED, INCORRECT, INTERRUPTED, REFUSED, Measurement
 from kernelopt.records import Pair
 
 
@@ -187,7 +187,11 @@ def deterministic(candidate: Measurement, metric: float, best: Best, rule: Rule)
     )
 
 
-_FAILURE_VERDICT = {INCORRECT: Verdict.INCORRECT, INTERRUPTED: Verdict.INTERRUPTED}
+_FAILURE_VERDICT = {
+    INCORRECT: Verdict.INCORRECT,
+    INTERRUPTED: Verdict.INTERRUPTED,
+    REFUSED: Verdict.REFUSED,
+}
 
 
 def _failure(samples: Sequence[Pair], candidate: Measurement) -> tuple[Verdict, str, Measurement]:

@@ -10,17 +10,17 @@ State lives only in git, so running the same command again resumes a run.
 from __future__ import annotations
 
 import contextlib
-import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kernelopt.batch import try_batch
 from kernelopt.committing import Committer
 from kernelopt.decide import Verdict
 from kernelopt.evaluation import Evaluated, Evaluator
 from kernelopt.executor import Executor, InProcess
-from kernelopt.history import HistoryError, RunRepo, RunState
+from kernelopt.history import LEDGER, HistoryError, RunRepo, RunState
 from kernelopt.measurement import Measurement
 from kernelopt.program import Program
 from kernelopt.proposers.base import Candidate, Observation, Observations, Proposer, ProposerState
@@ -34,10 +34,12 @@ from kernelopt.records import (
     resume_notice,
 )
 from kernelopt.recovery import measure_pending, recover
+from kernelopt.rules import FixedRules
 from kernelopt.runlock import RunBusy, run_lock
-from kernelopt.sampling import NoDevice, Reporter, SilentReporter
-from kernelopt.stopping import candidates_left, stop_reason
+from kernelopt.sampling import Reporter, SilentReporter
+from kernelopt.stopping import candidates_left, run_stop_reason, stop_reason
 from kernelopt.targets.base import Target
+from kernelopt.worktrees import drop_changes, measure_tree
 
 
 class Runner:
@@ -62,8 +64,9 @@ class Runner:
         self.reporter: Reporter = reporter or SilentReporter()
         self.executor: Executor = executor or InProcess(target.device)
         self.state: RunState | None = None
-        self.committer = Committer(self.repo, program.target.format, program.timeout_s)
         self.recorder = Recorder(self.repo, program, target)
+        rules = FixedRules(program, self.recorder.program_path(), self.repo)
+        self.committer = Committer(self.repo, program.target.format, program.timeout_s, rules)
         self.evaluator = Evaluator(
             program,
             target,
@@ -106,7 +109,11 @@ class Runner:
     def try_worktree(
         self, hypothesis: str, kind: str = "edit", extra: dict[str, Any] | None = None
     ) -> AttemptResult:
-        """The agent's verb: the worktree's uncommitted change as one candidate."""
+        """The agent's verb: the worktree's uncommitted change as one candidate
+        (RunStopped before anything is committed once the run's stop is due)."""
+        self._require_state()
+        if reason := self.stop_if_due():
+            raise RunStopped(f"run {self.run_id} stopped: {reason}")
         pending = self._require_state().pending
         if not pending and not self.repo.is_dirty():
             raise NothingToTry(
@@ -119,7 +126,7 @@ class Runner:
         committed = self.committer.worktree(state.next_attempt, kind, hypothesis, best, extra)
         if isinstance(committed, Measurement):
             return self.record_failure(kind, hypothesis, committed, extra)
-        return self._evaluate(committed)
+        return self._refused(committed) or self._evaluate(committed)
 
     def try_candidate(self, candidate: Candidate) -> AttemptResult:
         """Write a proposer's candidate into the worktree, commit it, measure it."""
@@ -136,42 +143,16 @@ class Runner:
         return self._unmeasured(att, failure)
 
     def try_batch(self, candidates: list[Candidate]) -> list[AttemptResult]:
-        """Commit several candidates, measure them at once (one per device), decide in order;
-        after a keep, a noisy target's later ones are measured again against the new BEST."""
-        root = self.repo.common_dir / "kernelopt" / "trees" / self.run_id
-        committed = [self._commit(c, export_to=root) for c in candidates]
-        pending = [(a, root / str(a.n)) for a in committed if isinstance(a, Pending)]
-        try:
-            sampled = self.evaluator.sample_many(self._require_state(), pending)
-            results: list[AttemptResult] = []
-            for att in committed:
-                kept = any(r.verdict == Verdict.KEEP for r in results)
-                if isinstance(att, AttemptResult):
-                    results.append(att)
-                elif (
-                    kept
-                    and not self.target.deterministic
-                    and not isinstance(sampled[att.n], NoDevice)
-                ):
-                    results.append(self._evaluate(att, root / str(att.n)))
-                else:
-                    self.reporter.event(
-                        "measuring", attempt=att.n, kind=att.kind, hypothesis=att.hypothesis
-                    )
-                    settled = self.evaluator.settle(self._require_state(), att, sampled[att.n])
-                    results.append(self._settled(settled))
-                if results[-1].stop:
-                    break
-            return results
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+        """Commit several candidates, measure them at once, decide in order (batch.py)."""
+        return try_batch(self, candidates)
 
     def measure_pending(self) -> list[AttemptResult]:
         """Measure attempts that were committed but never decided (killed mid-measure)."""
         results = []
         for n, sha in self._require_state().pending:
             self.repo.reset_to(sha)
-            results.append(self._evaluate(self.committer.read(n, sha)))
+            att = self.committer.read(n, sha)
+            results.append(self._refused(att) or self._evaluate(att))
         return results
 
     def record_stop(self, reason: str) -> None:
@@ -183,8 +164,8 @@ class Runner:
     def run(self, proposer: Proposer | None, max_candidates: int | None = None) -> RunSummary:
         """Baseline, then candidates until a stop condition; resumable at any point."""
         state = self.open()
-        if state.stop:
-            return self.summary(f"already stopped: {state.stop.get('reason')}", stopped=True)
+        if state.stop or (state.started and self.stop_if_due()):
+            return self.summary(f"already stopped: {self.stop_if_due()}", stopped=True)
         if state.started:
             self.reporter.event("resuming", **resume_notice(state))
         baseline = self.ensure_baseline()
@@ -205,8 +186,10 @@ class Runner:
                 return self.summary(
                     "no proposer: this program has no knob space (use `kernelopt try` or --agent)"
                 )
-            if reason := self.stop_reason(invoked, max_candidates):
-                return self.summary(reason)
+            if reason := self.stop_if_due() or stop_reason(
+                self.program, self._require_state(), invoked, max_candidates
+            ):
+                return self.summary(reason, stopped=bool(self.state and self.state.stop))
             state = replace(self.proposer_state(), batch_size=self.executor.slots)
             batch = proposer.propose(state)
             if not batch:
@@ -219,10 +202,16 @@ class Runner:
             else:
                 results = [self.try_candidate(c) for c in fresh]
 
-    def stop_reason(self, invoked: int = 0, max_candidates: int | None = None) -> str | None:
-        """Why the run should stop before its next candidate (budgets, target), or None."""
+    def stop_if_due(self) -> str | None:
+        """Record the stop the run's target or budgets call for (one rule for every verb)."""
         assert self.state is not None
-        return stop_reason(self.program, self.state, invoked, max_candidates)
+        if self.state.stop is not None:
+            return str(self.state.stop.get("reason") or "stopped")
+        reason = run_stop_reason(self.program, self.state)
+        if reason is not None:
+            drop_changes(self.repo, [LEDGER])  # the Stop Summary goes on kernelopt's ledger only
+            self.record_stop(reason)
+        return reason
 
     def proposer_state(self) -> ProposerState:
         return self.observations.state(
@@ -258,6 +247,8 @@ class Runner:
             best = str(state.best_commit)
             committed = self.committer.candidate(state.next_attempt, candidate, best)
             if isinstance(committed, Pending):
+                if (refused := self._refused(committed)) is not None:
+                    return refused
                 if export_to is not None:
                     self.repo.reset_to(best)
                     self.repo.export_tree(committed.sha, export_to / str(committed.n))
@@ -267,8 +258,16 @@ class Runner:
             failure = committed
         return self.record_failure(candidate.kind, candidate.hypothesis, failure, candidate.extra)
 
+    def _refused(self, att: Pending) -> AttemptResult | None:
+        """Record ``att`` unmeasured as refused when it changes a fixed path; else None."""
+        failure = self.committer.refusal(att, self._require_state())
+        return None if failure is None else self._unmeasured(att, failure)
+
     def _evaluate(self, att: Pending, tree: Path | None = None) -> AttemptResult:
+        """Measure the commit (never the worktree: worktrees.py), then decide it."""
         assert self.state is not None
+        self.repo.measuring = None if att.kind == Verdict.BASELINE else att.n
+        tree = tree or measure_tree(self.repo, att.sha)
         return self._settled(self.evaluator.evaluate(self.state, att, tree))
 
     def _unmeasured(self, att: Pending, failure: Measurement, reset: bool = True) -> AttemptResult:

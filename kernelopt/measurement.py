@@ -14,7 +14,8 @@ FAILED = "failed"
 INCORRECT = "incorrect"
 TIMEOUT = "timeout"
 INTERRUPTED = "interrupted"
-STATUSES = (OK, FAILED, INCORRECT, TIMEOUT, INTERRUPTED)
+REFUSED = "refused"  # not measured: the candidate changed what the rules fix
+STATUSES = (OK, FAILED, INCORRECT, TIMEOUT, INTERRUPTED, REFUSED)
 
 
 class Fault(Exception):

@@ -47,6 +47,7 @@ class TargetSpec:
     config_columns: tuple[str, ...] = ()
     knobs: KnobFile | None = None
     format: str | None = None
+    fixed: tuple[str, ...] | None = None  # None: derived (kernelopt.rules.fixed_paths)
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,12 @@ def load_program(path: str | Path, root: str | Path | None = None) -> Program:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise ProgramError(path, [Problem("", f"cannot read it: {exc}")]) from None
+    return program_from_text(path, text, root)
+
+
+def program_from_text(path: str | Path, text: str, root: str | Path | None = None) -> Program:
+    """Parse and check ``text`` as the program at ``path`` (e.g. as a commit holds it)."""
+    path = Path(path)
     front, body, _ = split_front_matter(text)
     if front is None:
         raise ProgramError(
@@ -286,6 +293,7 @@ def _build(path: Path, v: dict[str, Any], body: str, raw: dict[str, Any]) -> Pro
         config_columns=tuple(t.get("config_columns") or ()),
         knobs=knob_file,
         format=t.get("format"),
+        fixed=tuple(t["fixed"]) if t.get("fixed") is not None else None,
     )
     device = _device(v["device"])
     decide = _decide(v["decide"])

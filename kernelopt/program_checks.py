@@ -47,9 +47,14 @@ def screen_checks(screen: dict[str, Any], target_kind: str | None) -> list[Probl
 def cross_checks(values: dict[str, Any], root: Path) -> list[Problem]:
     """Problems the per-key checks cannot see: keys that depend on the target kind."""
     target = values["target"]
+    fixed = [
+        problem
+        for i, rel in enumerate(target.get("fixed") or [])
+        for problem in _inside(f"target.fixed[{i}]", rel, root)
+    ]
     if target["kind"] == "nki":
-        return _nki_checks(target, values["metric"]["name"], root)
-    problems = _command_checks(target, values["metric"]["name"])
+        return fixed + _nki_checks(target, values["metric"]["name"], root)
+    problems = fixed + _command_checks(target, values["metric"]["name"])
     knobs = target.get("knobs")
     if isinstance(knobs, dict) and isinstance(knobs.get("file"), str):
         problems += _inside("target.knobs.file", knobs["file"], root)

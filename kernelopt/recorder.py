@@ -77,7 +77,9 @@ class Recorder:
         # candidate would make each attempt cost more as the history grows.
         after = RunState(
             self.repo.run_id,
-            self.repo.read_ref("best"),
+            self.repo.read_ref("best")
+            if verdict in (Verdict.KEEP, Verdict.BASELINE)
+            else state.best_commit,
             (*state.attempts, AttemptRecord(att.n, att.sha, note)),
             tuple(p for p in state.pending if p[0] != att.n),
             None,

@@ -21,6 +21,10 @@ target:
   # config_columns: [n]
   # A knob file the runner may rewrite, and the values each knob may take.
   knobs: {{file: ir/{name}/knobs.json, space: {{BLOCK: [16, 64, 256, 1024, 4096]}}}}
+  # Paths a candidate may not change (the program and performance.md always are).
+  # By default the command's script is fixed too; this bench.py holds the kernel,
+  # so it stays open here: list the harness files once you split them out.
+  fixed: []
 metric: {{name: time_us, better: lower}}
 device: {{kind: none}}
 decide: {{noise: 2%, confirm: 2, max_consecutive_regressions: 5, recent_window: 5, repair_attempts: 3}}
@@ -65,7 +69,9 @@ performance.md, and regressions are reverted for you.
 5. Exit codes of `kernelopt try`: 0 keep, 10 tie, 11 regression, 12 incorrect
    (fix the numerics while keeping the idea, then try again), 13 failed (read
    `error`), 14 diverged (some config classes better, others worse: specialise
-   by config), 15 interrupted, 20 the run has stopped.
+   by config), 15 interrupted, 16 refused (you changed a fixed file: the
+   program, performance.md or the benchmark; `error` names it), 20 the run has
+   stopped.
 6. Repeat from step 1. Do not stop and do not ask whether to continue: stop
    only when `kernelopt try` exits 20.
 """

@@ -92,6 +92,14 @@ SCHEMA = Section(
                     "a formatter command run on every candidate before it is committed",
                     default=None,
                 ),
+                "fixed": Key(
+                    "list[str]",
+                    "paths (files, folders or globs from the repository root) a candidate may "
+                    "not change: such a candidate is refused, never measured. The program file "
+                    "and performance.md are always fixed. Default: the files the command names "
+                    "(its script; not the knob file), the workload, the results file",
+                    default=None,
+                ),
             },
             required=True,
         ),

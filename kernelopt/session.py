@@ -19,11 +19,13 @@ from kernelopt.history import (
     require_commit,
 )
 from kernelopt.loop import Runner
-from kernelopt.program import Program, load_program
+from kernelopt.program import Program, ProgramError, program_from_text
 from kernelopt.proposers.base import Proposer
+from kernelopt.rules import rule_changes
 from kernelopt.sampling import Reporter
 from kernelopt.targets import LocalCommand, command_target
 from kernelopt.targets.base import Target
+from kernelopt.worktrees import worktree_problem
 
 
 class SessionError(ValueError):
@@ -232,6 +234,11 @@ class Session:
             remeasure=remeasure,
             executor=make_executor(program, device, reporter),
         )
+        if worktree and (why := worktree_problem(runner.repo)):
+            raise SessionError(
+                f"--worktree {worktree}: {why}. Name a new folder outside your checkout, "
+                f"or leave --worktree out (default: {runner.repo.default_worktree})"
+            )
         if agent is not None:
             from kernelopt.proposers.agent import AgentProposer
 
@@ -343,17 +350,80 @@ def resolve_run(cwd: Path, run_id: str | None, how_to_name: str = "--run RUN") -
     raise SessionError(f"several runs in {root}; pick one with {how_to_name} ({', '.join(runs)})")
 
 
-def program_for_run(root: Path, run_id: str) -> Program:
-    """The program a run was started with, read from the run's own worktree."""
+def program_for_run(root: Path, run_id: str, named: Path | None = None) -> Program:
+    """The program a run was started with, as the run's start commit holds it.
+
+    Never the worktree's copy: the rules are not the candidate's. ``named``
+    (``try --program``) must be that same program file.
+    """
     repo = RunRepo(root, run_id)
     state = repo.load_state()
     if not state.attempts:
         raise SessionError(f"run {run_id} has no baseline yet: start it with `kernelopt run`")
     rel = state.attempts[0].note.get("program")
     if not rel:
-        raise SessionError(f"run {run_id}: its baseline does not name a program; pass --program")
-    path = repo.worktree / rel
-    return load_program(path, root=repo.worktree)
+        raise SessionError(f"run {run_id}: its baseline does not name a program")
+    if named is not None and _relative_to_tree(named, (repo.worktree, root)) != rel:
+        raise SessionError(
+            f"--program {named}: run {run_id} goes by {rel} as it started; "
+            "leave --program out (the program is read from the run's start commit)"
+        )
+    start = (state.baseline or state.attempts[0]).commit
+    text = committed_text(root, start, str(rel))
+    if text is None:
+        raise SessionError(f"run {run_id}: {rel} is not in its start commit {start[:10]}")
+    # Named by its place in the repository (the notes' "program"), read from the commit.
+    return program_from_text(root / rel, text, root=repo.worktree)
 
 
-__all__ = ["Session", "SessionError", "current_run", "resolve_run"]
+def _relative_to_tree(path: Path, trees: tuple[Path, ...]) -> str | None:
+    path = path.resolve()
+    for tree in trees:
+        if tree.resolve() in path.parents:
+            return path.relative_to(tree.resolve()).as_posix()
+    return None
+
+
+def program_to_run(program: Program, tag: str) -> tuple[Program, list[str]]:
+    """The rules ``kernelopt run`` goes by, and warnings about the file it was given.
+
+    A run's rules are its program as committed where the run starts: HEAD for
+    a new run, the run's start commit for a resumed one. An uncommitted edit
+    of the program, or a program changed on the user's branch since the run
+    started, is named in a warning and not used.
+    """
+    root = find_repo(program.path.resolve().parent)
+    rel = _relative_to_tree(program.path, (root,))
+    if rel is None:
+        return program, []
+    repo = RunRepo(root, f"{program.name}-{tag}")
+    state = repo.load_state() if repo.exists() else None
+    baseline = state.baseline if state is not None else None
+    if baseline is not None:
+        started_rel = str(baseline.note.get("program") or rel)
+        text = committed_text(root, baseline.commit, started_rel)
+        where = f"run {repo.run_id}'s start commit {baseline.commit[:10]}"
+    else:
+        started_rel = rel
+        text = committed_text(root, "HEAD", rel)
+        where = "HEAD"
+    if text is None:
+        if baseline is None:
+            return program, [f"{rel} is not committed: its rules are read from the file as it is"]
+        return program, [f"{started_rel} is not in {where}: the run goes by {rel} as it is"]
+    try:
+        ruled = program_from_text(program.path, text, root)
+    except ProgramError as exc:
+        raise SessionError(f"{rel} as {where} holds it is not a valid program:\n{exc}") from None
+    changes = rule_changes(ruled, program)
+    if not changes:
+        return ruled, []
+    why = (
+        "uncommitted changes to the program are ignored"
+        if baseline is None
+        else "the run keeps the rules it started with (start a new run with --tag to use these)"
+    )
+    return ruled, [f"{rel} differs from {where}; {why}: " + "; ".join(changes)]
+
+
+__all__ = ["Session", "SessionError", "current_run", "program_to_run", "resolve_run"]

@@ -12,16 +12,13 @@ from kernelopt.history import RunState
 from kernelopt.program import Program
 
 
-def stop_reason(
-    program: Program,
-    state: RunState,
-    invoked: int = 0,
-    max_candidates: int | None = None,
-    now: dt.datetime | None = None,
+def run_stop_reason(
+    program: Program, state: RunState, now: dt.datetime | None = None
 ) -> str | None:
-    """Why the run should stop before its next candidate, or None.
+    """Why the run itself is over (target reached, candidate or time budget used), or None.
 
-    ``invoked`` counts the candidates this invocation tried, for ``--max-candidates``.
+    These reasons hold for every verb: once one holds, the stop is recorded
+    and neither ``run`` nor ``try`` commits another candidate.
     """
     stop = program.stop
     best = state.best
@@ -34,13 +31,31 @@ def stop_reason(
     attempts = state.counters.attempts
     if stop.max_candidates is not None and attempts >= stop.max_candidates:
         return f"candidate budget used: {attempts} of {stop.max_candidates}"
-    if max_candidates is not None and invoked >= max_candidates:
-        return f"--max-candidates {max_candidates} reached"
     if stop.max_hours is not None and state.baseline is not None:
         t0 = dt.datetime.fromisoformat(str(state.baseline.note.get("time")))
         hours = ((now or dt.datetime.now(dt.UTC)) - t0).total_seconds() / 3600
         if hours >= stop.max_hours:
             return f"time budget used: {hours:.2f} h of {stop.max_hours:g} h"
+    return None
+
+
+def stop_reason(
+    program: Program,
+    state: RunState,
+    invoked: int = 0,
+    max_candidates: int | None = None,
+    now: dt.datetime | None = None,
+) -> str | None:
+    """Why this invocation should stop before its next candidate, or None.
+
+    The run's own reasons first (``run_stop_reason``), then ``--max-candidates``:
+    ``invoked`` counts the candidates this invocation tried. Only the run's
+    reasons end the run; the invocation's limit ends this command.
+    """
+    if reason := run_stop_reason(program, state, now):
+        return reason
+    if max_candidates is not None and invoked >= max_candidates:
+        return f"--max-candidates {max_candidates} reached"
     return None
 
 

@@ -58,6 +58,7 @@ def program_text(
     timeout: str = "20s",
     results: str = "csv",
     body: str = "Tune X.\n",
+    fixed: Sequence[str] | None = None,
 ) -> str:
     """A command-target program over bench.py, as program.md text."""
     target: dict[str, Any] = {
@@ -74,6 +75,8 @@ def program_text(
         target["config_columns"] = ["cls"]
     if space is not None:
         target["knobs"] = {"file": "knobs.json", "space": {"X": list(space)}}
+    if fixed is not None:
+        target["fixed"] = list(fixed)
     front: dict[str, Any] = {
         "kernelopt": 1,
         "name": name,
