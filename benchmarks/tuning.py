@@ -46,20 +46,27 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from kernelopt.ir import ir_for_workload, knob_signature, render_ir, sample  # noqa: E402
 from kernelopt.ir.footprint import fits  # noqa: E402
-from kernelopt.ir.mac import compute_mac_count  # noqa: E402
+from kernelopt.ir.mac import compute_mac_count, roofline_work  # noqa: E402
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations  # noqa: E402
 from kernelopt.proposers.base import Observation, ProposerState  # noqa: E402
 from kernelopt.proposers.nki import NkiKnobProposer  # noqa: E402
 from kernelopt.sim import SimError, run_kernel  # noqa: E402
+from kernelopt.sim.roofline import roofline_fields  # noqa: E402
+from kernelopt.sim.trn2 import DEFAULT_PARAMS  # noqa: E402
+
+METRIC_KEYS = {"mfu": "mfu_estimated_percent", "time": "total_time"}
 from kernelopt.workload import load_workload, make_inputs  # noqa: E402
 
 
 class Scorer:
-    """MFU and profile of a kernel source on sim, cached by source text."""
+    """A metric (MFU, or percent of roofline for the math's work) and the profile of a
+    kernel source on sim, cached by source text."""
 
-    def __init__(self, workload) -> None:
+    def __init__(self, workload, metric: str = "mfu") -> None:
         self.inputs = make_inputs(workload.input_specs, 0)
         self.macs = compute_mac_count(workload.f_nkigym, workload.input_specs)
+        self.work = roofline_work(workload.f_nkigym, workload.input_specs)
+        self.key = METRIC_KEYS.get(metric, metric)
         self.cache: dict[str, tuple[float | None, dict]] = {}
         self.dir = Path(tempfile.mkdtemp(prefix="kernelopt-tuning-"))
         self.count = 0
@@ -74,7 +81,8 @@ class Scorer:
             path.write_text(source)
             try:
                 run = run_kernel(path, self.inputs, compute=False, mac_count=self.macs)
-                self.cache[source] = (float(run.profile["mfu_estimated_percent"]), run.profile)
+                profile = {**run.profile, **roofline_fields(run.profile, self.work, DEFAULT_PARAMS)}
+                self.cache[source] = (float(profile[self.key]), profile)
             except SimError:  # capacity and the like: a failed candidate
                 self.cache[source] = (None, {})
         return self.cache[source]

@@ -114,7 +114,7 @@ def _trace_only(target: Any, tree: Path, env: Any = None) -> Any:
     from kernelopt.measurement import Measurement
     from kernelopt.sim import SimError, run_kernel
     from kernelopt.sim.check import SimReport
-    from kernelopt.targets.nki import _mac_count
+    from kernelopt.targets.nki import _mac_count, roofline_work_of
     from kernelopt.workload import load_workload, make_inputs
 
     started = time.monotonic()
@@ -135,7 +135,8 @@ def _trace_only(target: Any, tree: Path, env: Any = None) -> Any:
     report = SimReport(
         True, None, None, run.profile, func=run.func, explanation=run.explain().to_json()
     )
-    return target.measurement_of(report, macs, time.monotonic() - started)
+    work = roofline_work_of(workload)
+    return target.measurement_of(report, macs, time.monotonic() - started, work=work)
 
 
 def check_best(repo: Path, run: dict[str, Any], program: Any) -> str:

@@ -147,7 +147,9 @@ class _Site:
     def buffer_index(self, buf: PhysicalBuffer, d: str) -> Lin:
         glob, in_block = self.tile_index(d)
         scope = scope_of(self.ir, buf, d)
-        if scope == Scope.PER_TILE:
+        # A [P, 1] column's free dim (size 1) has one element: its index is 0 even
+        # where a consumer of the column has no loop over that dim.
+        if scope == Scope.PER_TILE or self.ir.dim[d].size == 1:
             return Lin()
         if scope == Scope.PER_BLOCK:
             assert in_block is not None
@@ -370,15 +372,27 @@ class _Renderer:
         ]
         self._elementwise(op, site, indent, "nisa.tensor_tensor", args)
 
+    def _operand(self, op: Operator, role: str) -> str | None:
+        """A scalar operand as source text: its number, or the placeholder of its column."""
+        columns = op.attr("columns", ())
+        if role in columns:
+            return f"{{{op.srcs[len(op.srcs) - len(columns) + columns.index(role)]}}}"
+        value = op.attr(role)
+        return None if value is None else repr(value)
+
     def op_tensor_scalar(self, op: Operator, site: _Site, indent: int) -> None:
         args = [f"dst={{{op.dst}}}", f"data={{{op.srcs[0]}}}"]
         for i in ("0", "1"):
             if op.attr("op" + i) is None:
                 continue
-            args += [f"op{i}=nl.{op.attr('op' + i)}", f"operand{i}={op.attr('operand' + i)!r}"]
+            args += [f"op{i}=nl.{op.attr('op' + i)}", f"operand{i}={self._operand(op, 'operand' + i)}"]
             if op.attr("reverse" + i):
                 args.append(f"reverse{i}=True")
         self._elementwise(op, site, indent, "nisa.tensor_scalar", args)
+
+    def op_reciprocal(self, op: Operator, site: _Site, indent: int) -> None:
+        args = [f"dst={{{op.dst}}}", f"data={{{op.srcs[0]}}}"]
+        self._elementwise(op, site, indent, "nisa.reciprocal", args)
 
     def op_tensor_reduce(self, op: Operator, site: _Site, indent: int) -> None:
         ir = self.ir
@@ -394,12 +408,17 @@ class _Renderer:
             "axis=1",
             "keepdims=True",
         ]
+        if op.attr("negate"):
+            args.append("negate=True")
         self.w.call(indent, "nisa.tensor_reduce", args)
 
     def op_activation(self, op: Operator, site: _Site, indent: int) -> None:
         args = [f"dst={{{op.dst}}}", f"op=nl.{op.attr('op')}", f"data={{{op.srcs[0]}}}"]
-        if op.attr("scale", 1.0) != 1.0:
-            args.append(f"scale={op.attr('scale')!r}")
+        bias, scale = self._operand(op, "bias"), self._operand(op, "scale")
+        if bias is not None:
+            args.append(f"bias={bias}")
+        if scale is not None and scale != repr(1.0):
+            args.append(f"scale={scale}")
         self._elementwise(op, site, indent, "nisa.activation", args)
 
 
