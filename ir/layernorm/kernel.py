@@ -31,6 +31,7 @@ def layernorm(x):
                             data=sbuf_total[:, 0, 0:1],
                             op0=nl.multiply,
                             operand0=-0.00048828125,
+                            engine=nisa.engine.scalar,
                         )
                         for l1 in nl.affine_range(4):
                             f_sbuf_dev2 = l1 * 512
@@ -59,6 +60,7 @@ def layernorm(x):
                                 operand0=0.00048828125,
                                 op1=nl.add,
                                 operand1=1e-05,
+                                engine=nisa.engine.scalar,
                             )
                             nisa.activation(
                                 dst=sbuf_rstd[:, 0, 0:1], op=nl.rsqrt, data=sbuf_var[:, 0, 0:1]
@@ -76,6 +78,7 @@ def layernorm(x):
                                         operand0=sbuf_neg_mean[:, 0, 0:1],
                                         op1=nl.multiply,
                                         operand1=sbuf_rstd[:, 0, 0:1],
+                                        engine=nisa.engine.scalar,
                                     )
                                     row = b0 * 128 + t0 * 128
                                     col = b1 * 512 + t1 * 512

@@ -24,6 +24,7 @@ def softmax(x):
                             data=sbuf_x[:, 0, 0:2048],
                             axis=1,
                             keepdims=True,
+                            negate=True,
                         )
                         for l1 in nl.affine_range(4):
                             f_sbuf_e = l1 * 512
@@ -56,6 +57,7 @@ def softmax(x):
                                         data=sbuf_e[:, 0, f_sbuf_e : f_sbuf_e + 512],
                                         op0=nl.multiply,
                                         operand0=sbuf_r[:, 0, 0:1],
+                                        engine=nisa.engine.scalar,
                                     )
                                     row = b0 * 128 + t0 * 128
                                     col = b1 * 512 + t1 * 512

@@ -7,8 +7,8 @@ import nki.language as nl
 
 @nki.jit
 def swiglu(xT, w_gate, w_up):
-    out = nl.ndarray((512, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    for b1 in nl.affine_range(4):
+    out = nl.ndarray((1024, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    for b1 in nl.affine_range(8):
         for b2 in nl.affine_range(2):
             for t1 in nl.affine_range(1):
                 for t2 in nl.affine_range(1):

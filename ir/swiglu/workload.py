@@ -8,7 +8,7 @@ import numpy as np
 
 from kernelopt.ir import NKIActivation, NKIMatmul, NKITensorTensor
 
-M, K, N = 512, 1024, 1024
+M, K, N = 1024, 1024, 1024
 
 
 def f_nkigym(xT, w_gate, w_up):

@@ -149,6 +149,8 @@ class _Lowering:
         self.add(PhysicalBuffer(sbuf, "sbuf", axes, "float32", "result", (), pins))
         roles = ((label["P"], "partition"), (f, "reduce"), (label["ONE"], "free"))
         attrs = (("op", op.attrs["op"]), ("reduce", f))
+        if op.attrs.get("negate"):
+            attrs += (("negate", True),)
         data = (srcs["data"],)
         self.operators.append(
             Operator(f"tensor_reduce_{v}", "tensor_reduce", sbuf, data, roles, (), attrs)

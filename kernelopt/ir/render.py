@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from kernelopt.ir.derive import Placement, derive, scope_of
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
+from kernelopt.sim.trn2 import DEFAULT_PARAMS
 
 LINE = 100  # the project's formatter line length; rendered text is already formatted
 DTYPES = {
@@ -194,9 +195,54 @@ def buffer_shape(ir: KernelIR, buf: PhysicalBuffer) -> tuple[int, int, int]:
     return ir.dim[dp].tile, held(dp), held(df) * ir.dim[df].tile
 
 
+# Element-wise instructions by the engine that must run them; the rest may run on either.
+VECTOR_ONLY = ("tensor_tensor", "tensor_reduce", "reciprocal")
+SCALAR_ONLY = ("activation",)
+EITHER = ("tensor_scalar",)  # copies and drains stay on VectorE, their default
+
+
+def engine_plan(ir: KernelIR) -> dict[str, str]:
+    """The engine of every instruction that may run on VectorE or ScalarE.
+
+    Mechanical, not a knob: the fixed work of each engine (elements streamed,
+    a PSUM operand counting twice) is summed first, then each movable
+    instruction, largest first, goes where the busier engine finishes
+    sooner, so VectorE and ScalarE share the element-wise work. A tie stays
+    on VectorE, the instructions' default engine.
+    """
+    rates = {"vector": DEFAULT_PARAMS.vector_clock_hz, "scalar": DEFAULT_PARAMS.scalar_clock_hz}
+    load = {"vector": 0.0, "scalar": 0.0}
+    movable: list[tuple[float, int, Operator]] = []
+    for i, op in enumerate(ir.operators):
+        buf = ir.buffer.get(op.srcs[0]) if op.srcs else None
+        if buf is None:
+            continue
+        dp, df = buf.axes
+        work = ir.dim[dp].size * ir.dim[df].size * (2.0 if buf.memory == "psum" else 1.0)
+        if op.kind == "drain" and _drain_adds(ir, op):
+            load["vector"] += work
+        elif op.kind in VECTOR_ONLY:
+            load["vector"] += work
+        elif op.kind in SCALAR_ONLY:
+            load["scalar"] += work
+        elif op.kind in EITHER:
+            movable.append((-work, i, op))
+    plan: dict[str, str] = {}
+    for negative, _, op in sorted(movable, key=lambda m: (m[0], m[1])):
+        finish = {
+            e: max((load[e] - negative) / rates[e], load[o] / rates[o])
+            for e, o in (("vector", "scalar"), ("scalar", "vector"))
+        }
+        engine = "scalar" if finish["scalar"] < finish["vector"] else "vector"
+        load[engine] -= negative
+        plan[op.name] = engine
+    return plan
+
+
 class _Renderer:
     def __init__(self, ir: KernelIR, placement: Placement) -> None:
         self.ir, self.p = ir, placement
+        self.engines = engine_plan(ir)
         self.w = _Writer()
         used = list(placement.emission.values()) + list(placement.fire.values())
         self.max_depth = max(used)
@@ -346,6 +392,8 @@ class _Renderer:
     def _elementwise(
         self, op: Operator, site: _Site, indent: int, head: str, args: list[str]
     ) -> None:
+        if self.engines.get(op.name) == "scalar" and head != "nisa.tensor_tensor":
+            args = [*args, "engine=nisa.engine.scalar"]
         indent = self.local_loops(site, self.ir.buffer[op.dst].axes, indent)
         views = {name: self.view(site, self.ir.buffer[name], indent) for name in (op.dst, *op.srcs)}
         self.w.call(indent, head, [a.format(**{k: v for k, v in views.items()}) for a in args])

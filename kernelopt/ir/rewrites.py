@@ -50,9 +50,11 @@ def _restructure(
 class LoadTranspose:
     """A TensorE transpose of a freshly loaded input becomes one transposing DMA load.
 
-    Pattern: ``load x -> sbuf_x -> transpose -> psum_t -> copy -> sbuf_t`` where
-    nothing else reads ``sbuf_x``. Result: ``dma_transpose x -> sbuf_t``; the
-    SBUF staging buffer, the PSUM buffer and two instructions disappear.
+    Pattern: ``load x -> sbuf_x -> transpose -> psum_t -> copy -> sbuf_t``.
+    Result: ``dma_transpose x -> sbuf_t``; the PSUM buffer and two instructions
+    disappear, and so does the SBUF staging buffer when nothing else reads
+    it. When other ops read ``sbuf_x`` too (a norm reads the rows of the x
+    a matmul reads transposed), x is loaded twice, once each way.
     """
 
     name = "LoadTranspose"
@@ -65,8 +67,9 @@ class LoadTranspose:
             load = ir.producers.get(source.name)
             readers = [o for o in ir.operators if source.name in o.srcs]
             copies = [o for o in ir.operators if o.srcs == (op.dst,) and o.kind == "copy"]
-            if load is None or load.kind != "load" or len(readers) != 1 or len(copies) != 1:
+            if load is None or load.kind != "load" or len(copies) != 1:
                 continue
+            shared = len(readers) > 1
             target = ir.buffer[copies[0].dst]
             dp, df = target.axes
             fused = Operator(
@@ -79,11 +82,12 @@ class LoadTranspose:
             operators: list[Operator] = []
             for o in ir.operators:
                 if o is load:
-                    operators.append(fused)
+                    operators += [load, fused] if shared else [fused]
                 elif o is not op and o is not copies[0]:
                     operators.append(o)
             loaded = dataclasses.replace(target, role="load")
-            return _restructure(ir, operators, {source.name, op.dst}, loaded, self.name)
+            dropped = {op.dst} if shared else {source.name, op.dst}
+            return _restructure(ir, operators, dropped, loaded, self.name)
         return ir
 
 
