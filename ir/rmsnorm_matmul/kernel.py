@@ -30,28 +30,25 @@ def rmsnorm_matmul(x, w):
         nisa.memset(dst=sbuf_mm, value=0.0)
         sbuf_out = nl.ndarray((128, 1, 2048), dtype=nl.bfloat16, buffer=nl.sbuf)
         for l0 in nl.affine_range(1):
-            for l3 in nl.affine_range(1):
-                nisa.tensor_reduce(
-                    dst=sbuf_ss[:, l0, 0:1],
-                    op=nl.add,
-                    data=sbuf_sq[:, b0 + l0, 0:1024],
-                    axis=1,
-                    keepdims=True,
-                )
+            nisa.tensor_reduce(
+                dst=sbuf_ss[:, l0, 0:1],
+                op=nl.add,
+                data=sbuf_sq[:, b0 + l0, 0:1024],
+                axis=1,
+                keepdims=True,
+            )
         for l0 in nl.affine_range(1):
-            for l3 in nl.affine_range(1):
-                nisa.tensor_scalar(
-                    dst=sbuf_ms[:, l0, 0:1],
-                    data=sbuf_ss[:, l0, 0:1],
-                    op0=nl.multiply,
-                    operand0=0.0009765625,
-                    op1=nl.add,
-                    operand1=1e-06,
-                    engine=nisa.engine.scalar,
-                )
+            nisa.tensor_scalar(
+                dst=sbuf_ms[:, l0, 0:1],
+                data=sbuf_ss[:, l0, 0:1],
+                op0=nl.multiply,
+                operand0=0.0009765625,
+                op1=nl.add,
+                operand1=1e-06,
+                engine=nisa.engine.scalar,
+            )
         for l0 in nl.affine_range(1):
-            for l3 in nl.affine_range(1):
-                nisa.activation(dst=sbuf_rs[:, l0, 0:1], op=nl.rsqrt, data=sbuf_ms[:, l0, 0:1])
+            nisa.activation(dst=sbuf_rs[:, l0, 0:1], op=nl.rsqrt, data=sbuf_ms[:, l0, 0:1])
         for b1 in nl.sequential_range(1):
             sbuf_xt = nl.ndarray((128, 8, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
             psum_mm = nl.ndarray((128, 1, 2048), dtype=nl.float32, buffer=nl.psum)

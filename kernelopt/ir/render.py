@@ -131,7 +131,7 @@ class _Site:
     def local_trip(self, d: str) -> int:
         """Trip count of the operator's own loop over ``d`` (0: no loop needed)."""
         st = self.status(d)
-        if st == "tile":
+        if st == "tile" or self.ir.dim[d].size == 1:
             return 0
         return self.ir.ltiles_per_block[d] if st == "block" else self.ir.dim[d].num_tiles
 
@@ -139,6 +139,8 @@ class _Site:
         """(global tile index, index within the block) of the tile being handled."""
         i, per = self.dim_index(d), self.ir.ltiles_per_block[d]
         st = self.status(d)
+        if self.ir.dim[d].size == 1:
+            return Lin(), Lin()  # a [P, 1] column's free dim: no loop, index 0
         if st == "tile":
             return var(f"b{i}") * per + var(f"t{i}"), var(f"t{i}")
         if st == "block":
@@ -287,6 +289,14 @@ class _Renderer:
             i, dim = int(d[1:]), ir.dim[d]
             per = ir.ltiles_per_block[d]
             trip = per if kind == "tile" else dim.num_tiles // per
+            if dim.size == 1:
+                # A column's one-element dim has nothing to loop over: where its loops
+                # sit in loop_order changes no instruction, so it prints no loop.
+                self.level(depth + 1, indent)
+                for op in ops:
+                    if p.after[op.name]:
+                        self.operator(op, depth, indent)
+                return
             rng = (
                 "nl.sequential_range"
                 if kind == "block" and d in self.sequential
