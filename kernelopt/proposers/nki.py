@@ -84,13 +84,25 @@ UNUSABLE = frozenset({"failed", "incorrect", "diverged"})
 MAX_DEFERRED = 64  # states predicted far worse set aside per batch before taking the least bad
 
 
+_COMPUTE_ENGINES = (
+    "tensor_engine_active_time_percent",
+    "vector_engine_active_time_percent",
+    "scalar_engine_active_time_percent",
+)
+
+
 def _dma_bound(profile: dict[str, Any]) -> bool | None:
-    """Whether DMA, not TensorE, limits the kernel (None when the profile cannot say)."""
+    """Whether DMA, not a compute engine, limits the kernel (None when the profile cannot say).
+
+    A norm or a softmax has no TensorE work: DMA is compared with the busiest
+    of TensorE, VectorE and ScalarE, not with TensorE alone.
+    """
     dma = profile.get("dma_active_time_percent")
     te = profile.get("tensor_engine_active_time_percent")
     if not isinstance(dma, int | float) or not isinstance(te, int | float):
         return None
-    return dma > te
+    busy = [profile.get(k) for k in _COMPUTE_ENGINES]
+    return dma > max(b for b in busy if isinstance(b, int | float))
 
 
 class NkiKnobProposer:
