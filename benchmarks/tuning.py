@@ -11,7 +11,7 @@ for every valid state and is checked by the tests):
   standing in for exhaustive search, which is out of reach at this size.
 
     python benchmarks/tuning.py [--workload ir/matmul/workload.py ...] [--budgets 50 200]
-                                [--reference 1500] [--seeds 0 1 2 3 4]
+                                [--reference 1500] [--seeds 0 1 2 3 4] [--metric roofline_percent]
 
 Every shipped workload is scored unless --workload names some; "wins" counts
 the seeds where kernelopt is at least as good as random at that budget.
@@ -160,10 +160,12 @@ def at(curve: list[float], n: int) -> float:
     return curve[min(n, len(curve)) - 1] if curve else 0.0
 
 
-def score_workload(path: str, budgets: list[int], reference: int, seeds: list[int]) -> dict:
+def score_workload(
+    path: str, budgets: list[int], reference: int, seeds: list[int], metric: str = "mfu"
+) -> dict:
     """Curves of both searches per seed, and the reference best over everything simulated."""
     workload = load_workload(path)
-    scorer = Scorer(workload)
+    scorer = Scorer(workload, metric)
     top = max(budgets)
     t0 = time.monotonic()
     ours = {s: proposer_search(workload, scorer, top, s) for s in seeds}
@@ -212,6 +214,11 @@ def main() -> None:
         action="store_true",
         help="--runs: time kernels without array math; each run's best is checked in full",
     )
+    parser.add_argument(
+        "--metric",
+        default="mfu",
+        help="workload mode: mfu (default) or any sim profile field, e.g. roofline_percent",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.runs:
@@ -225,14 +232,14 @@ def main() -> None:
         return
     args.seeds = args.seeds or [0]
     results = {
-        w: score_workload(w, args.budgets, args.reference, args.seeds)
+        w: score_workload(w, args.budgets, args.reference, args.seeds, args.metric)
         for w in args.workloads or SHIPPED
     }
     if args.json:
         print(json.dumps([row for r in results.values() for row in r["rows"]]))
         return
     print(
-        f"sim MFU (%), best after N candidates, seeds {' '.join(map(str, args.seeds))}; "
+        f"sim {args.metric} (%), best after N candidates, seeds {' '.join(map(str, args.seeds))}; "
         "ratios to the reference as mean [min..max] over seeds"
     )
     for path, result in results.items():
