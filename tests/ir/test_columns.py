@@ -203,3 +203,26 @@ def test_fused_drain_reads_psum_and_pins_the_reduction() -> None:
     assert "data=psum_mm[" in render_ir(sample(fused, random.Random(2)))
     plain = small_ir("matmul")  # the drain feeds the store: nothing to fuse
     assert FusedDrain().apply(plain) is plain
+
+
+def test_tensor_scalar_goes_to_scalar_engine_when_vector_engine_is_busier() -> None:
+    from kernelopt.ir.render import engine_plan
+
+    softmax = small_ir("softmax")  # two reductions on VectorE, one exp on ScalarE
+    assert engine_plan(softmax) == {"tensor_scalar_out": "scalar"}
+    assert "engine=nisa.engine.scalar" in render_ir(softmax)
+    matmul = small_ir("matmul")  # nothing movable: the drain stays on VectorE
+    assert engine_plan(matmul) == {} and "engine=" not in render_ir(matmul)
+
+
+def test_load_transpose_keeps_the_load_other_ops_read() -> None:
+    from kernelopt.ir.rewrites import LoadTranspose
+
+    ir = small_ir("rmsnorm_matmul")
+    rewritten = LoadTranspose().apply(ir)
+    kinds = [op.kind for op in rewritten.operators]
+    assert kinds.count("load") == 2 and kinds.count("load_transpose") == 1
+    assert "transpose" not in kinds and "sbuf_x" in rewritten.buffer
+    assert "psum_xt" not in rewritten.buffer
+    text = render_ir(sample(rewritten, random.Random(4)))
+    assert "nisa.dma_transpose(" in text and "src=x[" in text
