@@ -19,7 +19,9 @@ EPS = 1e-6
 def f_nkigym(x, w):
     sq = NKIActivation(op="square")(data=x)
     ss = NKITensorReduce(op="add", axis=1)(data=sq)
-    ms = NKITensorScalar(op0="multiply", operand0=1.0 / x.shape[1], op1="add", operand1=EPS)(data=ss)
+    ms = NKITensorScalar(op0="multiply", operand0=1.0 / x.shape[1], op1="add", operand1=EPS)(
+        data=ss
+    )
     rs = NKIActivation(op="rsqrt")(data=ms)
     xt = NKITranspose()(data=x)
     mm = NKIMatmul()(stationary=xt, moving=w)

@@ -443,7 +443,10 @@ class _Renderer:
         for i in ("0", "1"):
             if op.attr("op" + i) is None:
                 continue
-            args += [f"op{i}=nl.{op.attr('op' + i)}", f"operand{i}={self._operand(op, 'operand' + i)}"]
+            args += [
+                f"op{i}=nl.{op.attr('op' + i)}",
+                f"operand{i}={self._operand(op, 'operand' + i)}",
+            ]
             if op.attr("reverse" + i):
                 args.append(f"reverse{i}=True")
         self._elementwise(op, site, indent, "nisa.tensor_scalar", args)

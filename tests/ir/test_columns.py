@@ -139,7 +139,11 @@ def test_a_scale_used_before_its_row_reduction_finishes_is_invalid_with_a_fix() 
         pytest.fail("no draw used the row scale inside the loop that completes it")
     assert "complete only after" in early[0].detail and early[0].fix_hint.startswith("set ")
     fixed = apply_fix(state, early[0].fix)
-    still = [f for f in validity_report(fixed) if (f.check, f.buffer) == (early[0].check, early[0].buffer)]
+    still = [
+        f
+        for f in validity_report(fixed)
+        if (f.check, f.buffer) == (early[0].check, early[0].buffer)
+    ]
     assert not still
 
 
