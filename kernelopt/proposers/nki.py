@@ -69,6 +69,10 @@ from kernelopt.proposers.surrogate import features, fit, load_traffic
 from kernelopt.workload import Workload
 
 JOINT_BATCH = 8
+# Fruitless single-knob sweeps before moving several knobs at once: a graph with
+# many buffers (a norm feeding a matmul has ~25 knobs) would otherwise spend the
+# whole budget sweeping knobs one at a time.
+FRUITLESS_ROUND = 8
 PERTURB_BATCH = 8
 FRESH_PER_PERTURB = 2  # fresh joint draws in a perturbation batch, against tunnel vision
 ELITES = 4  # best distinct states perturbed, besides each variant's best
@@ -328,7 +332,7 @@ class NkiKnobProposer:
                 self.knob_index += 1
                 self.fruitless_sweeps += 1
             self.last_improved = False
-            while self.fruitless_sweeps <= len(knobs):
+            while self.fruitless_sweeps <= min(len(knobs), FRUITLESS_ROUND):
                 knob = knobs[self.knob_index % len(knobs)]
                 fresh = [ir for ir in sweep(best, knob, self.rng) if self._worth(ir, tried)]
                 if fresh:
