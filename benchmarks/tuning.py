@@ -11,7 +11,7 @@ for every valid state and is checked by the tests):
   standing in for exhaustive search, which is out of reach at this size.
 
     python benchmarks/tuning.py [--workload ir/matmul/workload.py ...] [--budgets 50 200]
-                                [--reference 1500] [--seeds 0 1 2 3 4]
+                                [--reference 1500] [--seeds 0 1 2 3 4] [--metric roofline_percent]
 
 Every shipped workload is scored unless --workload names some; "wins" counts
 the seeds where kernelopt is at least as good as random at that budget.
@@ -46,20 +46,27 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from kernelopt.ir import ir_for_workload, knob_signature, render_ir, sample  # noqa: E402
 from kernelopt.ir.footprint import fits  # noqa: E402
-from kernelopt.ir.mac import compute_mac_count  # noqa: E402
+from kernelopt.ir.mac import compute_mac_count, roofline_work  # noqa: E402
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations  # noqa: E402
 from kernelopt.proposers.base import Observation, ProposerState  # noqa: E402
 from kernelopt.proposers.nki import NkiKnobProposer  # noqa: E402
 from kernelopt.sim import SimError, run_kernel  # noqa: E402
+from kernelopt.sim.roofline import roofline_fields  # noqa: E402
+from kernelopt.sim.trn2 import DEFAULT_PARAMS  # noqa: E402
+
+METRIC_KEYS = {"mfu": "mfu_estimated_percent", "time": "total_time"}
 from kernelopt.workload import load_workload, make_inputs  # noqa: E402
 
 
 class Scorer:
-    """MFU and profile of a kernel source on sim, cached by source text."""
+    """A metric (MFU, or percent of roofline for the math's work) and the profile of a
+    kernel source on sim, cached by source text."""
 
-    def __init__(self, workload) -> None:
+    def __init__(self, workload, metric: str = "mfu") -> None:
         self.inputs = make_inputs(workload.input_specs, 0)
         self.macs = compute_mac_count(workload.f_nkigym, workload.input_specs)
+        self.work = roofline_work(workload.f_nkigym, workload.input_specs)
+        self.key = METRIC_KEYS.get(metric, metric)
         self.cache: dict[str, tuple[float | None, dict]] = {}
         self.dir = Path(tempfile.mkdtemp(prefix="kernelopt-tuning-"))
         self.count = 0
@@ -74,7 +81,8 @@ class Scorer:
             path.write_text(source)
             try:
                 run = run_kernel(path, self.inputs, compute=False, mac_count=self.macs)
-                self.cache[source] = (float(run.profile["mfu_estimated_percent"]), run.profile)
+                profile = {**run.profile, **roofline_fields(run.profile, self.work, DEFAULT_PARAMS)}
+                self.cache[source] = (float(profile[self.key]), profile)
             except SimError:  # capacity and the like: a failed candidate
                 self.cache[source] = (None, {})
         return self.cache[source]
@@ -152,10 +160,12 @@ def at(curve: list[float], n: int) -> float:
     return curve[min(n, len(curve)) - 1] if curve else 0.0
 
 
-def score_workload(path: str, budgets: list[int], reference: int, seeds: list[int]) -> dict:
+def score_workload(
+    path: str, budgets: list[int], reference: int, seeds: list[int], metric: str = "mfu"
+) -> dict:
     """Curves of both searches per seed, and the reference best over everything simulated."""
     workload = load_workload(path)
-    scorer = Scorer(workload)
+    scorer = Scorer(workload, metric)
     top = max(budgets)
     t0 = time.monotonic()
     ours = {s: proposer_search(workload, scorer, top, s) for s in seeds}
@@ -204,6 +214,11 @@ def main() -> None:
         action="store_true",
         help="--runs: time kernels without array math; each run's best is checked in full",
     )
+    parser.add_argument(
+        "--metric",
+        default="mfu",
+        help="workload mode: mfu (default) or any sim profile field, e.g. roofline_percent",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.runs:
@@ -217,14 +232,14 @@ def main() -> None:
         return
     args.seeds = args.seeds or [0]
     results = {
-        w: score_workload(w, args.budgets, args.reference, args.seeds)
+        w: score_workload(w, args.budgets, args.reference, args.seeds, args.metric)
         for w in args.workloads or SHIPPED
     }
     if args.json:
         print(json.dumps([row for r in results.values() for row in r["rows"]]))
         return
     print(
-        f"sim MFU (%), best after N candidates, seeds {' '.join(map(str, args.seeds))}; "
+        f"sim {args.metric} (%), best after N candidates, seeds {' '.join(map(str, args.seeds))}; "
         "ratios to the reference as mean [min..max] over seeds"
     )
     for path, result in results.items():

@@ -114,7 +114,7 @@ def _trace_only(target: Any, tree: Path, env: Any = None) -> Any:
     from kernelopt.measurement import Measurement
     from kernelopt.sim import SimError, run_kernel
     from kernelopt.sim.check import SimReport
-    from kernelopt.targets.nki import _mac_count
+    from kernelopt.targets.nki import _mac_count, roofline_work_of
     from kernelopt.workload import load_workload, make_inputs
 
     started = time.monotonic()
@@ -135,7 +135,8 @@ def _trace_only(target: Any, tree: Path, env: Any = None) -> Any:
     report = SimReport(
         True, None, None, run.profile, func=run.func, explanation=run.explain().to_json()
     )
-    return target.measurement_of(report, macs, time.monotonic() - started)
+    work = roofline_work_of(workload)
+    return target.measurement_of(report, macs, time.monotonic() - started, work=work)
 
 
 def check_best(repo: Path, run: dict[str, Any], program: Any) -> str:
@@ -187,22 +188,23 @@ def one_run(repo: Path, program_path: Path, seed: int) -> dict[str, Any]:
     }
 
 
-def _cache_key(workload: Path, reference: int) -> str:
+def _cache_key(workload: Path, reference: int, metric: str = "mfu") -> str:
     digest = hashlib.sha1(workload.read_bytes()).hexdigest()[:16]
-    return f"{workload.name}:{reference}:{digest}:{_code_digest()}"
+    return f"{workload.name}:{metric}:{reference}:{digest}:{_code_digest()}"
 
 
-def best_known(workload: Path, reference: int) -> float:
-    """Best sim MFU of ``reference`` fitting random states (cached across invocations)."""
+def best_known(workload: Path, reference: int, metric: str = "mfu") -> float:
+    """Best sim ``metric`` of ``reference`` fitting random states (cached across invocations)."""
     from tuning import Scorer, random_search  # the enumeration the other mode uses
 
     from kernelopt.workload import load_workload
 
     cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
-    key = _cache_key(workload, reference)
+    key = _cache_key(workload, reference, metric)
     if key not in cache:
         loaded = load_workload(workload)
-        curve = random_search(loaded, Scorer(loaded), reference, 1_000_003, fit_only=True)
+        scorer = Scorer(loaded, metric)
+        curve = random_search(loaded, scorer, reference, 1_000_003, fit_only=True)
         cache[key] = curve[-1] if curve else 0.0
         CACHE.write_text(json.dumps(cache, indent=1))
     return float(cache[key])
@@ -227,7 +229,7 @@ def run_programs(
                     runs[-1]["checked"] = check_best(repo, runs[-1], program)
                 print(_row(runs[-1], None), file=sys.stderr, flush=True)
         assert program.target.workload
-        known = best_known(REPO / program.target.workload, reference)
+        known = best_known(REPO / program.target.workload, reference, program.metric)
         known = max([known] + [r["best"] or 0.0 for r in runs])
         results.append(
             {
@@ -235,6 +237,7 @@ def run_programs(
                 "target": program.stop.target,
                 "max_candidates": program.stop.max_candidates,
                 "best_known": known,
+                "metric": program.metric,
                 "runs": runs,
                 "seconds": time.monotonic() - t0,
             }
@@ -257,7 +260,8 @@ def print_runs(results: list[dict[str, Any]]) -> None:
     for res in results:
         known, target = res["best_known"], res["target"]
         print(
-            f"\n{res['program']}: best known {known:.2f}, target {target}, "
+            f"\n{res['program']} ({res.get('metric', 'mfu')}): best known {known:.2f}, "
+            f"target {target}, "
             f"budget {res['max_candidates']} ({res['seconds']:.0f}s)"
         )
         print(

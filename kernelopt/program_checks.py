@@ -20,6 +20,7 @@ NKI_METRICS = frozenset(
         "mbu_estimated_percent",
         "hfu_estimated_percent",
         "roofline_efficiency",
+        "roofline_percent",
         "min_ms",
         "median_ms",
         *NKI_METRIC_ALIASES,

@@ -7,16 +7,16 @@ import nki.language as nl
 
 @nki.jit
 def matmul_gelu(lhsT, rhs):
-    out = nl.ndarray((512, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    for b1 in nl.affine_range(4):
-        for b2 in nl.affine_range(2):
+    out = nl.ndarray((1024, 2048), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    for b1 in nl.affine_range(8):
+        for b2 in nl.affine_range(4):
             for t1 in nl.affine_range(1):
                 for t2 in nl.affine_range(1):
                     psum_mm = nl.ndarray((128, 1, 512), dtype=nl.float32, buffer=nl.psum)
                     nisa.memset(dst=psum_mm, value=0.0)
                     sbuf_mm = nl.ndarray((128, 1, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
                     sbuf_out = nl.ndarray((128, 1, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
-                    for b0 in nl.affine_range(4):
+                    for b0 in nl.affine_range(8):
                         for t0 in nl.affine_range(1):
                             sbuf_lhsT = nl.ndarray((128, 1, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
                             sbuf_rhs = nl.ndarray((128, 1, 512), dtype=nl.bfloat16, buffer=nl.sbuf)

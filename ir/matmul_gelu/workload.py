@@ -19,5 +19,5 @@ def f_numpy(lhsT: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return (0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))).astype(np.float32)
 
 
-K, M, N = 512, 512, 1024
+K, M, N = 1024, 1024, 2048
 INPUT_SPECS = {"lhsT": ((K, M), "bfloat16"), "rhs": ((K, N), "bfloat16")}

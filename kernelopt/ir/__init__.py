@@ -14,12 +14,13 @@ from kernelopt.ir.knobs_io import (
     knobs_to_json,
     read_knobs,
 )
-from kernelopt.ir.mac import compute_mac_count
+from kernelopt.ir.mac import compute_mac_count, roofline_work
 from kernelopt.ir.model import Dim, KernelIR, Operator, PhysicalBuffer, Scope
 from kernelopt.ir.ops import (
     NKIActivation,
     NKIMatmul,
     NKIOp,
+    NKIReciprocal,
     NKITensorReduce,
     NKITensorScalar,
     NKITensorTensor,
@@ -42,6 +43,7 @@ __all__ = [
     "NKIActivation",
     "NKIMatmul",
     "NKIOp",
+    "NKIReciprocal",
     "NKITensorReduce",
     "NKITensorScalar",
     "NKITensorTensor",
@@ -66,6 +68,7 @@ __all__ = [
     "knobs_to_json",
     "read_knobs",
     "render_ir",
+    "roofline_work",
     "sample",
     "validity_report",
 ]

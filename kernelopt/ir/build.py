@@ -97,6 +97,10 @@ class _Lowering:
         v = op.output.name
         srcs = {role: self.sbuf_of[t.name] for role, t in op.operands.items()}
         upstream = tuple(sorted({d for t in op.operands.values() for d in self.pinned[t.name]}))
+        # A dim reduced upstream that comes back as an axis of this result (x * rsqrt(sum(x^2))
+        # along x's row) is not pinned: the derivation decides whether the row's
+        # reduction completes before this op walks that dim again.
+        upstream = tuple(d for d in upstream if d not in self.axes(op.output))
         label = {lab: self.names[self.tr.find(axis)] for lab, axis in op.labels.items()}
         if isinstance(op.op, NKIMatmul):
             self.pinned[v] = self.matmul(op, srcs, upstream, label)
@@ -145,6 +149,8 @@ class _Lowering:
         self.add(PhysicalBuffer(sbuf, "sbuf", axes, "float32", "result", (), pins))
         roles = ((label["P"], "partition"), (f, "reduce"), (label["ONE"], "free"))
         attrs = (("op", op.attrs["op"]), ("reduce", f))
+        if op.attrs.get("negate"):
+            attrs += (("negate", True),)
         data = (srcs["data"],)
         self.operators.append(
             Operator(f"tensor_reduce_{v}", "tensor_reduce", sbuf, data, roles, (), attrs)
@@ -156,7 +162,12 @@ class _Lowering:
         sbuf = f"sbuf_{v}"
         self.add(PhysicalBuffer(sbuf, "sbuf", axes, op.output.dtype, "result", (), upstream))
         attrs = tuple(sorted((k, val) for k, val in op.attrs.items() if val is not None))
-        kind, operands = op.op.kind, tuple(srcs.values())
+        # Data operands in the op's order, then [P, 1] columns, named in attrs["columns"].
+        columns = tuple(r for r in op.op.column_attrs if r in srcs)
+        if columns:
+            attrs = tuple(sorted((*attrs, ("columns", columns))))
+        roles = (*op.op.spec.operands, *columns)
+        kind, operands = op.op.kind, tuple(srcs[r] for r in roles)
         self.operators.append(
             Operator(f"{kind}_{v}", kind, sbuf, operands, _roles(axes), (), attrs)
         )

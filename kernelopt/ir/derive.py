@@ -199,9 +199,7 @@ def derive(ir: KernelIR) -> tuple[Placement | None, list[Failure]]:
     assert position is not None
     emission: dict[str, int] = {}
     for buf in ir.buffers:
-        bad_reduce = [
-            d for d in buf.lifetime_dims if ir.buffer_scopes[buf.name][d] == Scope.PER_TILE
-        ]
+        bad_reduce = [d for d in buf.lifetime_dims if scope_of(ir, buf, d) == Scope.PER_TILE]
         if bad_reduce:
             failures.append(
                 Failure(

@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from kernelopt.ir.ops import NKIMatmul
 from kernelopt.ir.trace import trace
+from kernelopt.sim.roofline import RooflineWork
+from kernelopt.workload import numpy_dtype
 
 
 def compute_mac_count(
@@ -19,3 +23,53 @@ def compute_mac_count(
             k, m = op.operands["stationary"].shape
             total += k * m * op.operands["moving"].shape[1]
     return total
+
+
+# Element-wise ops of the graph and the engine that must run them (None: either one).
+_ELEMENTWISE_ENGINE = {
+    "activation": "scalar",
+    "tensor_tensor": "vector",
+    "tensor_reduce": "vector",
+    "reciprocal": "vector",
+    "tensor_scalar": None,
+}
+
+
+def roofline_work(
+    f_nkigym: Callable[..., Any], input_specs: dict[str, tuple[tuple[int, ...], str]]
+) -> RooflineWork:
+    """The math's work, whatever the knobs: MACs, element-wise elements, HBM bytes.
+
+    Each element-wise op touches every element of its data once; a transpose
+    and a PSUM drain are data movement the math does not need, so they count
+    nothing. HBM traffic is every input read once and the result written once.
+    """
+    tr = trace(f_nkigym, input_specs)
+    macs = vector = scalar = either = 0
+    for op in tr.ops:
+        if isinstance(op.op, NKIMatmul):
+            k, m = op.operands["stationary"].shape
+            macs += k * m * op.operands["moving"].shape[1]
+            continue
+        engine = _ELEMENTWISE_ENGINE.get(op.op.kind, "")
+        if engine == "":
+            continue
+        data = next(iter(op.operands.values()))
+        elements = int(np.prod(data.shape))
+        if engine == "scalar":
+            scalar += elements
+        elif engine == "vector":
+            vector += elements
+        else:
+            either += elements
+    hbm = sum(_nbytes(t.shape, t.dtype) for t in (*tr.params, tr.output))
+    fp32 = any(
+        numpy_dtype(op.operands["stationary"].dtype).itemsize >= 4
+        for op in tr.ops
+        if isinstance(op.op, NKIMatmul)
+    )
+    return RooflineWork(macs, vector, scalar, either, hbm, fp32)
+
+
+def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
+    return int(np.prod(shape)) * numpy_dtype(dtype).itemsize

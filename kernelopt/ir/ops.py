@@ -73,6 +73,18 @@ class AxisSpec:
     limits: tuple[tuple[str, int], ...] = ()
     new_axes: tuple[tuple[str, int], ...] = ()  # output labels no operand has, with sizes
 
+    def labels(self, role: str) -> tuple[str, ...]:
+        """Axis labels of an operand; a [P, 1] column shares only the partition axis."""
+        if role in self.operands:
+            return self.operands[role]
+        return ("P", f"_{role}")
+
+
+def is_tile(value: Any) -> bool:
+    """A tensor (numpy array or traced tensor), as opposed to a Python number."""
+    shape = getattr(value, "shape", None)
+    return shape is not None and len(shape) > 0
+
 
 class NKIOp:
     """Base of every op: subclasses set ``kind``, ``spec`` and ``compute``."""
@@ -80,6 +92,10 @@ class NKIOp:
     kind: ClassVar[str] = ""
     spec: ClassVar[AxisSpec]
     attr_names: ClassVar[tuple[str, ...]] = ()
+    # Attributes that may be a [P, 1] tile instead of a number (the ISA's vector operands).
+    column_attrs: ClassVar[tuple[str, ...]] = ()
+    # The result's dtype when it is not the first operand's (a reduction accumulates in fp32).
+    out_dtype: ClassVar[str | None] = None
 
     def __init__(self, **attrs: Any) -> None:
         self._check_attr_names(attrs)
@@ -100,12 +116,23 @@ class NKIOp:
         if missing:
             raise OpError(f"{type(self).__name__}: missing operand(s) {missing}")
         attrs = {**self.attrs, **kwargs}
+        # A tile given as an attribute, at construction or in the call, is an operand.
+        for role in self.column_attrs:
+            if is_tile(attrs.get(role)):
+                operands[role] = attrs.pop(role)
         self.check_attrs(attrs)
         first = next(iter(operands.values()))
         recorder = getattr(first, "record", None)
         if recorder is not None:
             return recorder(self, operands, attrs)
         arrays = {k: np.asarray(v) for k, v in operands.items()}
+        rows = arrays[next(iter(self.spec.operands))].shape[0]
+        for role in self.column_attrs:
+            if role in arrays and arrays[role].shape != (rows, 1):
+                raise OpError(
+                    f"{type(self).__name__}: {role} must be a number or a [{rows}, 1] column, "
+                    f"got shape {arrays[role].shape}"
+                )
         return self.compute(arrays, attrs)
 
     def check_attrs(self, attrs: dict[str, Any]) -> None:
@@ -113,6 +140,20 @@ class NKIOp:
 
     def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
         raise NotImplementedError
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float | np.floating | np.integer) and not isinstance(value, bool)
+
+
+def column_or_number(
+    operands: dict[str, np.ndarray], attrs: dict[str, Any], role: str, default: float
+) -> np.ndarray | np.float32:
+    """A column operand as a float32 [P, 1] array (broadcast along the free axis) or a scalar."""
+    if role in operands:
+        return operands[role].astype(np.float32)
+    value = attrs.get(role)
+    return np.float32(default if value is None else value)
 
 
 def _op_name(value: Any, table: dict[str, Any], op: str, role: str) -> str:
@@ -171,14 +212,17 @@ class NKITensorTensor(NKIOp):
 
 
 class NKITensorScalar(NKIOp):
-    """``tensor_scalar``: ``op1(op0(data, operand0), operand1)`` with Python scalars.
+    """``tensor_scalar``: ``op1(op0(data, operand0), operand1)``.
 
-    ``reverse0``/``reverse1`` swap the operands of the corresponding op.
+    Each operand is a Python number or a [P, 1] fp32 column (one value per
+    partition, broadcast along the free axis, e.g. a ``NKITensorReduce``
+    result); ``reverse0``/``reverse1`` swap the operands of the corresponding op.
     """
 
     kind = "tensor_scalar"
     spec = AxisSpec(operands={"data": ("P", "F")}, output=("P", "F"))
     attr_names = ("op0", "operand0", "reverse0", "op1", "operand1", "reverse1")
+    column_attrs = ("operand0", "operand1")
 
     def check_attrs(self, attrs: dict[str, Any]) -> None:
         for i in ("0", "1"):
@@ -188,48 +232,71 @@ class NKITensorScalar(NKIOp):
                     raise OpError("NKITensorScalar: op0= and operand0= are required")
                 continue
             attrs["op" + i] = _op_name(op, BINARY_OPS, "NKITensorScalar", "op" + i)
-            if isinstance(operand, bool) or not isinstance(operand, int | float):
+            attrs["reverse" + i] = bool(attrs.get("reverse" + i, False))
+            if ("operand" + i) not in attrs:
+                continue  # a column operand, moved to the operands
+            if not _number(operand):
                 raise OpError(
-                    f"NKITensorScalar: operand{i} must be a Python number, got {operand!r}"
+                    f"NKITensorScalar: operand{i} must be a Python number or a [P, 1] tile, "
+                    f"got {operand!r}"
                 )
             attrs["operand" + i] = float(operand)
-            attrs["reverse" + i] = bool(attrs.get("reverse" + i, False))
 
     def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
         out = operands["data"].astype(np.float32)
         for i in ("0", "1"):
             if attrs.get("op" + i) is None:
                 continue
-            fn, scalar = BINARY_OPS[attrs["op" + i]], np.float32(attrs["operand" + i])
-            out = fn(scalar, out) if attrs["reverse" + i] else fn(out, scalar)
-        return out
+            fn = BINARY_OPS[attrs["op" + i]]
+            other = column_or_number(operands, attrs, "operand" + i, 0.0)
+            out = fn(other, out) if attrs["reverse" + i] else fn(out, other)
+        return out.astype(np.float32)
 
 
 class NKIActivation(NKIOp):
     """``activation`` on ScalarE: ``op(data * scale + bias)``.
 
-    Only a scalar ``scale`` is supported; a [P, 1] ``bias`` tile is not (yet).
+    ``scale`` is a number or a [P, 1] column; ``bias`` a [P, 1] column (or a
+    number). Columns broadcast along the free axis, one value per partition.
     """
 
     kind = "activation"
     spec = AxisSpec(operands={"data": ("P", "F")}, output=("P", "F"))
     attr_names = ("op", "scale", "bias")
+    column_attrs = ("bias", "scale")
 
     def check_attrs(self, attrs: dict[str, Any]) -> None:
         if "op" not in attrs:
             raise OpError("NKIActivation: op= is required (e.g. op='gelu')")
         attrs["op"] = _op_name(attrs["op"], UNARY_OPS, "NKIActivation", "op")
-        if attrs.get("bias") is not None:
-            raise OpError("NKIActivation: bias tiles are not supported; fold it into the data")
-        scale = attrs.get("scale", 1.0)
-        if isinstance(scale, bool) or not isinstance(scale, int | float):
-            raise OpError(f"NKIActivation: scale must be a Python number, got {scale!r}")
-        attrs["scale"] = float(scale)
-        attrs.pop("bias", None)
+        for role, default in (("scale", 1.0), ("bias", None)):
+            if role not in attrs or attrs[role] is None:
+                if default is None:
+                    attrs.pop(role, None)
+                else:
+                    attrs[role] = default
+                continue
+            if not _number(attrs[role]):
+                raise OpError(
+                    f"NKIActivation: {role} must be a Python number or a [P, 1] tile, "
+                    f"got {attrs[role]!r}"
+                )
+            attrs[role] = float(attrs[role])
 
     def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
-        x = operands["data"].astype(np.float32) * np.float32(attrs["scale"])
+        x = operands["data"].astype(np.float32) * column_or_number(operands, attrs, "scale", 1.0)
+        x = x + column_or_number(operands, attrs, "bias", 0.0)
         return UNARY_OPS[attrs["op"]](x).astype(np.float32)
+
+
+class NKIReciprocal(NKIOp):
+    """``reciprocal`` on VectorE: ``1 / data`` element by element, computed in fp32."""
+
+    kind = "reciprocal"
+    spec = AxisSpec(operands={"data": ("P", "F")}, output=("P", "F"))
+
+    def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        return (1.0 / operands["data"].astype(np.float32)).astype(np.float32)
 
 
 class NKITensorReduce(NKIOp):
@@ -243,7 +310,8 @@ class NKITensorReduce(NKIOp):
     spec = AxisSpec(
         operands={"data": ("P", "F")}, output=("P", "ONE"), reduces=("F",), new_axes=(("ONE", 1),)
     )
-    attr_names = ("op", "axis", "keepdims")
+    attr_names = ("op", "axis", "keepdims", "negate")
+    out_dtype = "float32"
 
     def check_attrs(self, attrs: dict[str, Any]) -> None:
         if "op" not in attrs:
@@ -255,7 +323,9 @@ class NKITensorReduce(NKIOp):
             )
         attrs["axis"] = 1
         attrs["keepdims"] = True
+        attrs["negate"] = bool(attrs.get("negate", False))
 
     def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
         data = operands["data"].astype(np.float32)
-        return REDUCE_OPS[attrs["op"]](data, axis=1, keepdims=True)
+        out = REDUCE_OPS[attrs["op"]](data, axis=1, keepdims=True)
+        return -out if attrs["negate"] else out

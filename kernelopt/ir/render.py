@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from kernelopt.ir.derive import Placement, derive, scope_of
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
+from kernelopt.sim.trn2 import DEFAULT_PARAMS
 
 LINE = 100  # the project's formatter line length; rendered text is already formatted
 DTYPES = {
@@ -130,7 +131,7 @@ class _Site:
     def local_trip(self, d: str) -> int:
         """Trip count of the operator's own loop over ``d`` (0: no loop needed)."""
         st = self.status(d)
-        if st == "tile":
+        if st == "tile" or self.ir.dim[d].size == 1:
             return 0
         return self.ir.ltiles_per_block[d] if st == "block" else self.ir.dim[d].num_tiles
 
@@ -138,6 +139,8 @@ class _Site:
         """(global tile index, index within the block) of the tile being handled."""
         i, per = self.dim_index(d), self.ir.ltiles_per_block[d]
         st = self.status(d)
+        if self.ir.dim[d].size == 1:
+            return Lin(), Lin()  # a [P, 1] column's free dim: no loop, index 0
         if st == "tile":
             return var(f"b{i}") * per + var(f"t{i}"), var(f"t{i}")
         if st == "block":
@@ -147,7 +150,9 @@ class _Site:
     def buffer_index(self, buf: PhysicalBuffer, d: str) -> Lin:
         glob, in_block = self.tile_index(d)
         scope = scope_of(self.ir, buf, d)
-        if scope == Scope.PER_TILE:
+        # A [P, 1] column's free dim (size 1) has one element: its index is 0 even
+        # where a consumer of the column has no loop over that dim.
+        if scope == Scope.PER_TILE or self.ir.dim[d].size == 1:
             return Lin()
         if scope == Scope.PER_BLOCK:
             assert in_block is not None
@@ -192,9 +197,54 @@ def buffer_shape(ir: KernelIR, buf: PhysicalBuffer) -> tuple[int, int, int]:
     return ir.dim[dp].tile, held(dp), held(df) * ir.dim[df].tile
 
 
+# Element-wise instructions by the engine that must run them; the rest may run on either.
+VECTOR_ONLY = ("tensor_tensor", "tensor_reduce", "reciprocal")
+SCALAR_ONLY = ("activation",)
+EITHER = ("tensor_scalar",)  # copies and drains stay on VectorE, their default
+
+
+def engine_plan(ir: KernelIR) -> dict[str, str]:
+    """The engine of every instruction that may run on VectorE or ScalarE.
+
+    Mechanical, not a knob: the fixed work of each engine (elements streamed,
+    a PSUM operand counting twice) is summed first, then each movable
+    instruction, largest first, goes where the busier engine finishes
+    sooner, so VectorE and ScalarE share the element-wise work. A tie stays
+    on VectorE, the instructions' default engine.
+    """
+    rates = {"vector": DEFAULT_PARAMS.vector_clock_hz, "scalar": DEFAULT_PARAMS.scalar_clock_hz}
+    load = {"vector": 0.0, "scalar": 0.0}
+    movable: list[tuple[float, int, Operator]] = []
+    for i, op in enumerate(ir.operators):
+        buf = ir.buffer.get(op.srcs[0]) if op.srcs else None
+        if buf is None:
+            continue
+        dp, df = buf.axes
+        work = ir.dim[dp].size * ir.dim[df].size * (2.0 if buf.memory == "psum" else 1.0)
+        if op.kind == "drain" and _drain_adds(ir, op):
+            load["vector"] += work
+        elif op.kind in VECTOR_ONLY:
+            load["vector"] += work
+        elif op.kind in SCALAR_ONLY:
+            load["scalar"] += work
+        elif op.kind in EITHER:
+            movable.append((-work, i, op))
+    plan: dict[str, str] = {}
+    for negative, _, op in sorted(movable, key=lambda m: (m[0], m[1])):
+        finish = {
+            e: max((load[e] - negative) / rates[e], load[o] / rates[o])
+            for e, o in (("vector", "scalar"), ("scalar", "vector"))
+        }
+        engine = "scalar" if finish["scalar"] < finish["vector"] else "vector"
+        load[engine] -= negative
+        plan[op.name] = engine
+    return plan
+
+
 class _Renderer:
     def __init__(self, ir: KernelIR, placement: Placement) -> None:
         self.ir, self.p = ir, placement
+        self.engines = engine_plan(ir)
         self.w = _Writer()
         used = list(placement.emission.values()) + list(placement.fire.values())
         self.max_depth = max(used)
@@ -239,6 +289,14 @@ class _Renderer:
             i, dim = int(d[1:]), ir.dim[d]
             per = ir.ltiles_per_block[d]
             trip = per if kind == "tile" else dim.num_tiles // per
+            if dim.size == 1:
+                # A column's one-element dim has nothing to loop over: where its loops
+                # sit in loop_order changes no instruction, so it prints no loop.
+                self.level(depth + 1, indent)
+                for op in ops:
+                    if p.after[op.name]:
+                        self.operator(op, depth, indent)
+                return
             rng = (
                 "nl.sequential_range"
                 if kind == "block" and d in self.sequential
@@ -344,6 +402,8 @@ class _Renderer:
     def _elementwise(
         self, op: Operator, site: _Site, indent: int, head: str, args: list[str]
     ) -> None:
+        if self.engines.get(op.name) == "scalar" and head != "nisa.tensor_tensor":
+            args = [*args, "engine=nisa.engine.scalar"]
         indent = self.local_loops(site, self.ir.buffer[op.dst].axes, indent)
         views = {name: self.view(site, self.ir.buffer[name], indent) for name in (op.dst, *op.srcs)}
         self.w.call(indent, head, [a.format(**{k: v for k, v in views.items()}) for a in args])
@@ -370,15 +430,30 @@ class _Renderer:
         ]
         self._elementwise(op, site, indent, "nisa.tensor_tensor", args)
 
+    def _operand(self, op: Operator, role: str) -> str | None:
+        """A scalar operand as source text: its number, or the placeholder of its column."""
+        columns = op.attr("columns", ())
+        if role in columns:
+            return f"{{{op.srcs[len(op.srcs) - len(columns) + columns.index(role)]}}}"
+        value = op.attr(role)
+        return None if value is None else repr(value)
+
     def op_tensor_scalar(self, op: Operator, site: _Site, indent: int) -> None:
         args = [f"dst={{{op.dst}}}", f"data={{{op.srcs[0]}}}"]
         for i in ("0", "1"):
             if op.attr("op" + i) is None:
                 continue
-            args += [f"op{i}=nl.{op.attr('op' + i)}", f"operand{i}={op.attr('operand' + i)!r}"]
+            args += [
+                f"op{i}=nl.{op.attr('op' + i)}",
+                f"operand{i}={self._operand(op, 'operand' + i)}",
+            ]
             if op.attr("reverse" + i):
                 args.append(f"reverse{i}=True")
         self._elementwise(op, site, indent, "nisa.tensor_scalar", args)
+
+    def op_reciprocal(self, op: Operator, site: _Site, indent: int) -> None:
+        args = [f"dst={{{op.dst}}}", f"data={{{op.srcs[0]}}}"]
+        self._elementwise(op, site, indent, "nisa.reciprocal", args)
 
     def op_tensor_reduce(self, op: Operator, site: _Site, indent: int) -> None:
         ir = self.ir
@@ -394,12 +469,17 @@ class _Renderer:
             "axis=1",
             "keepdims=True",
         ]
+        if op.attr("negate"):
+            args.append("negate=True")
         self.w.call(indent, "nisa.tensor_reduce", args)
 
     def op_activation(self, op: Operator, site: _Site, indent: int) -> None:
         args = [f"dst={{{op.dst}}}", f"op=nl.{op.attr('op')}", f"data={{{op.srcs[0]}}}"]
-        if op.attr("scale", 1.0) != 1.0:
-            args.append(f"scale={op.attr('scale')!r}")
+        bias, scale = self._operand(op, "bias"), self._operand(op, "scale")
+        if bias is not None:
+            args.append(f"bias={bias}")
+        if scale is not None and scale != repr(1.0):
+            args.append(f"scale={scale}")
         self._elementwise(op, site, indent, "nisa.activation", args)
 
 

@@ -50,9 +50,11 @@ def _restructure(
 class LoadTranspose:
     """A TensorE transpose of a freshly loaded input becomes one transposing DMA load.
 
-    Pattern: ``load x -> sbuf_x -> transpose -> psum_t -> copy -> sbuf_t`` where
-    nothing else reads ``sbuf_x``. Result: ``dma_transpose x -> sbuf_t``; the
-    SBUF staging buffer, the PSUM buffer and two instructions disappear.
+    Pattern: ``load x -> sbuf_x -> transpose -> psum_t -> copy -> sbuf_t``.
+    Result: ``dma_transpose x -> sbuf_t``; the PSUM buffer and two instructions
+    disappear, and so does the SBUF staging buffer when nothing else reads
+    it. When other ops read ``sbuf_x`` too (a norm reads the rows of the x
+    a matmul reads transposed), x is loaded twice, once each way.
     """
 
     name = "LoadTranspose"
@@ -65,8 +67,9 @@ class LoadTranspose:
             load = ir.producers.get(source.name)
             readers = [o for o in ir.operators if source.name in o.srcs]
             copies = [o for o in ir.operators if o.srcs == (op.dst,) and o.kind == "copy"]
-            if load is None or load.kind != "load" or len(readers) != 1 or len(copies) != 1:
+            if load is None or load.kind != "load" or len(copies) != 1:
                 continue
+            shared = len(readers) > 1
             target = ir.buffer[copies[0].dst]
             dp, df = target.axes
             fused = Operator(
@@ -79,15 +82,72 @@ class LoadTranspose:
             operators: list[Operator] = []
             for o in ir.operators:
                 if o is load:
-                    operators.append(fused)
+                    operators += [load, fused] if shared else [fused]
                 elif o is not op and o is not copies[0]:
                     operators.append(o)
             loaded = dataclasses.replace(target, role="load")
-            return _restructure(ir, operators, {source.name, op.dst}, loaded, self.name)
+            dropped = {op.dst} if shared else {source.name, op.dst}
+            return _restructure(ir, operators, dropped, loaded, self.name)
         return ir
 
 
-REWRITES: dict[str, Rewrite] = {r.name: r for r in (LoadTranspose(),)}
+# Element-wise instructions that may read a PSUM operand (VectorE and ScalarE do).
+PSUM_READERS = ("activation", "tensor_scalar", "tensor_tensor", "reciprocal")
+
+
+class FusedDrain:
+    """The element-wise op after a matmul reads its PSUM accumulator directly.
+
+    Pattern: ``matmul -> psum -> drain (copy) -> sbuf -> op`` where ``op`` is
+    the only reader of ``sbuf`` and an element-wise instruction (ScalarE and
+    VectorE read PSUM). Result: ``op`` reads ``psum``; the copy and the SBUF
+    result disappear, so the engines stream each output once instead of twice.
+    The accumulator must then hold its whole reduction (its reducing dims are
+    pinned FULL): a partial sum drained by add cannot feed an activation.
+    Every matching drain is fused.
+    """
+
+    name = "FusedDrain"
+
+    def apply(self, ir: KernelIR) -> KernelIR:
+        fused = ir
+        for drain in ir.operators:
+            if drain.kind != "drain":
+                continue
+            result = drain.dst
+            readers = [o for o in fused.operators if result in o.srcs]
+            if len(readers) != 1 or readers[0].kind not in PSUM_READERS:
+                continue
+            reader = readers[0]
+            if any(fused.buffer[s].memory == "psum" for s in reader.srcs):
+                continue  # two PSUM operands in one instruction: keep one drain
+            psum = fused.buffer[drain.srcs[0]]
+            srcs = tuple(psum.name if s == result else s for s in reader.srcs)
+            operators = [
+                dataclasses.replace(o, srcs=srcs) if o is reader else o
+                for o in fused.operators
+                if o is not drain
+            ]
+            pinned = tuple(sorted({*psum.pinned_full, *psum.lifetime_dims}))
+            whole = dataclasses.replace(psum, pinned_full=pinned)
+            buffers = tuple(
+                whole if b.name == psum.name else b for b in fused.buffers if b.name != result
+            )
+            scopes = {
+                b: ({d: v for d, v in sc.items() if d not in pinned} if b == psum.name else sc)
+                for b, sc in fused.buffer_scopes.items()
+                if b != result
+            }
+            fused = dataclasses.replace(
+                fused, buffers=buffers, operators=tuple(operators), buffer_scopes=scopes
+            )
+        if fused is ir:
+            return ir
+        fused = dataclasses.replace(fused, variant=_variant(ir, self.name))
+        return fused if not derive(fused)[1] else with_default_knobs(fused)
+
+
+REWRITES: dict[str, Rewrite] = {r.name: r for r in (LoadTranspose(), FusedDrain())}
 
 
 def enumerate_rewrite_combinations(

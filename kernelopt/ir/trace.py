@@ -73,7 +73,8 @@ class TracedOp:
 
 @dataclass
 class _Tracer:
-    names: list[str]
+    names: list[str | None]
+    taken: set[str] = field(default_factory=set)  # parameter names
     axes: _Axes = field(default_factory=_Axes)
     ops: list[TracedOp] = field(default_factory=list)
 
@@ -84,13 +85,18 @@ class _Tracer:
     def record(self, op: NKIOp, operands: dict[str, Any], attrs: dict[str, Any]) -> TracedTensor:
         where = f"{type(op).__name__} (call {len(self.ops) + 1} in f_nkigym)"
         labels: dict[str, int] = {}
-        for role, labs in op.spec.operands.items():
-            t = operands[role]
+        for role, t in operands.items():
+            labs = op.spec.labels(role)
             if not isinstance(t, TracedTensor):
                 raise IRBuildError(f"{where}: operand {role} is not a traced tensor: {t!r}")
             if len(t.shape) != len(labs):
                 raise IRBuildError(
                     f"{where}: operand {role} must be {len(labs)}-D, got shape {t.shape}"
+                )
+            if role not in op.spec.operands and t.shape[1] != 1:
+                raise IRBuildError(
+                    f"{where}: {role} must be a number or a [P, 1] column (one value per "
+                    f"partition, e.g. a NKITensorReduce result), got shape {t.shape}"
                 )
             for lab, axis in zip(labs, t.axes, strict=True):
                 if lab in labels:
@@ -99,12 +105,16 @@ class _Tracer:
                     labels[lab] = axis
         for lab, size in op.spec.new_axes:
             labels[lab] = self.axes.new(size)
-        dtypes = {t.dtype for t in operands.values()}
-        dtype = operands[next(iter(op.spec.operands))].dtype if len(dtypes) > 1 else dtypes.pop()
+        # The result takes the first operand's dtype (columns only scale or shift it).
+        dtype = op.out_dtype or operands[next(iter(op.spec.operands))].dtype
         out_axes = tuple(labels[lab] for lab in op.spec.output)
         shape = tuple(self.axes.size[a] for a in out_axes)
         index = len(self.ops)
-        name = self.names[index] if index < len(self.names) else f"t{index}"
+        name = self.names[index] if index < len(self.names) else None
+        if name is None:
+            name = f"t{index}"
+            while name in self.names or name in self.taken:
+                name = f"_{name}"
         out = TracedTensor(name, out_axes, shape, dtype, self)
         self.ops.append(TracedOp(op, dict(operands), attrs, out, labels))
         return out
@@ -119,13 +129,24 @@ class Trace:
     find: Callable[[int], int]
 
 
-def _assigned_names(func: Callable[..., Any]) -> list[str]:
-    """Targets of ``x = Op(...)(...)`` statements, in order, to name buffers after."""
+def _op_calls(node: ast.AST) -> int:
+    """How many ``Op(...)(...)`` calls an expression makes (nested ones included)."""
+    return sum(
+        1 for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Call)
+    )
+
+
+def _assigned_names(func: Callable[..., Any]) -> list[str | None]:
+    """Per op call, in call order, the variable it is assigned to (None for a nested call).
+
+    ``x = Op2(...)(data=Op1(...)(data=y))`` calls Op1 first: it gets None (a
+    generated name), Op2 gets ``x``.
+    """
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError):
         return []
-    names: list[str] = []
+    names: list[str | None] = []
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Assign)
@@ -134,7 +155,7 @@ def _assigned_names(func: Callable[..., Any]) -> list[str]:
             and isinstance(node.value, ast.Call)
             and isinstance(node.value.func, ast.Call)
         ):
-            names.append(node.targets[0].id)
+            names += [None] * (_op_calls(node.value) - 1) + [node.targets[0].id]
     return names
 
 
@@ -148,9 +169,10 @@ def trace(
             f"f_nkigym parameters {params} do not match INPUT_SPECS keys {list(input_specs)}"
         )
     names = _assigned_names(f_nkigym)
-    if len(set(names)) != len(names):
+    given = [n for n in names if n is not None]
+    if len(set(given)) != len(given):
         names = []  # reassigned names would collide as buffer names
-    tracer = _Tracer(names)
+    tracer = _Tracer(names, set(params))
     tensors: list[TracedTensor] = []
     for p in params:
         shape, dtype = input_specs[p]

@@ -69,6 +69,10 @@ from kernelopt.proposers.surrogate import features, fit, load_traffic
 from kernelopt.workload import Workload
 
 JOINT_BATCH = 8
+# Fruitless single-knob sweeps before moving several knobs at once: a graph with
+# many buffers (a norm feeding a matmul has ~25 knobs) would otherwise spend the
+# whole budget sweeping knobs one at a time.
+FRUITLESS_ROUND = 8
 PERTURB_BATCH = 8
 FRESH_PER_PERTURB = 2  # fresh joint draws in a perturbation batch, against tunnel vision
 ELITES = 4  # best distinct states perturbed, besides each variant's best
@@ -84,13 +88,25 @@ UNUSABLE = frozenset({"failed", "incorrect", "diverged"})
 MAX_DEFERRED = 64  # states predicted far worse set aside per batch before taking the least bad
 
 
+_COMPUTE_ENGINES = (
+    "tensor_engine_active_time_percent",
+    "vector_engine_active_time_percent",
+    "scalar_engine_active_time_percent",
+)
+
+
 def _dma_bound(profile: dict[str, Any]) -> bool | None:
-    """Whether DMA, not TensorE, limits the kernel (None when the profile cannot say)."""
+    """Whether DMA, not a compute engine, limits the kernel (None when the profile cannot say).
+
+    A norm or a softmax has no TensorE work: DMA is compared with the busiest
+    of TensorE, VectorE and ScalarE, not with TensorE alone.
+    """
     dma = profile.get("dma_active_time_percent")
     te = profile.get("tensor_engine_active_time_percent")
     if not isinstance(dma, int | float) or not isinstance(te, int | float):
         return None
-    return dma > te
+    busy = [profile.get(k) for k in _COMPUTE_ENGINES]
+    return dma > max(b for b in busy if isinstance(b, int | float))
 
 
 class NkiKnobProposer:
@@ -316,7 +332,7 @@ class NkiKnobProposer:
                 self.knob_index += 1
                 self.fruitless_sweeps += 1
             self.last_improved = False
-            while self.fruitless_sweeps <= len(knobs):
+            while self.fruitless_sweeps <= min(len(knobs), FRUITLESS_ROUND):
                 knob = knobs[self.knob_index % len(knobs)]
                 fresh = [ir for ir in sweep(best, knob, self.rng) if self._worth(ir, tried)]
                 if fresh:

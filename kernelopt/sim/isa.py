@@ -29,4 +29,5 @@ ISA_CALLS = (
     "scalar_tensor_tensor",
     "tensor_reduce",
     "memset",
+    "reciprocal",
 )

@@ -104,6 +104,17 @@ class EngineCalls(IsaCore):
         self.m.write(dst, self.m.read(s, name))
         self._emit(name, unit, [s], [dst], partitions=dst.partitions, free=dst.free_size)
 
+    def reciprocal(self, dst: Any, data: Any, name: str | None = None) -> None:
+        """1 / data on VectorE, in fp32 (nki.isa.reciprocal, destination first)."""
+        name = "reciprocal"
+        dst, (src,) = self._elementwise_operands(name, dst, data=data)
+        value = self.m.read(src, name)
+        self.m.write(dst, None if value is None else 1.0 / value)
+        # max(MIN_II, 8 * N) VectorE cycles (nki.isa.reciprocal, Neuron SDK 2.26 docs).
+        self._emit(
+            name, "vector", [src], [dst], partitions=dst.partitions, free=dst.free_size, inputs=8
+        )
+
     def _no_psum(self, op: str, *tiles: Tile) -> None:
         for t in tiles:
             if t.buffer.kind == "psum":

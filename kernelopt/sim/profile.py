@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from kernelopt.sim.roofline import PeakRates, RooflineWork, roofline
 from kernelopt.sim.schedule import Timeline
 from kernelopt.sim.trace import Instruction
 from kernelopt.sim.trn2 import Trn2Params
@@ -21,6 +23,7 @@ def build_profile(
     *,
     mac_count: int | None,
     fp32_inputs: bool,
+    work: RooflineWork | None = None,
 ) -> dict[str, Any]:
     """Utilisation figures for one simulated run.
 
@@ -28,6 +31,9 @@ def build_profile(
     nc_matmul MACs; HFU always counts the executed ones. The roofline bound
     is min(compute peak, arithmetic intensity x HBM bandwidth) for the HBM
     traffic this kernel actually moves, and MFU never exceeds it.
+    ``roofline_percent`` is the slowest of the TensorE, VectorE/ScalarE and
+    HBM times for ``work`` (by default the work read off the trace) at the
+    chip's peak rates, over the time (``kernelopt.sim.roofline``).
     """
     total_ns = timeline.makespan_ns
     total_s = total_ns * 1e-9
@@ -48,6 +54,11 @@ def build_profile(
         mfu_max = 100.0 * bound_flops / peak
     mfu = min(_percent(flops, total_s * peak), mfu_max) if total_s > 0 else 0.0
     busy = timeline.engine_busy_ns
+    if work is None:
+        work = RooflineWork.from_trace(trace, mac_count)
+    if fp32_inputs and not work.fp32_matmul:
+        work = dataclasses.replace(work, fp32_matmul=True)
+    bound = roofline(work, PeakRates.of(params)).fields(total_s)
     return {
         "device": "sim",
         "instance_type": f"sim-{params.name}",
@@ -78,4 +89,5 @@ def build_profile(
         "instruction_count": len(trace),
         "neuroncore_cycle_count": round(total_s * params.core_clock_hz),
         "mac_count": macs,
+        **bound,
     }

@@ -24,6 +24,7 @@ from kernelopt.workload import WorkloadError, load_workload
 
 if TYPE_CHECKING:
     from kernelopt.sim.check import SimReport
+    from kernelopt.sim.roofline import RooflineWork
 
 _ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 
@@ -156,12 +157,23 @@ class NkiSimTarget(Target):
             explain=True,
             params=chip_params(self.chip),
         )
-        return self.measurement_of(report, mac_count, time.monotonic() - started)
+        return self.measurement_of(
+            report, mac_count, time.monotonic() - started, work=roofline_work_of(workload)
+        )
 
     def measurement_of(
-        self, report: SimReport, mac_count: int | None, elapsed: float
+        self,
+        report: SimReport,
+        mac_count: int | None,
+        elapsed: float,
+        work: RooflineWork | None = None,
     ) -> Measurement:
-        """The measurement a simulator report makes (metrics from its profile)."""
+        """The measurement a simulator report makes (metrics from its profile).
+
+        With ``work`` (the workload's math, ``roofline_work_of``) the profile's
+        roofline fields are the math's, so ``roofline_percent`` is proportional
+        to speed for one workload whatever work a candidate repeats.
+        """
         extra = {
             "max_abs_error": report.max_abs_error,
             "max_rel_l2_error": report.max_rel_l2_error,
@@ -184,6 +196,11 @@ class NkiSimTarget(Target):
                 extra=extra,
             )
         profile = dict(report.profile)
+        if work is not None and profile.get("total_time"):
+            from kernelopt.sim.roofline import roofline_fields
+            from kernelopt.sim.trn2 import DEFAULT_PARAMS
+
+            profile.update(roofline_fields(profile, work, DEFAULT_PARAMS))
         metrics = {
             k: float(v)
             for k, v in profile.items()
@@ -211,6 +228,16 @@ def _sim_reference(tree: Path) -> Measurement:
         device="sim",
         extra={"what": "f_numpy compiled by neuronx-cc"},
     )
+
+
+def roofline_work_of(workload: object) -> RooflineWork | None:
+    """The math's roofline work from the op graph, when the workload has one."""
+    f_nkigym = getattr(workload, "f_nkigym", None)
+    if f_nkigym is None:
+        return None
+    from kernelopt.ir import roofline_work
+
+    return roofline_work(f_nkigym, workload.input_specs)  # type: ignore[attr-defined]
 
 
 def _mac_count(workload: object) -> int | None:

@@ -17,6 +17,14 @@ SMALL_SPECS: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {
     "matmul": {"lhsT": ((256, 256), "bfloat16"), "rhs": ((256, 1024), "bfloat16")},
     "matmul_lhs_rhs": {"lhs": ((256, 256), "bfloat16"), "rhs": ((256, 1024), "bfloat16")},
     "matmul_gelu": {"lhsT": ((256, 256), "bfloat16"), "rhs": ((256, 1024), "bfloat16")},
+    "rmsnorm_matmul": {"x": ((256, 256), "bfloat16"), "w": ((256, 1024), "bfloat16")},
+    "softmax": {"x": ((256, 1024), "bfloat16")},
+    "layernorm": {"x": ((256, 1024), "bfloat16")},
+    "swiglu": {
+        "xT": ((256, 256), "bfloat16"),
+        "w_gate": ((256, 1024), "bfloat16"),
+        "w_up": ((256, 1024), "bfloat16"),
+    },
 }
 SHIPPED = sorted(p.parent.name for p in IR_DIR.glob("*/workload.py"))
 

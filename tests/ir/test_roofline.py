@@ -1,0 +1,89 @@
+"""roofline_percent: the slowest of TensorE, VectorE/ScalarE and HBM work at a chip's
+peak rates, over the time; in every sim profile and as a metric a program tunes."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from ir_support import small_workload
+
+from kernelopt.ir import render_ir, roofline_work
+from kernelopt.ir.knobs_io import ir_for_workload
+from kernelopt.program_checks import NKI_METRICS
+from kernelopt.sim import check_kernel
+from kernelopt.sim.roofline import PeakRates, RooflineWork, roofline
+from kernelopt.sim.trn2 import DEFAULT_PARAMS, Trn2Params
+from kernelopt.targets.nki import NkiSimTarget
+
+
+def test_rates_are_read_from_the_chip_parameters_by_name() -> None:
+    slow = dataclasses.replace(
+        DEFAULT_PARAMS, vector_clock_hz=0.5e9, hbm_bytes_per_ns=100.0, peak_bf16_flops=1e12
+    )
+    rates = PeakRates.of(slow)
+    assert rates.vector_elements_per_s == 128 * 0.5e9
+    assert rates.hbm_bytes_per_s == 100e9
+    assert rates.tensor_macs_per_s == 0.5e12
+    assert PeakRates.of(Trn2Params()).scalar_elements_per_s == 128 * 1.2e9
+
+
+def test_the_slowest_resource_is_the_roofline() -> None:
+    rates = PeakRates(1e12, 1e11, 1e11, 1e11)
+    hbm = roofline(RooflineWork(tensor_macs=10**9, hbm_bytes=10**9), rates)
+    assert hbm.bound == "hbm" and hbm.time_s == pytest.approx(1e-2)
+    assert hbm.percent(2e-2) == pytest.approx(50.0)
+    tensor = roofline(RooflineWork(tensor_macs=10**12, hbm_bytes=10**9), rates)
+    assert tensor.bound == "tensor" and tensor.time_s == pytest.approx(1.0)
+    fp32 = roofline(RooflineWork(tensor_macs=10**12, fp32_matmul=True), rates)
+    assert fp32.time_s == pytest.approx(4.0)
+
+
+def test_vector_and_scalar_share_the_work_they_both_can_run() -> None:
+    rates = PeakRates(1e12, 1e9, 1e9, 1e12)
+    shared = roofline(RooflineWork(either_elements=10**9), rates)
+    assert shared.vector_scalar_s == pytest.approx(0.5)
+    pinned = roofline(RooflineWork(vector_elements=10**9, either_elements=10**9), rates)
+    assert pinned.vector_scalar_s == pytest.approx(1.0)  # the either work goes to ScalarE
+    assert pinned.bound == "vector_scalar"
+
+
+def test_the_math_work_of_a_workload_is_counted_from_its_op_graph() -> None:
+    w = small_workload("softmax")  # x: 256 x 1024 bf16
+    work = roofline_work(w.f_nkigym, w.input_specs)
+    elements = 256 * 1024
+    assert work.tensor_macs == 0
+    assert work.scalar_elements == elements  # exp
+    assert work.vector_elements == 2 * elements + 256  # max, sum, reciprocal of the column
+    assert work.either_elements == elements  # the final multiply
+    assert work.hbm_bytes == 2 * elements * 2
+    gelu = small_workload("matmul_gelu")
+    assert roofline_work(gelu.f_nkigym, gelu.input_specs).tensor_macs == 256 * 256 * 1024
+
+
+def test_every_sim_profile_and_the_target_carry_roofline_percent(tmp_path: Path) -> None:
+    w = small_workload("softmax")
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(render_ir(ir_for_workload(w)))
+    report = check_kernel(kernel, w)
+    assert report.correct
+    assert 0.0 < report.profile["roofline_percent"] <= 100.0
+    assert report.profile["roofline_bound"] in ("tensor", "vector_scalar", "hbm")
+    work = roofline_work(w.f_nkigym, w.input_specs)
+    target = NkiSimTarget(workload="w.py", kernel="k.py", isolate=False)
+    m = target.measurement_of(report, None, 0.1, work=work)
+    expected = roofline(work, PeakRates.of(DEFAULT_PARAMS)).percent(report.profile["total_time"])
+    assert m.metrics["roofline_percent"] == pytest.approx(expected)
+    assert "roofline_percent" in NKI_METRICS
+
+
+def test_the_metric_is_proportional_to_speed_for_one_workload(tmp_path: Path) -> None:
+    w = small_workload("layernorm")
+    work = roofline_work(w.f_nkigym, w.input_specs)
+    target = NkiSimTarget(workload="w.py", kernel="k.py", isolate=False)
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(render_ir(ir_for_workload(w)))
+    m = target.measurement_of(check_kernel(kernel, w), None, 0.1, work=work).metrics
+    assert m["roofline_percent"] * m["total_time"] == pytest.approx(100.0 * m["roofline_time"])
+    assert m["roofline_time"] == pytest.approx(roofline(work, PeakRates.of(DEFAULT_PARAMS)).time_s)
