@@ -96,10 +96,10 @@ def device_profile(
     scheduler_on: bool = True,
 ) -> dict:
     """The fake device's profile (neuron-profile field names) of an executed
-    instruction stream: ``timing.profile``."""
-    from kernelopt.testing.fake_trn2 import timing
+    instruction stream: ``timing_profile.profile``."""
+    from kernelopt.testing.fake_trn2 import timing_profile
 
-    return timing.profile(
+    return timing_profile.profile(
         trace,
         allocations,
         mac_count=mac_count,

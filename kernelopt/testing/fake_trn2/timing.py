@@ -10,6 +10,12 @@ reads ``kernelopt.sim.cost``, ``kernelopt.sim.schedule`` or a ``Trn2Params``
 field; the memory plan is used only for which allocations take over whose
 physical memory (a compiler decision the NEFF fixes, not a timing).
 
+The model is three files: this one (the numbers, the device and its
+timeline), ``timing_mechanisms.py`` (its building blocks: an in-order engine,
+a shared link, per-allocation access history) and ``timing_profile.py`` (the
+neuron-profile style summary of a timeline). They import nothing of kernelopt
+but each other.
+
 Every mechanism is a physical statement with the public description it
 follows. Sources:
 
@@ -105,6 +111,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelopt.testing.fake_trn2.timing_mechanisms import (
+    Accesses,
+    Bandwidth,
+    Engine,
+    covers,
+    overlaps,
+    union,
+)
+
 # --- clocks and peak [v2]/[v3] ---
 TENSOR_HZ = 2.4e9
 ENGINE_HZ = {"vector": 0.96e9, "scalar": 1.2e9, "gpsimd": 1.2e9, "tensor": TENSOR_HZ}
@@ -161,116 +176,16 @@ class DeviceRun:
     end_ns: list[float] = field(default_factory=list)
 
 
-def _overlaps(a: Any, b: Any) -> bool:
-    return all(a0 < b1 and b0 < a1 for (a0, a1), (b0, b1) in zip(a, b, strict=False))
-
-
-def _covers(outer: Any, inner: Any) -> bool:
-    return all(o0 <= i0 and i1 <= o1 for (o0, o1), (i0, i1) in zip(outer, inner, strict=False))
-
-
-class _Accesses:
-    """Recent reads and writes of one allocation: (box, usable-at, engine)."""
-
-    __slots__ = ("reads", "writes")
-
-    def __init__(self) -> None:
-        self.reads: list[tuple[Any, float, str]] = []
-        self.writes: list[tuple[Any, float, str, float]] = []  # ... and occupancy end
-
-
-class _Engine:
-    """An in-order engine: the issue times of its last instructions (mechanism 1)."""
-
-    def __init__(self, window: int) -> None:
-        self.window = window
-        self.recent: list[tuple[float, float]] = []  # (start, occupancy end), issue order
-        self.free = 0.0
-        self.busy: list[tuple[float, float]] = []
-
-    def place(self, ready: float, occupancy: float) -> float:
-        if self.window <= 1 or not self.recent:
-            start = max(ready, self.free)
-        else:
-            # A later instruction may fill a gap among the last `window` ones,
-            # never before the oldest of them started.
-            floor = self.recent[0][0]
-            t = max(ready, floor)
-            start = None
-            for s, e in sorted(self.recent):
-                if s - t >= occupancy:
-                    start = t
-                    break
-                t = max(t, e)
-            if start is None:
-                start = max(t, self.free)
-        self.recent.append((start, start + occupancy))
-        if len(self.recent) > self.window:
-            self.recent.pop(0)
-        self.free = max(self.free, start + occupancy)
-        self.busy.append((start, start + occupancy))
-        return start
-
-
-class _Bandwidth:
-    """A shared link (the core's HBM port, the on-chip DMA path) as time slots:
-    a transfer takes the earliest free stretch long enough for its data once
-    its first byte can move, whichever ring it came from (rings run
-    independently, so a late transfer does not hold back an earlier-ready one)."""
-
-    def __init__(self) -> None:
-        self.busy: list[list[float]] = []  # sorted, disjoint [start, end]
-
-    def take(self, earliest: float, duration: float) -> float:
-        import bisect
-
-        busy = self.busy
-        i = max(0, bisect.bisect_left(busy, [earliest]) - 1)
-        t = earliest
-        while i < len(busy):
-            s, e = busy[i]
-            if e <= t:
-                i += 1
-                continue
-            if s - t >= duration:
-                break
-            t = max(t, e)
-            i += 1
-        busy.insert(i, [t, t + duration])
-        # merge neighbours that touch, so a saturated link stays one interval
-        j = max(0, i - 1)
-        while j + 1 < len(busy) and busy[j][1] >= busy[j + 1][0] - 1e-9:
-            busy[j][1] = max(busy[j][1], busy[j + 1][1])
-            del busy[j + 1]
-            if j + 1 < len(busy) and busy[j][1] < busy[j + 1][0] - 1e-9 and j >= i:
-                break
-        return t
-
-
-def _union(intervals: list[tuple[float, float]]) -> float:
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
-
-
 class _Device:
     def __init__(self, allocations: Sequence[Any], scheduler_on: bool) -> None:
         window = REORDER_WINDOW if scheduler_on else 1
-        self.engines = {e: _Engine(window) for e in ENGINES if e != "dma"}
+        self.engines = {e: Engine(window) for e in ENGINES if e != "dma"}
         self.rings = [0.0] * DMA_RINGS  # when each ring has processed its descriptors
         self.ring_busy: list[tuple[float, float]] = []
         self.next_ring = 0
-        self.hbm = _Bandwidth()  # the core's share of HBM bandwidth (mechanism 8)
-        self.onchip = _Bandwidth()
-        self.acc: dict[int, _Accesses] = {}
+        self.hbm = Bandwidth()  # the core's share of HBM bandwidth (mechanism 8)
+        self.onchip = Bandwidth()
+        self.acc: dict[int, Accesses] = {}
         self.last_use: dict[int, float] = {}
         self.reuses = {a.alloc_id: tuple(a.reuses) for a in allocations}
         self.kind = {a.alloc_id: a.kind for a in allocations}
@@ -298,8 +213,8 @@ class _Device:
             needs[other] = max(needs.get(other, 0.0), t)
 
         for alloc, box in ins.reads:
-            for wbox, usable, weng, end in self.acc.get(alloc, _Accesses()).writes:
-                if _overlaps(box, wbox):
+            for wbox, usable, weng, end in self.acc.get(alloc, Accesses()).writes:
+                if overlaps(box, wbox):
                     # Matmuls accumulating into one PSUM tile follow each other
                     # through the array without waiting for it to drain.
                     need(weng, end if weng == engine == "tensor" else usable)
@@ -308,7 +223,7 @@ class _Device:
             if acc is None:
                 continue
             for entry in acc.reads + acc.writes:
-                if _overlaps(box, entry[0]):
+                if overlaps(box, entry[0]):
                     # An in-order pipeline retires its own writes in order.
                     same = entry[2] == engine and len(entry) == 4
                     need(entry[2], entry[3] if same else entry[1])
@@ -333,16 +248,16 @@ class _Device:
 
     def _record(self, ins: Any, engine: str, end: float, usable: float) -> None:
         for alloc, box in ins.reads:
-            acc = self.acc.setdefault(alloc, _Accesses())
+            acc = self.acc.setdefault(alloc, Accesses())
             acc.reads.append((box, end, engine))
             if len(acc.reads) > _HISTORY:
                 acc.reads.pop(0)
             if end >= self.last_use.get(alloc, 0.0):
                 self.last_use[alloc], self.last_owner[alloc] = end, engine
         for alloc, box in ins.writes:
-            acc = self.acc.setdefault(alloc, _Accesses())
-            acc.writes = [w for w in acc.writes if not _covers(box, w[0])]
-            acc.reads = [r for r in acc.reads if not _covers(box, r[0])]
+            acc = self.acc.setdefault(alloc, Accesses())
+            acc.writes = [w for w in acc.writes if not covers(box, w[0])]
+            acc.reads = [r for r in acc.reads if not covers(box, r[0])]
             acc.writes.append((box, usable, engine, end))
             if len(acc.writes) > _HISTORY:
                 acc.writes.pop(0)
@@ -495,67 +410,6 @@ def time_trace(
         starts.append(s)
         ends.append(e)
     total = (max(ends) if ends else 0.0) + LAUNCH_NS
-    busy = {e: _union(device.engines[e].busy) for e in device.engines}
-    busy["dma"] = _union(device.ring_busy)
+    busy = {e: union(device.engines[e].busy) for e in device.engines}
+    busy["dma"] = union(device.ring_busy)
     return DeviceRun(total_ns=total, busy_ns=busy, start_ns=starts, end_ns=ends)
-
-
-def profile(
-    trace: Sequence[Any],
-    allocations: Sequence[Any],
-    *,
-    mac_count: int | None = None,
-    fp32_inputs: bool = False,
-    scheduler_on: bool = True,
-) -> dict[str, Any]:
-    """neuron-profile style summary fields of one execution on the fake device."""
-    run = time_trace(trace, allocations, scheduler_on)
-    total_ns = run.total_ns
-    total_s = total_ns * 1e-9
-    executed = sum(int(i.macs) for i in trace)
-    macs = executed if mac_count is None else int(mac_count)
-    peak = PEAK_BF16_FLOPS / (FP32_RATE_DIVISOR if fp32_inputs else 1.0)
-    hbm_read = sum(int(i.hbm_read) for i in trace)
-    hbm_write = sum(int(i.hbm_write) for i in trace)
-    dma = [i for i in trace if i.engine == "dma"]
-
-    def pct(part: float) -> float:
-        return min(100.0, 100.0 * part / total_ns) if total_ns > 0 else 0.0
-
-    # The MFU ceiling of this kernel's own work: its matmuls at the peak rate against
-    # its HBM traffic at the link's rate, whichever is slower. The field is in the
-    # profiler's summary (Neuron Profiler User Guide); how the real tool derives it is
-    # unverified, and this is the plainest roofline reading of its name.
-    tensor_ns = 2 * macs / peak * 1e9
-    bound_ns = max(tensor_ns, (hbm_read + hbm_write) / HBM_BYTES_PER_NS)
-    ceiling = 100.0 * tensor_ns / bound_ns if bound_ns > 0 else 0.0
-
-    out: dict[str, Any] = {
-        "device": "fake-trn2",
-        "instance_type": "trn2.48xlarge",
-        "total_time": total_s,
-        "total_active_time": max(0.0, total_ns - LAUNCH_NS) * 1e-9,
-        "mfu_estimated_percent": 100.0 * 2 * macs / (total_s * peak) if total_s > 0 else 0.0,
-        "mfu_max_achievable_estimated_percent": ceiling,
-        "hfu_estimated_percent": 100.0 * 2 * executed / (total_s * peak) if total_s > 0 else 0.0,
-        "mbu_estimated_percent": pct((hbm_read + hbm_write) / HBM_BYTES_PER_NS),
-        "hbm_read_bytes": hbm_read,
-        "hbm_write_bytes": hbm_write,
-        "dma_transfer_count": len(dma),
-        "dma_transfer_total_bytes": sum(int(i.nbytes) for i in dma),
-        "matmul_instruction_count": sum(1 for i in trace if i.op == "nc_matmul"),
-        "instruction_count": len(trace),
-        "neuroncore_cycle_count": round(total_s * TENSOR_HZ),
-        "mac_count": macs,
-    }
-    names = {
-        "tensor": "tensor_engine",
-        "vector": "vector_engine",
-        "scalar": "scalar_engine",
-        "gpsimd": "gpsimd_engine",
-        "dma": "dma",
-    }
-    for engine, name in names.items():
-        out[f"{name}_active_time"] = run.busy_ns[engine] * 1e-9
-        out[f"{name}_active_time_percent"] = pct(run.busy_ns[engine])
-    return out
