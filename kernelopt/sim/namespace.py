@@ -13,7 +13,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kernelopt.sim.beta1 import build_beta1_modules
+from kernelopt.sim.beta1_modules import build_beta1_modules
 from kernelopt.sim.enums import add_enums
 from kernelopt.sim.isa import ISA_CALLS, Isa
 from kernelopt.sim.language import build_language

@@ -1,0 +1,259 @@
+"""The beta-1 ISA calls (``neuronxcc.nki.isa``): the same instructions as the
+current API's, each returning a new tile instead of writing ``dst``."""
+
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernelopt.sim import indexing
+from kernelopt.sim.beta1_tiles import dtype_of
+from kernelopt.sim.enums import engine_of
+from kernelopt.sim.tensor import Tile
+
+if TYPE_CHECKING:
+    from kernelopt.sim.beta1 import Beta1
+    from kernelopt.sim.isa import Isa
+
+BETA1_ISA_CALLS = (
+    "nc_matmul",
+    "nc_transpose",
+    "activation",
+    "activation_reduce",
+    "tensor_tensor",
+    "tensor_scalar",
+    "scalar_tensor_tensor",
+    "tensor_copy",
+    "tensor_reduce",
+    "memset",
+    "reciprocal",
+    "iota",
+    "dma_copy",
+)
+
+
+def _masked(tile: Tile, mask: Any) -> Tile:
+    return tile.clip(mask) if mask is not None else tile
+
+
+class Beta1Isa:
+    """Adapters from the beta-1 calls to the simulator's ISA: each makes the
+    result tile, applies ``mask=`` and issues the current API's call."""
+
+    def __init__(self, beta: Beta1, isa: Isa) -> None:
+        self.beta, self.isa = beta, isa
+
+    def nc_matmul(self, stationary: Any, moving: Any, *, mask: Any = None, **kwargs: Any) -> Tile:
+        s, mv = self.beta._tile("nc_matmul", stationary), self.beta._tile("nc_matmul", moving)
+        dst = self.beta.new((s.shape[-1], mv.shape[-1]), np.dtype(np.float32), "psum")
+        self.isa.nc_matmul(dst, s, mv, **{k: v for k, v in kwargs.items() if k != "dtype"})
+        return dst
+
+    def nc_transpose(
+        self, data: Any, *, engine: Any = None, mask: Any = None, dtype: Any = None, **_: Any
+    ) -> Tile:
+        src = self.beta._tile("nc_transpose", data)
+        kind = "sbuf" if engine_of(engine) == "vector" else "psum"
+        dst = self.beta.new((src.shape[1], src.shape[0]), self.beta._dtype(dtype, src.dtype), kind)
+        self.isa.nc_transpose(dst, src, engine=engine)
+        return dst
+
+    def activation(
+        self,
+        op: Any,
+        data: Any,
+        *,
+        bias: Any = None,
+        scale: Any = 1.0,
+        mask: Any = None,
+        dtype: Any = None,
+        reduce_op: Any = None,
+        reduce_res: Any = None,
+        **_: Any,
+    ) -> Tile:
+        src = self.beta._tile("activation", data)
+        dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
+        self.isa.activation(
+            _masked(dst, mask),
+            op,
+            _masked(src, mask),
+            bias=bias,
+            scale=scale,
+            reduce_op=reduce_op,
+            reduce_res=reduce_res,
+        )
+        return dst
+
+    def activation_reduce(
+        self,
+        op: Any,
+        data: Any,
+        *,
+        reduce_op: Any,
+        reduce_res: Any,
+        bias: Any = None,
+        scale: Any = 1.0,
+        mask: Any = None,
+        dtype: Any = None,
+        **_: Any,
+    ) -> Tile:
+        src = self.beta._tile("activation_reduce", data)
+        dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
+        self.isa.activation_reduce(
+            _masked(dst, mask),
+            op,
+            _masked(src, mask),
+            reduce_op,
+            reduce_res,
+            bias=bias,
+            scale=scale,
+        )
+        return dst
+
+    def tensor_tensor(
+        self,
+        data1: Any,
+        data2: Any,
+        op: Any,
+        *,
+        dtype: Any = None,
+        mask: Any = None,
+        engine: Any = None,
+        **_: Any,
+    ) -> Tile:
+        a, b = self.beta._tile("tensor_tensor", data1), self.beta._tile("tensor_tensor", data2)
+        dst = self.beta.new(a.shape, self.beta._dtype(dtype, dtype_of(a, b)))
+        self.isa.tensor_tensor(
+            _masked(dst, mask), _masked(a, mask), _masked(b, mask), op, engine=engine
+        )
+        return dst
+
+    def tensor_scalar(
+        self,
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        reverse0: bool = False,
+        op1: Any = None,
+        operand1: Any = None,
+        reverse1: bool = False,
+        *,
+        dtype: Any = None,
+        mask: Any = None,
+        engine: Any = None,
+        **_: Any,
+    ) -> Tile:
+        src = self.beta._tile("tensor_scalar", data)
+        dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
+        self.isa.tensor_scalar(
+            _masked(dst, mask),
+            _masked(src, mask),
+            op0,
+            operand0,
+            reverse0,
+            op1,
+            operand1,
+            reverse1,
+            engine=engine,
+        )
+        return dst
+
+    def scalar_tensor_tensor(
+        self,
+        *,
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        op1: Any,
+        operand1: Any,
+        reverse0: bool = False,
+        reverse1: bool = False,
+        dtype: Any = None,
+        mask: Any = None,
+        **_: Any,
+    ) -> Tile:
+        src = self.beta._tile("scalar_tensor_tensor", data)
+        dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
+        self.isa.scalar_tensor_tensor(
+            _masked(dst, mask),
+            _masked(src, mask),
+            op0,
+            operand0,
+            op1,
+            _masked(self.beta._tile("scalar_tensor_tensor", operand1), mask),
+            reverse0=reverse0,
+            reverse1=reverse1,
+        )
+        return dst
+
+    def tensor_copy(
+        self, src: Any, *, dtype: Any = None, mask: Any = None, engine: Any = None, **_: Any
+    ) -> Tile:
+        s = self.beta._tile("tensor_copy", src)
+        dst = self.beta.new(s.shape, self.beta._dtype(dtype, s.dtype))
+        self.isa.tensor_copy(_masked(dst, mask), _masked(s, mask), engine=engine)
+        return dst
+
+    def tensor_reduce(
+        self,
+        op: Any,
+        data: Any,
+        axis: Any,
+        *,
+        dtype: Any = None,
+        mask: Any = None,
+        negate: bool = False,
+        keepdims: bool = False,
+        **_: Any,
+    ) -> Tile:
+        fn = self.isa._op("tensor_reduce", op, 2)
+        kind = {"add": "sum", "maximum": "max", "minimum": "min", "multiply": "prod"}.get(fn.name)
+        if kind is None:
+            self.beta.m.fail("isa", f"tensor_reduce: {fn!r} cannot reduce")
+        return self.beta.reduce(kind, data, axis, dtype, keepdims, mask, negate=negate)
+
+    def memset(
+        self, shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = None, **_: Any
+    ) -> Tile:
+        dst = self.beta.new(tuple(shape), self.beta._dtype(dtype, np.dtype(np.float32)))
+        self.isa.memset(_masked(dst, mask), value, engine=engine)
+        return dst
+
+    def reciprocal(self, data: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tile:
+        # nki.isa.reciprocal runs on VectorE: one streamed input.
+        src = self.beta._tile("reciprocal", data)
+        dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
+        s, d = _masked(src, mask), _masked(dst, mask)
+        values = self.beta.m.read(s, "reciprocal")
+        self.beta.m.write(d, None if values is None else 1.0 / values)
+        self.isa._emit("reciprocal", "vector", [s], [d], partitions=d.partitions, free=d.free_size)
+        return dst
+
+    def iota(self, expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tile:
+        """The values of an index expression as a tile (GpSimd)."""
+        if not isinstance(expr, indexing.IndexExpr):
+            self.beta.m.fail(
+                "isa", f"iota: expected an nl.arange/nl.mgrid expression, got {expr!r}"
+            )
+        shape = expr.shape if expr.ndim > 1 else (expr.size, 1)
+        dst = self.beta.new(shape, self.beta._dtype(dtype, np.dtype(np.int32)))
+        values = (expr.start + np.arange(expr.size)).reshape(shape)
+        self.beta.m.write(dst, values.astype(np.float32) if self.beta.m.compute else None)
+        self.isa._emit("iota", "gpsimd", [], [dst], partitions=dst.partitions, free=dst.free_size)
+        return dst
+
+    def dma_copy(self, *, dst: Any, src: Any, mask: Any = None, **kwargs: Any) -> None:
+        self.isa.dma_copy(
+            _masked(self.beta._tile("dma_copy", dst), mask),
+            _masked(self.beta._tile("dma_copy", src), mask),
+            **kwargs,
+        )
+
+
+def add_isa(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:
+    """Put the beta-1 ISA calls on ``nisa``."""
+    calls = Beta1Isa(beta, isa)
+    for name in BETA1_ISA_CALLS:
+        setattr(nisa, name, getattr(calls, name))

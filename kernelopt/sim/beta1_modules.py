@@ -1,0 +1,208 @@
+"""The beta-1 modules a kernel imports: ``neuronxcc``, ``neuronxcc.nki`` and its
+``language``, ``isa``, ``typing`` and ``compiler`` modules, bound to one
+machine's beta-1 tile semantics."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernelopt.sim import indexing
+from kernelopt.sim.beta1 import Beta1
+from kernelopt.sim.beta1_isa import add_isa
+from kernelopt.sim.beta1_tiles import ParDim
+from kernelopt.sim.enums import add_enums
+from kernelopt.sim.language import BUFFERS, OPS, Op
+from kernelopt.sim.tensor import Tile
+
+if TYPE_CHECKING:
+    from kernelopt.sim.isa import Isa
+    from kernelopt.sim.machine import Machine
+
+
+@dataclass(frozen=True)
+class CallableOp(Op):
+    """A beta-1 ``nl.*`` op: passed as ``op=`` like the current API's, and also
+    callable on tiles (``nl.exp(x)``, ``nl.add(a, b)``)."""
+
+    impl: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        assert self.impl is not None
+        return self.impl(self, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+def _passthrough(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
+    """``nki.baremetal``/``benchmark``/``simulate_kernel``: on the simulator, the kernel itself."""
+    from kernelopt.sim.namespace import JitKernel
+
+    if func is None:
+        return JitKernel
+    return func if isinstance(func, JitKernel) else JitKernel(func)
+
+
+def _directive(*args: Any, **_: Any) -> Any:
+    """A compiler directive: ``@directive``, ``@directive(...)`` or a plain call."""
+    if len(args) == 1 and callable(args[0]):
+        return args[0]
+    return lambda func=None, *rest, **kw: func
+
+
+class _AnyType:
+    """``nt.tensor[shape, dtype]`` annotations: accepted, meaningless here."""
+
+    def __getitem__(self, key: Any) -> _AnyType:
+        return self
+
+
+def build_beta1_modules(
+    machine: Machine, isa: Isa, nl2: types.ModuleType, jit: Callable[..., Any]
+) -> tuple[Beta1, dict[str, types.ModuleType]]:
+    """``neuronxcc``, ``neuronxcc.nki`` and its ``language``/``isa``/``typing`` modules,
+    and the tile semantics the machine takes on when the kernel imports them."""
+    beta = Beta1(machine, isa)
+    nl = _language(beta, nl2)
+
+    nisa = types.ModuleType("neuronxcc.nki.isa", "nki.isa (beta 1) as simulated")
+    add_isa(nisa, beta, isa)
+    add_enums(nisa)
+    nisa.get_nc_version = lambda: (
+        nisa.nc_version.gen2 if machine.params.name == "trn1" else nisa.nc_version.gen3
+    )
+
+    compiler = types.ModuleType("neuronxcc.nki.compiler", "nki.compiler (beta 1) as simulated")
+    # Compiler directives (skip_middle_end_transformations, enable_stack_allocator,
+    # ...) change how the kernel is compiled, not what it computes: decorators
+    # and calls that hand back what they were given.
+    compiler.__getattr__ = lambda name: _directive  # type: ignore[attr-defined]
+
+    typing = types.ModuleType("neuronxcc.nki.typing", "nki.typing (beta 1) as simulated")
+    typing.tensor = _AnyType()
+    nki = types.ModuleType("neuronxcc.nki", "neuronxcc.nki as simulated by kernelopt")
+    nki.jit = jit
+    for name in ("baremetal", "benchmark", "simulate_kernel", "profile", "trace"):
+        setattr(nki, name, _passthrough)
+    nki.language, nki.isa, nki.typing, nki.compiler = nl, nisa, typing, compiler
+    root = types.ModuleType("neuronxcc", "neuronxcc as simulated by kernelopt")
+    root.nki = nki
+    modules = {
+        "neuronxcc": root,
+        "neuronxcc.nki": nki,
+        "neuronxcc.nki.language": nl,
+        "neuronxcc.nki.isa": nisa,
+        "neuronxcc.nki.typing": typing,
+        "neuronxcc.nki.compiler": compiler,
+    }
+    return beta, modules
+
+
+def _language(beta: Beta1, nl2: types.ModuleType) -> types.ModuleType:
+    """``neuronxcc.nki.language``: the current API's ranges, buffers and dtypes,
+    the callable ops, array constructors, loads, stores and matmul."""
+    nl = types.ModuleType("neuronxcc.nki.language", "nki.language (beta 1) as simulated")
+    for name in ("affine_range", "sequential_range", "static_range", "tile_size", "ds"):
+        setattr(nl, name, getattr(nl2, name))
+    for name, buffer in BUFFERS.items():
+        setattr(nl, name, buffer)
+    for name in dir(nl2):
+        value = getattr(nl2, name)
+        if isinstance(value, np.dtype):
+            setattr(nl, name, value)
+    nl.tfloat32 = np.dtype(np.float32)
+    _add_ops(nl, beta)
+    nl.par_dim = ParDim
+    nl.arange = indexing.arange
+    nl.mgrid = indexing.mgrid
+    _add_constructors(nl, beta)
+    nl.shared_constant = beta.shared_constant
+    nl.load = beta.load
+    nl.load_transpose2d = beta.load_transpose2d
+    nl.store = beta.store
+    nl.matmul = beta.matmul
+    nl.transpose = beta.transpose
+    nl.loop_reduce = beta.loop_reduce
+    nl.program_id = lambda axis=0: 0
+    nl.num_programs = lambda axes=None: 1
+    nl.device_print = lambda *args, **kwargs: None
+    return nl
+
+
+def _add_ops(nl: types.ModuleType, beta: Beta1) -> None:
+    """The callable ``nl.*`` ops, the reductions and ``nl.softmax``."""
+
+    def op_call(op: Op, *args: Any, dtype: Any = None, mask: Any = None, **_: Any) -> Tile:
+        if op.arity == 1:
+            return beta.unary(op, args[0], dtype, mask)
+        return beta.binary(op.name, args[0], args[1], dtype, mask)
+
+    for name, op in OPS.items():
+        setattr(nl, name, CallableOp(op.name, op.arity, op.fn, op.reduce, impl=op_call))
+    nl.true_divide = nl.divide
+
+    def reducer(kind: str) -> Callable[..., Tile]:
+        def reduce(
+            x: Any,
+            axis: Any,
+            dtype: Any = None,
+            mask: Any = None,
+            keepdims: bool = False,
+            **_: Any,
+        ) -> Tile:
+            return beta.reduce(kind, x, axis, dtype, keepdims, mask)
+
+        reduce.__name__ = kind
+        return reduce
+
+    for kind in ("sum", "mean", "max", "min", "prod"):
+        setattr(nl, kind, reducer(kind))
+
+    def softmax(x: Any, axis: Any, dtype: Any = None, mask: Any = None, **_: Any) -> Tile:
+        # exp(x - max) / sum, as the instructions it lowers to.
+        top = beta.reduce("max", x, axis, keepdims=True, mask=mask)
+        shifted = beta.binary("subtract", x, top, mask=mask)
+        e = beta.unary(OPS["exp"], shifted, mask=mask)
+        total = beta.reduce("sum", e, axis, keepdims=True, mask=mask)
+        return beta.binary("divide", e, total, dtype, mask)
+
+    nl.softmax = softmax
+
+
+def _add_constructors(nl: types.ModuleType, beta: Beta1) -> None:
+    """``nl.ndarray``, ``nl.zeros``, ``nl.full``, ``nl.ones`` and their ``*_like``."""
+
+    def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", **_: Any) -> Any:
+        return beta.ndarray(shape, dtype, buffer, name)
+
+    def zeros(
+        shape: Any,
+        dtype: Any,
+        buffer: Any = None,
+        name: str = "",
+        lazy_initialization: bool = False,
+        **_: Any,
+    ) -> Any:
+        return beta.ndarray(shape, dtype, buffer, name, "lazy" if lazy_initialization else 0.0)
+
+    def full(
+        shape: Any, fill_value: Any, dtype: Any, buffer: Any = None, name: str = "", **_: Any
+    ) -> Any:
+        return beta.ndarray(shape, dtype, buffer, name, float(fill_value))
+
+    nl.ndarray = ndarray
+    nl.zeros = zeros
+    nl.full = full
+    nl.ones = lambda shape, dtype, buffer=None, name="", **_: full(shape, 1.0, dtype, buffer, name)
+    nl.empty_like = lambda x, dtype=None, buffer=None, **_: ndarray(
+        x.shape, dtype or x.dtype, buffer
+    )
+    nl.zeros_like = lambda x, dtype=None, buffer=None, **_: zeros(x.shape, dtype or x.dtype, buffer)
+    nl.ones_like = lambda x, dtype=None, buffer=None, **_: full(
+        x.shape, 1.0, dtype or x.dtype, buffer
+    )

@@ -1,0 +1,191 @@
+"""The beta-1 high-level ops (``nl.add``, ``nl.exp``, ``nl.sum``, ``nl.matmul``,
+``nl.load``/``nl.store``, ...): each lowers to the instructions the current
+API emits."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from kernelopt.sim.beta1_core import Beta1Core
+from kernelopt.sim.beta1_tiles import clip_like, dtype_of
+from kernelopt.sim.language import OPS, Op
+from kernelopt.sim.tensor import Tile
+
+_FAST_VECTOR_OPS = frozenset({"add", "multiply", "subtract"})
+
+
+class HighLevelOps(Beta1Core):
+    """Elementwise ops, reductions, matmul and transpose, loads and stores."""
+
+    # --- elementwise, reductions, matmul ---------------------------------------------
+
+    def _operand(self, value: Any, what: str) -> Tile | float:
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return float(value)
+        return self._tile(what, value)
+
+    def binary(
+        self,
+        op: str,
+        x: Any,
+        y: Any,
+        dtype: Any = None,
+        mask: Any = None,
+        out: Tile | None = None,
+    ) -> Tile:
+        m, fn = self.m, OPS[op]
+        a, b = self._operand(x, f"nl.{op}"), self._operand(y, f"nl.{op}")
+        tiles = [t for t in (a, b) if isinstance(t, Tile)]
+        if not tiles:
+            m.fail("isa", f"nl.{op}: at least one operand must be a tile")
+        shapes = [t.shape for t in tiles]
+        try:
+            shape = np.broadcast_shapes(*shapes)
+        except ValueError:
+            m.fail("isa", f"nl.{op}: shapes {shapes} do not broadcast")
+        dst = out if out is not None else self.new(shape, self._dtype(dtype, dtype_of(*tiles)))
+        if dst.shape != tuple(shape):
+            m.fail("isa", f"nl.{op}: result {tuple(shape)} does not fit dst {dst.shape}")
+        for t in tiles:
+            if not t.buffer.on_chip:
+                m.fail("isa", f"nl.{op}: operand {t.alloc.name!r} is in HBM; nl.load it first")
+        if mask is not None:
+            dst = dst.clip(mask)
+            a = clip_like(a, mask, tuple(shape))
+            b = clip_like(b, mask, tuple(shape))
+        a, b = (t.checked() if isinstance(t, Tile) else t for t in (a, b))
+        va = a if not isinstance(a, Tile) else m.read(a, f"nl.{op}")
+        vb = b if not isinstance(b, Tile) else m.read(b, f"nl.{op}")
+        if m.compute:
+            m.write(dst, np.broadcast_to(fn.fn(va, vb), dst.shape))
+        else:
+            m.write(dst, None)
+        full = [t for t in (a, b) if isinstance(t, Tile) and t.free_size == dst.free_size]
+        if len(full) < 2:
+            # A scalar or a [P, 1] column: one streamed input (tensor_scalar).
+            name, inputs = "tensor_scalar", 1
+        else:
+            fast = any(t.buffer.kind == "psum" for t in full) or (
+                op in _FAST_VECTOR_OPS and all(t.dtype.name == "bfloat16" for t in full)
+            )
+            name, inputs = "tensor_tensor", 1 if fast else 2
+        self.isa._emit(
+            name,
+            "vector",
+            tiles,
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            inputs=inputs,
+        )
+        return dst
+
+    def unary(self, op: Op, x: Any, dtype: Any = None, mask: Any = None) -> Tile:
+        src = self._tile(f"nl.{op.name}", x)
+        dst = self.new(src.shape, self._dtype(dtype, src.dtype))
+        src, view = (src.clip(mask), dst.clip(mask)) if mask is not None else (src, dst)
+        if op.name == "copy":
+            self._copy(view, src)
+        else:
+            self.isa.activation(view, op, src)
+        return dst
+
+    def reduce(
+        self,
+        op: str,
+        x: Any,
+        axis: Any,
+        dtype: Any = None,
+        keepdims: bool = False,
+        mask: Any = None,
+        negate: bool = False,
+    ) -> Tile:
+        src = self._tile(f"nl.{op}", x)
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        norm = {a % src.ndim for a in axes if isinstance(a, int)}
+        shape = tuple(
+            (1 if keepdims else None) if i in norm else d for i, d in enumerate(src.shape)
+        )
+        shape = tuple(d for d in shape if d is not None)
+        base = {"sum": "add", "mean": "add", "max": "maximum", "min": "minimum", "prod": "multiply"}
+        full = self.new(shape, self._dtype(dtype, src.dtype))
+        dst = full
+        if mask is not None:
+            # The result keeps its full shape; only the masked rows are computed.
+            whole = src.shape
+            src = src.clip(mask)
+            dst = clip_like(full, mask, whole) if keepdims else full
+        self.isa.tensor_reduce(dst, OPS[base[op]], src, axes, negate=negate, keepdims=keepdims)
+        if op == "mean":
+            count = int(np.prod([src.shape[a] for a in norm]))
+            self.binary("multiply", dst, 1.0 / count, out=dst)
+        return full
+
+    def matmul(self, x: Any, y: Any, transpose_x: bool = False, mask: Any = None) -> Tile:
+        a = self._in_sbuf("nl.matmul", self._tile("nl.matmul", x))
+        b = self._in_sbuf("nl.matmul", self._tile("nl.matmul", y))
+        if not transpose_x:
+            # x is [M, K]: TensorE transposes it through PSUM first, as the
+            # compiler does (the docs name this extra instruction).
+            if a.ndim != 2:
+                self.m.fail("isa", f"nl.matmul: x must be 2-D, got {a.shape}")
+            a = self._in_sbuf("nl.matmul", self.transpose(a))
+        dst = self.new((a.shape[-1], b.shape[-1]), np.dtype(np.float32), "psum")
+        self.isa.nc_matmul(dst, a, b)
+        return dst
+
+    def transpose(self, x: Any, dtype: Any = None, mask: Any = None) -> Tile:
+        src = self._in_sbuf("nl.transpose", self._tile("nl.transpose", x))
+        if src.ndim != 2:
+            self.m.fail("isa", f"nl.transpose: 2-D tiles only, got {src.shape}")
+        dst = self.new((src.shape[1], src.shape[0]), self._dtype(dtype, src.dtype), "psum")
+        self.isa.nc_transpose(dst, src)
+        return dst
+
+    def loop_reduce(
+        self, x: Any, op: Any, loop_indices: Any, dtype: Any = None, mask: Any = None
+    ) -> Tile:
+        """``nl.loop_reduce``: per call site, the first iteration of the named loops
+        starts the accumulator; later ones combine into it (``tensor_tensor``)."""
+        src = self._tile("nl.loop_reduce", x)
+        fn = self.isa._op("nl.loop_reduce", op, 2)
+        indices = loop_indices if isinstance(loop_indices, list | tuple) else [loop_indices]
+        site = self.m.site()
+        acc = self._reduce.get(site)
+        if acc is None or all(int(i) == 0 for i in indices):
+            acc = self.new(src.shape, self._dtype(dtype, src.dtype))
+            self.isa.tensor_copy(acc, src)
+            self._reduce[site] = acc
+        else:
+            self.binary(fn.name, acc, src, mask=mask, out=acc)
+        return acc
+
+    # --- loads and stores ---------------------------------------------------------------
+
+    def load(self, src: Any, mask: Any = None, dtype: Any = None) -> Tile:
+        src = self._tile("nl.load", src)
+        dst = self.new(src.shape, self._dtype(dtype, src.dtype))
+        self.isa.dma_copy(dst.clip(mask), src.clip(mask))
+        return dst
+
+    def load_transpose2d(self, src: Any, mask: Any = None, dtype: Any = None) -> Tile:
+        src = self._tile("nl.load_transpose2d", src)
+        if src.ndim != 2:
+            self.m.fail("isa", f"nl.load_transpose2d: 2-D tiles only, got {src.shape}")
+        dst = self.new((src.shape[1], src.shape[0]), self._dtype(dtype, src.dtype))
+        self.isa.dma_transpose(dst, src)
+        return dst
+
+    def store(self, dst: Any, value: Any, mask: Any = None) -> None:
+        dst = self._tile("nl.store", dst)
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            tmp = self.new(dst.shape, dst.dtype)
+            self.isa.memset(tmp, float(value))
+            value = tmp
+        src = self._tile("nl.store", value)
+        if src.buffer.kind == "psum":
+            src = self._in_sbuf("nl.store", src)  # DMA reads SBUF: the compiler copies
+        self.isa.dma_copy(dst.clip(mask), src.clip(mask))

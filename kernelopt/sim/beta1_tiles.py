@@ -1,0 +1,129 @@
+"""Beta-1 on-chip shapes and operands: ``nl.par_dim``, block arrays, masks
+applied to broadcast operands, and the dtype of an elementwise result."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernelopt.sim import indexing
+from kernelopt.sim.tensor import Buffer, Tile
+
+if TYPE_CHECKING:
+    from kernelopt.sim.beta1 import Beta1
+
+
+class ParDim(int):
+    """``nl.par_dim(n)``: marks the partition axis of an on-chip shape."""
+
+
+class BlockArray:
+    """An on-chip array whose leading axes index blocks: ``(4, 8, par_dim(128), 1024)``.
+
+    Each block is its own allocation, made when the kernel first indexes it,
+    so on-chip memory is charged block by block from first touch to last use
+    (the compiler allocates such arrays by liveness: a block array far larger
+    than one partition's SBUF fits when its blocks are never live at once).
+    """
+
+    def __init__(
+        self,
+        beta: Beta1,
+        blocks: tuple[int, ...],
+        tile_shape: tuple[int, ...],
+        dtype: np.dtype,
+        buffer: Buffer,
+        name: str,
+        site: tuple[int, ...],
+        fill: float | str | None,
+    ) -> None:
+        self.beta, self.blocks, self.tile_shape = beta, blocks, tile_shape
+        self.dtype, self.buffer, self.name, self.site, self.fill = (
+            dtype,
+            buffer,
+            name,
+            site,
+            fill,
+        )
+        self._tiles: dict[tuple[int, ...], Tile] = {}
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.blocks + self.tile_shape
+
+    def __repr__(self) -> str:
+        return f"BlockArray({self.name!r}, blocks={self.blocks}, tile={self.tile_shape})"
+
+    def block(self, index: tuple[int, ...]) -> Tile:
+        m = self.beta.m
+        for i, (k, n) in enumerate(zip(index, self.blocks, strict=True)):
+            if not isinstance(k, int | np.integer) or not 0 <= k < n:
+                m.fail("isa", f"block index {k!r} on axis {i} of {self.name!r} {self.shape}")
+        index = tuple(int(k) for k in index)
+        tile = self._tiles.get(index)
+        if tile is None:
+            flat = int(np.ravel_multi_index(index, self.blocks))
+            label = f"{self.name}{list(index)}"
+            tile = m.allocate(
+                self.tile_shape, self.dtype, self.buffer, label, site=self.site + (-1 - flat,)
+            )
+            self.beta.initialise(tile, self.fill)
+            self._tiles[index] = tile
+        return tile
+
+    def __getitem__(self, key: Any) -> Any:
+        key = key if isinstance(key, tuple) else (key,)
+        n = len(self.blocks)
+        if len(key) < n:
+            if any(k is Ellipsis or isinstance(k, slice) for k in key):
+                self.beta.m.fail(
+                    "isa", f"{self.name!r}: block axes take integer indices, got {key!r}"
+                )
+            return BlockView(self, tuple(key))
+        tile = self.block(tuple(key[:n]))
+        rest = key[n:]
+        return tile[rest] if rest else tile
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.beta.assign(self[key], value)
+
+
+class BlockView:
+    """A block array with its first block indices fixed (``buf[i]`` of a 2-block-axis array)."""
+
+    def __init__(self, array: BlockArray, prefix: tuple[int, ...]) -> None:
+        self.array, self.prefix = array, prefix
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape[len(self.prefix) :]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.array[self.prefix + (key if isinstance(key, tuple) else (key,))]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.array[self.prefix + (key if isinstance(key, tuple) else (key,))] = value
+
+
+def clip_like(value: Any, mask: Any, shape: tuple[int, ...]) -> Any:
+    """Clip an operand by ``mask`` on the axes where it is not broadcast."""
+    if not isinstance(value, Tile):
+        return value
+    keep = {
+        axis: rng
+        for axis, rng in mask.keep.items()
+        if axis < value.ndim and value.shape[axis] == shape[axis] and shape[axis] != 1
+    }
+    return value.clip(indexing.Mask(mask.ndim, keep)) if keep else value
+
+
+def dtype_of(*values: Any) -> np.dtype:
+    dtypes = [v.dtype for v in values if isinstance(v, Tile)]
+    if any(d.itemsize >= 4 and d.kind == "f" for d in dtypes):
+        return np.dtype(np.float32)
+    return dtypes[0]
