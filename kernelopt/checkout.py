@@ -93,4 +93,10 @@ def read_from_head(program: Program) -> tuple[Program, str | None]:
         root = find_repo(program.path.resolve().parent)
     except HistoryError:
         return program, None
-    return program_at_head(program, root), ignored(program, root)
+    at_head, warning = program_at_head(program, root), ignored(program, root)
+    if warning and at_head is not program:
+        from kernelopt.rules import rule_changes
+
+        if changes := rule_changes(at_head, program):
+            warning += "; the program's uncommitted rules are not used: " + "; ".join(changes)
+    return at_head, warning
