@@ -107,7 +107,9 @@ def render_stop_summary(
         "",
         f"- time: {time}",
         f"- reason: {reason}",
-        f"- BEST_COMMIT: `{best_commit[:10]}` (the run branch's commit at BEST)",
+        f"- BEST_COMMIT: `{best_commit[:10]}` (the run branch's commit at BEST; the commit "
+        "adding this summary goes on top of it with the same tree, and the best ref and "
+        "`kernelopt status` name that one from now on)",
         "- best metrics: "
         + (", ".join(f"{k} {_fmt(v)}" for k, v in best_metrics.items()) or "n/a"),
         "",
