@@ -13,6 +13,7 @@ from typing import IO, Any
 import click
 
 from kernelopt.decide import Verdict
+from kernelopt.names import name_problem
 
 EXIT_FOR_VERDICT = {
     Verdict.KEEP: 0,
@@ -94,3 +95,10 @@ def error_object(exc: click.ClickException) -> dict[str, Any]:
     kinds = {"UsageProblem": "usage", "RunInUse": "busy", "CliError": "error", "OwnFault": "fault"}
     kind = getattr(exc, "kind", None) or kinds.get(type(exc).__name__, "usage")
     return {"kind": kind, "message": exc.format_message(), "exit_code": exc.exit_code}
+
+
+def checked_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A --tag, --name or --run that can be part of a git ref, else a usage error (exit 2)."""
+    if value is not None and (why := name_problem(value)) is not None:
+        raise click.BadParameter(f"{value!r}: {why}")
+    return value
