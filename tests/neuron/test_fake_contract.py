@@ -22,7 +22,7 @@ from kernelopt.testing.fake_trn2 import TOOLS, FakeTrn2
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "trn2.md"
-STEPS = ROOT / "kernelopt" / "neuron" / "steps.py"
+STEPS = ROOT / "kernelopt" / "neuron" / "steps"
 SDK_PACKAGES = ("nki", "nrtpy", "neuronxcc", "nkipy")
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
@@ -152,14 +152,15 @@ def test_the_table_covers_every_fake_sdk_package_and_tool() -> None:
 
 
 def test_every_sdk_name_kernelopt_imports_has_a_row() -> None:
-    """The table is what kernelopt relies on: a name steps.py imports from the SDK
+    """The table is what kernelopt relies on: a name the steps import from the SDK
     without a row would be an API no fake is checked against."""
     entries = {r["entry"] for r in PYTHON_ROWS}
     imported = set()
-    for node in ast.walk(ast.parse(STEPS.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module.split(".")[0] in SDK_PACKAGES:
-                imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+    for path in sorted(STEPS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.split(".")[0] in SDK_PACKAGES:
+                    imported |= {f"{node.module}.{alias.name}" for alias in node.names}
     assert len(imported) >= 8, imported
     for name in sorted(imported):
         assert any(e == name or e.startswith(name + ".") for e in entries), name

@@ -1,0 +1,106 @@
+"""The profiler's capture of a NEFF: one traced execution read through its
+summary, the seeded inputs it is fed, and device time from repeated captures on
+SDKs without a device-side benchmark."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kernelopt.neuron.facts import CAPTURE_RUNS, PROFILE_NTH_EXEC, SUMMARY_NAME
+from kernelopt.neuron.processes import python_step, run, step_record, tail
+from kernelopt.neuron.summary import SummaryError, parse_summary
+
+
+def profile_execution(
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    neff: Path,
+    ntff: Path,
+    inputs: Sequence[str] = (),
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Capture a trace of one execution (fed ``inputs``, ``NAME file.npy`` words; without
+    them the profiler fills the inputs with zero bytes) and read its summary."""
+    tool = args.profiler
+    capture = run(
+        [
+            tool,
+            "capture",
+            "-n",
+            str(neff),
+            "-s",
+            str(ntff),
+            f"--profile-nth-exec={PROFILE_NTH_EXEC}",
+            *inputs,
+        ],
+        env,
+        args.timeout,
+    )
+    if capture.returncode != 0 or capture.timed_out:
+        return None, f"{tool} capture failed: {tail(capture.stderr or capture.stdout)}"
+    # With --profile-nth-exec=N the trace lands in NAME_exec_N.ntff.
+    nth = ntff.with_name(f"{ntff.stem}_exec_{PROFILE_NTH_EXEC}{ntff.suffix}")
+    if nth.is_file():
+        nth.replace(ntff)
+    if not ntff.is_file():
+        return None, f"{tool} capture wrote no trace at {ntff} or {nth.name}"
+    view = run(
+        [tool, "view", "-n", str(neff), "-s", str(ntff), "--output-format", "summary-json"],
+        env,
+        args.timeout,
+    )
+    if view.returncode != 0:
+        return None, f"{tool} view failed: {tail(view.stderr or view.stdout)}"
+    (ntff.parent / SUMMARY_NAME).write_text(view.stdout)
+    try:
+        return parse_summary(view.stdout, source=f"{tool} view of {neff}", tool=tool), None
+    except SummaryError as exc:
+        return None, str(exc)
+
+
+def seeded_inputs(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[list[str], str | None]:
+    """``NAME file.npy`` words of the seeded inputs for a capture: (words, error)."""
+    argv = python_step(
+        "inputs", "--workload", args.workload, "--out", str(args.out), "--seed", str(args.seed)
+    )
+    done = run(argv, env, args.timeout)
+    found = step_record(done)
+    if done.returncode != 0 or found is None:
+        return [], f"writing the seeded inputs failed: {tail(done.stderr or done.stdout)}"
+    return [word for pair in found["inputs"] for word in pair], None
+
+
+def capture_timing(
+    args: argparse.Namespace, env: Mapping[str, str], neff: Path, ntff: Path
+) -> tuple[dict[str, Any] | None, str | None]:
+    """SDKs without a device-side benchmark (2.22-2.31): the profiler's capture of the
+    NEFF fed the seeded inputs, several times; device time = its total_time."""
+    words, problem = seeded_inputs(args, env)
+    if problem:
+        return None, problem
+    runs = max(1, min(args.iterations, CAPTURE_RUNS))
+    seconds, profile = [], None
+    for k in range(runs):
+        each = ntff.with_name(f"{ntff.stem}-{k}{ntff.suffix}")
+        found, problem = profile_execution(args, env, neff, each, words)
+        if found is None:
+            return None, problem
+        total = found.get("total_time")
+        if not isinstance(total, int | float) or total <= 0:
+            return None, f"{args.profiler} view reported no total_time for run {k + 1}"
+        seconds.append(float(total))
+        profile = found
+        each.replace(ntff)
+    return {
+        "profile": profile,
+        "timing_source": f"{args.profiler} capture total_time (fed the seeded inputs)",
+        "iterations": runs,
+        "warmup": PROFILE_NTH_EXEC - 1,
+        "min_s": min(seconds),
+        "median_s": statistics.median(seconds),
+        "mean_s": statistics.fmean(seconds),
+        "durations_ms": [1e3 * t for t in seconds],
+    }, None

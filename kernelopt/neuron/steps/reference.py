@@ -1,0 +1,140 @@
+"""`compile-reference`: the compiler baseline, f_numpy traced by nkipy and compiled
+by neuronx-cc, in a fresh folder of its own."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernelopt.neuron.facts import NEFF_NAME
+from kernelopt.neuron.steps.common import (
+    StepError,
+    emit,
+    load,
+    parameters,
+    tensor_json,
+    write_tensors,
+)
+from kernelopt.workload import make_inputs
+
+# nkipy's own flags for a traced numpy kernel (nkipy core/compile.py), used when the
+# installed nkipy does not name them itself.
+NKIPY_FLAGS = "--lnc 1 --internal-tensorizer-opt-level=2"
+
+
+def _lnc_of(flags: str) -> int | None:
+    words = shlex.split(flags)
+    for i, word in enumerate(words):
+        if word in ("--lnc", "--logical-nc-config") and i + 1 < len(words):
+            return int(words[i + 1])
+        if word.startswith(("--lnc=", "--logical-nc-config=")):
+            return int(word.split("=", 1)[1])
+    return None
+
+
+def compile_reference_step(args: argparse.Namespace) -> None:
+    """f_numpy traced by nkipy and compiled by neuronx-cc into out/NEFF_NAME.
+
+    nkipy removes its build folder before compiling and returns to the working
+    directory afterwards, so it builds in a fresh folder of its own (never the
+    step's working directory). Its own flags (``--lnc 1
+    --internal-tensorizer-opt-level=2``) come first; kernelopt adds ``--lnc N`` only
+    when the program's LNC differs from theirs.
+    """
+    workload = load(Path(args.workload))
+    inputs = make_inputs(workload.input_specs, 0)
+    try:
+        from nkipy.core.trace import NKIPyKernel
+    except ImportError as exc:
+        raise StepError(f"nkipy is not importable here ({exc})") from None
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix="kernelopt-nkipy-", dir=out.parent))
+    try:
+        record = _compile_nkipy(NKIPyKernel, workload, inputs, build, out, args.lnc)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    print(f"call shape: {json.dumps(record['call_shape'])}")
+    emit({"api": "nkipy", "options": record})
+
+
+def _compile_nkipy(
+    kernel_class: Any,
+    workload: Any,
+    inputs: dict[str, np.ndarray],
+    build: Path,
+    out: Path,
+    lnc: int,
+) -> dict[str, Any]:
+    compile_module = execute = None
+    try:
+        import nkipy.core.compile as compile_module
+    except ImportError:
+        try:
+            import nkipy.runtime.execute as execute
+        except ImportError as exc:
+            raise StepError(f"nkipy has neither core.compile nor runtime.execute ({exc})") from None
+    own = str(getattr(compile_module or execute, "nkipy_compiler_args", "") or NKIPY_FLAGS)
+    added = f"--lnc {lnc}" if (_lnc_of(own) or 1) != lnc else ""
+    artifacts = build / "artifacts"
+    try:
+        traced = kernel_class.trace(workload.f_numpy)
+        if compile_module is not None and hasattr(compile_module, "compile_to_neff"):
+            traced.specialize(*inputs.values())
+            target = getattr(compile_module, "CompilationTarget", None)
+            keywords: dict[str, Any] = {
+                "output_dir": str(artifacts),
+                "neff_name": NEFF_NAME,
+                "additional_compiler_args": " ".join(w for w in (own, added) if w),
+                "save_artifacts": True,
+            }
+            if target is not None and hasattr(target, "TRN2"):
+                keywords["target"] = target.TRN2
+            built = compile_module.compile_to_neff(traced, **keywords)
+            shape = {"compile_to_neff": parameters(compile_module.compile_to_neff)}
+            code = getattr(traced, "_code", None)
+        else:
+            execute = execute or importlib.import_module("nkipy.runtime.execute")
+            function = getattr(execute, "_compile_kernel", None)
+            if function is None:
+                raise StepError(
+                    "nkipy offers neither core.compile.compile_to_neff nor "
+                    "runtime.execute._compile_kernel: a layout kernelopt does not know"
+                )
+            # This entry point removes artifacts_dir and prepends nkipy's own flags itself.
+            result = function(
+                traced,
+                *inputs.values(),
+                artifacts_dir=str(artifacts),
+                additional_compiler_args=added,
+            )
+            built = result[0] if isinstance(result, tuple | list) else result
+            shape = {"_compile_kernel": parameters(function)}
+            code = getattr(traced, "_code", None)
+    except StepError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - nkipy's and the compiler's own error types
+        raise StepError(f"nkipy could not compile f_numpy: {type(exc).__name__}: {exc}") from None
+    shutil.copyfile(built, out / NEFF_NAME)
+    outputs = [tensor_json(t) for t in getattr(code, "outputs", None) or []]
+    write_tensors(
+        out,
+        [tensor_json(t) for t in getattr(code, "inputs", None) or []],
+        outputs,
+        "nkipy traced IR outputs" if outputs else "none: nkipy's trace named no outputs",
+    )
+    return {
+        "nkipy_compiler_args": own,
+        "additional_compiler_args": added,
+        "build_dir": "a fresh folder beside the step's own (removed afterwards)",
+        "lnc": lnc,
+        "call_shape": shape,
+    }
