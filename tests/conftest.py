@@ -23,6 +23,8 @@ END_TO_END = (
     "tests/proposers/test_nki.py::test_a_long_run_never_repeats_a_signature_or_a_kernel",
     "tests/proposers/test_nki.py::test_after_a_fruitless_sweep_round_it_moves_several_knobs_at_once",
     "tests/neuron/test_builds.py",
+    "tests/neuron/test_target_ssh.py",
+    "tests/gated/test_runs_on_devices.py",
 )
 
 
