@@ -288,7 +288,7 @@ class RunRepo:
     ) -> str | None:
         """Commit the worktree as attempt ``attempt`` and record its ref.
 
-        The commit object and the attempt ref exist before the branch moves,
+        The commit object exists before its attempt ref and the branch move (at once),
         so a runner killed at any instant leaves either no attempt (dirty
         worktree, reset on resume) or a complete, reachable one. Returns None
         when there is nothing to commit and ``allow_empty`` is false.
@@ -300,14 +300,15 @@ class RunRepo:
             self.notices.append(reattach(self, base) or "")
         self.wt("add", "-A")
         tree = self.wt("write-tree").strip()
-        head = self.head()
-        parent = parent or head
+        parent = parent or self.head()
         if not allow_empty and tree == self.wt("rev-parse", f"{parent}^{{tree}}").strip():
             return None
         message = candidate_message(self.run_id, attempt, kind, hypothesis, trailers)
         sha = self.wt("commit-tree", tree, "-p", parent, "-F", "-", input=message).strip()
-        self.set_ref(f"attempts/{attempt}", sha)
-        self.wt("update-ref", f"refs/heads/{self.branch}", sha, head)
+        ref = self.ref(f"attempts/{attempt}")  # moves with the branch, in one transaction
+        move = f"update {ref} {sha}\nupdate refs/heads/{self.branch} {sha}"
+        if not self.wt.ok("update-ref", "--stdin", input=f"{move} {parent}\n"):  # else from HEAD
+            self.wt("update-ref", "--stdin", input=f"{move} {self.head()}\n")
         return sha
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 - a commit's content never changes

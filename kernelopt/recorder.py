@@ -19,6 +19,7 @@ from kernelopt.judge import Judgement
 from kernelopt.note import NoteContext, build_note, now, regression_summary
 from kernelopt.program import Program
 from kernelopt.records import AttemptResult, Pair, Pending, measured_on
+from kernelopt.state_step import advance
 from kernelopt.targets.base import Target
 
 
@@ -75,14 +76,13 @@ class Recorder:
             self.repo.reset_to(state.best_commit or f"{att.sha}^")
         # Advance the state in memory: rebuilding it from every note per
         # candidate would make each attempt cost more as the history grows.
-        after = RunState(
-            self.repo.run_id,
+        after = advance(
+            state,
+            AttemptRecord(att.n, att.sha, note),
             self.repo.read_ref("best")
             if verdict in (Verdict.KEEP, Verdict.BASELINE)
             else state.best_commit,
-            (*state.attempts, AttemptRecord(att.n, att.sha, note)),
             tuple(p for p in state.pending if p[0] != att.n),
-            None,
         )
         if outcome.stop:
             after = self.stop(outcome.stop_reason or "stopped")

@@ -137,9 +137,16 @@ class ProposerState:
 
     @classmethod
     def of(
-        cls, state: RunState, history: tuple[Observation, ...], *, better: str, seed: int
+        cls,
+        state: RunState,
+        history: tuple[Observation, ...],
+        *,
+        better: str,
+        seed: int,
+        tried: frozenset[str] | None = None,
     ) -> ProposerState:
-        """The run's state as proposers see it; ``history`` its attempts as observations."""
+        """The run's state as proposers see it; ``history`` its attempts as observations
+        (``tried``: their knob signatures, when the caller keeps them already)."""
         best = state.best
         counters = state.counters
         return cls(
@@ -147,7 +154,9 @@ class ProposerState:
             best_knobs=best.note.get("knobs") if best else None,
             better=better,
             history=history,
-            tried=frozenset(o.signature for o in history if o.signature),
+            tried=frozenset(o.signature for o in history if o.signature)
+            if tried is None
+            else tried,
             seed=seed,
             best_commit=state.best_commit,
             consecutive_regressions=counters.consecutive_regressions,
@@ -181,10 +190,18 @@ class Proposer(Protocol):
 
 class Observations:
     """Observations of recorded attempts, each built once: the loop asks for the
-    whole history before every batch."""
+    whole history before every batch.
+
+    A state that extends the one seen last (the runner appends one attempt per
+    candidate) adds only its new attempts to the history and the tried set, so a
+    proposer's view costs the same at attempt 1,000 as at attempt 10.
+    """
 
     def __init__(self) -> None:
         self._cache: dict[tuple[int, str], Observation] = {}
+        self._records: tuple[AttemptRecord, ...] = ()
+        self._history: tuple[Observation, ...] = ()
+        self._tried: frozenset[str] = frozenset()
 
     def of(self, record: AttemptRecord) -> Observation:
         key = (record.attempt, record.commit)
@@ -194,5 +211,13 @@ class Observations:
 
     def state(self, run: RunState, better: str, seed: int) -> ProposerState:
         """What a proposer sees of the run ``run``."""
-        history = tuple(self.of(r) for r in run.attempts)
-        return ProposerState.of(run, history, better=better, seed=seed)
+        records, seen = run.attempts, len(self._records)
+        extends = len(records) >= seen and (seen == 0 or records[seen - 1] is self._records[-1])
+        if not extends:  # another history (loaded again from git): start over
+            self._records, self._history, self._tried, seen = (), (), frozenset(), 0
+        new = tuple(self.of(r) for r in records[seen:])
+        if new:
+            self._records = records
+            self._history += new
+            self._tried |= {o.signature for o in new if o.signature}
+        return ProposerState.of(run, self._history, better=better, seed=seed, tried=self._tried)
