@@ -1,4 +1,5 @@
-"""What both fake ``nki`` packages share: ``@nki.jit`` and placeholder names.
+"""What both fake ``nki`` packages share: ``@nki.jit``, placeholder names and the
+configuration classes of ``nki.compiler``.
 
 A kernel module must import and decorate under the fake; nothing here runs a
 kernel. ``nki.jit`` follows the documented signature
@@ -10,7 +11,9 @@ refuses.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -53,3 +56,30 @@ def jit(
     if fn is None:
         return lambda f: JitKernel(f, options)
     return JitKernel(fn, options)
+
+
+# nki.compiler's per-kernel configuration classes (the nki.compiler API reference,
+# ``en/v2.33.1/nki/api/nki.compiler.html``: CompileConfig, SpecializationConfig,
+# AddressRotation; their defaults are unverified), the same in both fake packages.
+
+
+class AddressRotation(enum.Enum):
+    """Whether the backend may rotate a memloc's address for better layout."""
+
+    AUTO = "auto"
+    DISABLED = "disabled"
+
+
+@dataclass
+class CompileConfig:
+    address_rotation: AddressRotation | None = None
+    non_ssa_legalization: bool | None = None
+    dead_code_elim: bool | None = None
+    barrier_check: bool | None = None
+    prefetch_auto: bool | None = None
+    nki_alloc_fallback: bool | None = None
+
+
+@dataclass
+class SpecializationConfig:
+    allow_nested_config_override: bool | None = None
