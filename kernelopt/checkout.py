@@ -8,12 +8,11 @@ run would otherwise seem to use, for a one-line warning.
 
 from __future__ import annotations
 
-import dataclasses
-import tempfile
 from pathlib import Path
 
 from kernelopt.gitcmd import Git, HistoryError
-from kernelopt.program import Program, load_program
+from kernelopt.history import committed_text, find_repo
+from kernelopt.program import Program, program_from_text
 
 
 def dirty_paths(root: Path) -> list[str]:
@@ -68,17 +67,10 @@ def program_at_head(program: Program, root: Path) -> Program:
         rel = str(program.path.resolve().relative_to(root.resolve()))
     except ValueError:
         return program  # outside the repository: there is no committed version
-    git = Git(root)
-    if not git.ok("cat-file", "-e", f"HEAD:{rel}"):
-        return program  # not committed yet: the run will say so when it needs HEAD
-    committed = git("show", f"HEAD:{rel}")
-    if committed == program.path.read_text():
-        return program
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / program.path.name
-        copy.write_text(committed)
-        at_head = load_program(copy, root=root)
-    return dataclasses.replace(at_head, path=program.path)
+    committed = committed_text(root, "HEAD", rel)
+    if committed is None or committed == program.path.read_text():
+        return program  # not committed yet (the run says so when it needs HEAD), or clean
+    return program_from_text(program.path, committed, root)
 
 
 def read_from_head(program: Program) -> tuple[Program, str | None]:
@@ -87,8 +79,6 @@ def read_from_head(program: Program) -> tuple[Program, str | None]:
     Outside a git repository both are left as they are: starting the run says why
     it cannot go on.
     """
-    from kernelopt.history import find_repo
-
     try:
         root = find_repo(program.path.resolve().parent)
     except HistoryError:
