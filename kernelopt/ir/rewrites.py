@@ -10,7 +10,8 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from kernelopt.ir.derive import derive
+from kernelopt.ir.derive import TWO_BYTE, derive
+from kernelopt.ir.graph_rewrites import GRAPH_REWRITES
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer
 from kernelopt.ir.sample import with_default_knobs
 
@@ -43,6 +44,7 @@ def _restructure(
         operators=tuple(operators),
         buffer_scopes=scopes,
         variant=_variant(ir, name),
+        graph=None,  # the lowering no longer follows the graph: no graph rewrite after this
     )
     return fresh if not derive(fresh)[1] else with_default_knobs(fresh)
 
@@ -53,7 +55,8 @@ class LoadTranspose:
     Pattern: ``load x -> sbuf_x -> transpose -> psum_t -> copy -> sbuf_t``.
     Result: ``dma_transpose x -> sbuf_t``; the PSUM buffer and two instructions
     disappear, and so does the SBUF staging buffer when nothing else reads
-    it. When other ops read ``sbuf_x`` too (a norm reads the rows of the x
+    it. dma_transpose moves 2-byte elements only: an fp32 input keeps its
+    TensorE transpose. When other ops read ``sbuf_x`` too (a norm reads the rows of the x
     a matmul reads transposed), x is loaded twice, once each way.
     """
 
@@ -69,6 +72,8 @@ class LoadTranspose:
             copies = [o for o in ir.operators if o.srcs == (op.dst,) and o.kind == "copy"]
             if load is None or load.kind != "load" or len(copies) != 1:
                 continue
+            if source.dtype not in TWO_BYTE:
+                continue  # dma_transpose moves 2-byte elements only: no such load exists
             shared = len(readers) > 1
             target = ir.buffer[copies[0].dst]
             dp, df = target.axes
@@ -143,11 +148,12 @@ class FusedDrain:
             )
         if fused is ir:
             return ir
-        fused = dataclasses.replace(fused, variant=_variant(ir, self.name))
+        fused = dataclasses.replace(fused, variant=_variant(ir, self.name), graph=None)
         return fused if not derive(fused)[1] else with_default_knobs(fused)
 
 
-REWRITES: dict[str, Rewrite] = {r.name: r for r in (LoadTranspose(), FusedDrain())}
+# Rewrites of the math first: a lowering rewrite drops the graph they rewrite.
+REWRITES: dict[str, Rewrite] = {r.name: r for r in (*GRAPH_REWRITES, LoadTranspose(), FusedDrain())}
 
 
 def enumerate_rewrite_combinations(
