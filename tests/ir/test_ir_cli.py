@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 from ir_support import IR_DIR
 
+from kernelopt.ir import ir_for_workload, knobs_to_json
 from kernelopt.ir.cli import ir_group
 
 MATMUL = IR_DIR / "matmul"
@@ -19,7 +20,7 @@ def run(*args: str):
     return CliRunner().invoke(ir_group, [str(a) for a in args])
 
 
-@pytest.mark.parametrize("command", ["show", "validate", "render", "sample"])
+@pytest.mark.parametrize("command", ["show", "validate", "render", "sample", "init"])
 def test_every_command_has_help_with_an_example(command: str) -> None:
     result = run(command, "--help")
     assert result.exit_code == 0
@@ -89,3 +90,30 @@ def test_sample_json_is_seeded_and_alternates_variants() -> None:
 def test_missing_workload_file_is_a_usage_error(tmp_path: Path) -> None:
     result = run("show", tmp_path / "nope.py")
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_init_writes_the_best_screened_state_beside_the_workload(tmp_path: Path) -> None:
+    from kernelopt.ir.start import SimTimer
+    from kernelopt.workload import load_workload
+
+    folder = tmp_path / "softmax"
+    folder.mkdir()
+    source = (IR_DIR / "softmax" / "workload.py").read_text()
+    (folder / "workload.py").write_text(source.replace("M, N = 1024, 2048", "M, N = 256, 1024"))
+    result = run("init", folder / "workload.py", "--pool", "6", "--json")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    assert record["knobs"] == str(folder / "knobs.json") and record["screened"] == 6
+    rendered = run("render", folder / "knobs.json", "-w", folder / "workload.py")
+    assert rendered.exit_code == 0 and rendered.output == (folder / "kernel.py").read_text()
+    # The pool holds the default knobs: the pick is never slower than they are.
+    workload = load_workload(folder / "workload.py")
+    timer = SimTimer(workload)
+    default = timer(ir_for_workload(workload))
+    assert default is not None and record["estimate_us"] <= default * 1e6 + 1e-6
+    again = run("init", folder / "workload.py")
+    assert again.exit_code != 0 and "--force" in again.output
+    forced = run("init", folder / "workload.py", "--pool", "0", "--force")
+    assert forced.exit_code == 0 and "the default knobs" in forced.output
+    knobs = json.loads((folder / "knobs.json").read_text())
+    assert knobs == knobs_to_json(ir_for_workload(workload))
