@@ -340,6 +340,11 @@ class _Renderer:
         ]
         self.w.call(indent, "nisa.dma_transpose", args)
 
+    def op_sbuf_transpose(self, op: Operator, site: _Site, indent: int) -> None:
+        b = self.ir.buffer
+        dst, src = self.view(site, b[op.dst], indent), self.view(site, b[op.srcs[0]], indent)
+        self.w.call(indent, "nisa.dma_transpose", [f"dst={dst}", f"src={src}"])
+
     def op_matmul(self, op: Operator, site: _Site, indent: int) -> None:
         b = self.ir.buffer
         args = [

@@ -96,6 +96,57 @@ class LoadTranspose:
         return ir
 
 
+class SbufTranspose:
+    """A TensorE transpose of a computed tile becomes one SBUF-to-SBUF transposing DMA.
+
+    Pattern: ``sbuf_x (not a load) -> transpose -> psum_t -> copy -> sbuf_t``.
+    Result: ``dma_transpose sbuf_x -> sbuf_t``: the PSUM buffer, the TensorE
+    instruction and the copy out of PSUM (on VectorE or ScalarE) disappear; the
+    DMA queues move the tile instead, at up to half their copy rate (NEURON.md,
+    from the NKI performance guide: dma_transpose SBUF to SBUF "up to 50 %").
+    dma_transpose moves 2-byte elements only. Every matching transpose is moved.
+    """
+
+    name = "SbufTranspose"
+
+    def apply(self, ir: KernelIR) -> KernelIR:
+        moved = ir
+        for op in ir.operators:
+            if op.kind != "transpose":
+                continue
+            source = ir.buffer[op.srcs[0]]
+            load = ir.producers.get(source.name)
+            copies = [o for o in ir.operators if o.srcs == (op.dst,) and o.kind == "copy"]
+            if load is None or load.kind == "load" or len(copies) != 1:
+                continue  # a loaded tile is LoadTranspose's
+            if source.dtype not in TWO_BYTE:
+                continue
+            target = moved.buffer[copies[0].dst]
+            fused = Operator(
+                f"dma_transpose_{target.name.removeprefix('sbuf_')}",
+                "sbuf_transpose",
+                target.name,
+                op.srcs,
+                op.roles,
+                op.required_tiles,
+            )
+            operators = [
+                fused if o.name == op.name else o
+                for o in moved.operators
+                if o.name != copies[0].name
+            ]
+            moved = dataclasses.replace(
+                moved,
+                buffers=tuple(b for b in moved.buffers if b.name != op.dst),
+                operators=tuple(operators),
+                buffer_scopes={b: sc for b, sc in moved.buffer_scopes.items() if b != op.dst},
+            )
+        if moved is ir:
+            return ir
+        moved = dataclasses.replace(moved, variant=_variant(ir, self.name), graph=None)
+        return moved if not derive(moved)[1] else with_default_knobs(moved)
+
+
 # Element-wise instructions that may read a PSUM operand (VectorE and ScalarE do).
 PSUM_READERS = ("activation", "tensor_scalar", "tensor_tensor", "reciprocal")
 
@@ -153,7 +204,9 @@ class FusedDrain:
 
 
 # Rewrites of the math first: a lowering rewrite drops the graph they rewrite.
-REWRITES: dict[str, Rewrite] = {r.name: r for r in (*GRAPH_REWRITES, LoadTranspose(), FusedDrain())}
+REWRITES: dict[str, Rewrite] = {
+    r.name: r for r in (*GRAPH_REWRITES, LoadTranspose(), SbufTranspose(), FusedDrain())
+}
 
 
 def enumerate_rewrite_combinations(

@@ -10,6 +10,7 @@ device it only orders the first candidates.
 
 from __future__ import annotations
 
+import itertools
 import random
 import tempfile
 from collections.abc import Callable, Sequence
@@ -18,12 +19,13 @@ from pathlib import Path
 
 from kernelopt.ir.derive import derive
 from kernelopt.ir.footprint import fits
-from kernelopt.ir.model import KernelIR
+from kernelopt.ir.model import KernelIR, PhysicalBuffer, Scope
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.sample import SampleError, knob_signature, sample
 from kernelopt.workload import Workload, make_inputs
 
 Timer = Callable[[KernelIR], float | None]
+DRAWS_PER_SLOT = 12  # joint draws per pool slot, ranked by their engines' work
 
 
 class SimTimer:
@@ -61,27 +63,96 @@ class Start:
     seconds: float
 
 
+def templates(ir: KernelIR) -> list[KernelIR]:
+    """Streaming layouts of one variant, the shape a hand-written kernel usually has.
+
+    One parallel dim ``o`` is walked outermost, tile by tile, and every buffer holds
+    one tile of it (so the loads of the next rows overlap the work on these);
+    the other dims follow, parallel ones before reducing ones or after, each in one
+    block or tile by tile, and every buffer holds them whole, or, PSUM being small
+    (8 banks), every accumulator holds one tile of them. States the validity report
+    cannot repair, or that would not fit, are left out.
+    """
+    parallel = [d for d in ir.dims if not d.reducing]
+    reducing = [d for d in ir.dims if d.reducing]
+    found: dict[str, KernelIR] = {}
+    for o in (d for d in parallel if d.num_tiles > 1):
+        rest = [d for d in parallel if d is not o]
+        for others in dict.fromkeys((tuple(rest + reducing), tuple(reducing + rest))):
+            order = [f"{o.name}.block", f"{o.name}.tile"]
+            order += [f"{d.name}.{k}" for d in others for k in ("block", "tile")]
+            for whole, psum_tiles in itertools.product((False, True), repeat=2):
+                blocks = {d.name: d.num_tiles if whole else 1 for d in others}
+                scopes = {
+                    b.name: {d: _template_scope(b, d, o.name, psum_tiles) for d in b.knob_dims}
+                    for b in ir.buffers
+                }
+                state = _repaired(ir.with_knobs(order, {**blocks, o.name: 1}, scopes))
+                if state is not None and fits(state):
+                    found.setdefault(knob_signature(state), state)
+    return list(found.values())
+
+
+def _template_scope(buf: PhysicalBuffer, d: str, outer: str, psum_tiles: bool) -> Scope:
+    if d in buf.lifetime_dims:
+        return Scope.FULL
+    if d == outer or (psum_tiles and buf.memory == "psum"):
+        return Scope.PER_TILE
+    return Scope.FULL
+
+
+def _repaired(state: KernelIR) -> KernelIR | None:
+    """The state with its validity report's fixes applied (as ``moves.repair`` does)."""
+    from kernelopt.ir.validate import apply_fix, validity_report
+
+    for _ in range(4):
+        report = validity_report(state)
+        if not report or report[0].fix is None:
+            break
+        state = apply_fix(state, report[0].fix)
+    return None if derive(state)[1] else state
+
+
 def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[KernelIR]:
-    """Each variant's default knobs, then joint draws over the variants in turn (likely to
-    fit only), ``size`` states in all, each knob state once."""
+    """The states a start is screened from, each knob state once.
+
+    Every variant's default knobs and streaming templates, then joint draws (likely
+    to fit only): of ``DRAWS_PER_SLOT * size`` draws, the ``size // 2`` whose busiest
+    engine has the least work (``cost.engine_times``: repeated work and reloads
+    show there) and ``size // 4`` others, so the count does not steer alone.
+    """
+    from kernelopt.ir.cost import engine_times
+
     states: dict[str, KernelIR] = {}
     for ir in variants:
         if not derive(ir)[1]:
             states.setdefault(knob_signature(ir), ir)
+    if size <= 0:
+        return list(states.values())
+    for ir in variants:
+        for state in templates(ir):
+            states.setdefault(knob_signature(state), state)
     live = [v for v in variants if not _dtype_invalid(v)]
+    draws: dict[str, KernelIR] = {}
     misses = 0
-    while live and len(states) < size and misses < 20 * size:
+    while live and len(draws) < DRAWS_PER_SLOT * size and misses < 20 * size:
         try:
-            ir = sample(live[len(states) % len(live)], rng)
+            ir = sample(live[(len(draws) + misses) % len(live)], rng)
         except SampleError:
             misses += 1
             continue
         sig = knob_signature(ir)
-        if sig in states or not fits(ir):
+        if sig in states or sig in draws or not fits(ir):
             misses += 1
             continue
-        states[sig] = ir
-    return list(states.values())[: max(size, len(variants))]
+        draws[sig] = ir
+    bound = {sig: engine_times(ir).bound for sig, ir in draws.items()}  # type: ignore[union-attr]
+    lean = sorted(draws, key=lambda sig: bound[sig])[: size // 2]
+    others = [sig for sig in draws if sig not in lean]
+    picks = lean + rng.sample(others, min(len(others), size // 4))
+    for sig in picks:
+        states.setdefault(sig, draws[sig])
+    return list(states.values())
 
 
 def _dtype_invalid(ir: KernelIR) -> bool:

@@ -92,11 +92,13 @@ def test_the_rewritten_graph_opens_load_transpose_and_fused_drain(tmp_path: Path
     assert names == [
         "base",
         "ScaleAfterMatmul",
+        "SbufTranspose",
         "ScaleAfterMatmul+LoadTranspose",
         "ScaleAfterMatmul+FusedDrain",
         "ScaleAfterMatmul+LoadTranspose+FusedDrain",
     ]
-    # Without the move, neither applies: x * rs is computed, and the drain feeds the store.
+    # Without the move, neither applies: x * rs is computed (only an SBUF-to-SBUF DMA can
+    # transpose it), and the drain feeds the store.
     assert LoadTranspose().apply(base) is base and FusedDrain().apply(base) is base
 
 
@@ -203,3 +205,51 @@ INPUT_SPECS = {"x": ((256, 256), "bfloat16"), "w": ((256, 512), "bfloat16")}
     kernel.write_text(render_ir(sample(moved, random.Random(5))))
     report = check_kernel(kernel, workload)
     assert report.correct, report.error
+
+
+LAYERNORM_MATMUL = (
+    HEAD
+    + """
+
+def f_nkigym(x, w):
+    neg_mean = NKITensorScalar(op0="multiply", operand0=-1.0 / 256)(
+        data=NKITensorReduce(op="add", axis=1)(data=x)
+    )
+    xc = NKITensorScalar(op0="add", operand0=neg_mean)(data=x)
+    out = NKIMatmul()(stationary=NKITranspose()(data=xc), moving=w)
+    return out
+
+
+def f_numpy(x, w):
+    x = x.astype(np.float32)
+    return (x - x.mean(axis=1, keepdims=True)) @ w.astype(np.float32)
+
+
+INPUT_SPECS = {"x": ((256, 256), "DTYPE"), "w": ((256, 512), "DTYPE")}
+"""
+)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_a_computed_tile_is_transposed_by_dma_from_sbuf(tmp_path: Path, dtype: str) -> None:
+    from kernelopt.ir.rewrites import SbufTranspose
+
+    workload = _workload(tmp_path, LAYERNORM_MATMUL, dtype)
+    base = _ir(workload)
+    moved = SbufTranspose().apply(base)
+    if dtype == "float32":  # dma_transpose moves 2-byte elements only
+        assert moved is base
+        return
+    assert moved.variant == "SbufTranspose"
+    kinds = [op.kind for op in moved.operators]
+    assert "transpose" not in kinds and "copy" not in kinds and "sbuf_transpose" in kinds
+    assert not any(b.memory == "psum" and b.role == "transposed" for b in moved.buffers)
+    # The shift keeps the transpose on a computed tile: LoadTranspose has nothing to move.
+    assert LoadTranspose().apply(base) is base
+    for ir in (moved, sample(moved, random.Random(1)), sample(moved, random.Random(2))):
+        text = render_ir(ir)
+        assert "nisa.dma_transpose(" in text and "src=sbuf_xc[" in text
+        kernel = tmp_path / "kernel.py"
+        kernel.write_text(text)
+        report = check_kernel(kernel, workload)
+        assert report.correct, report.error
