@@ -86,88 +86,91 @@ def engine_times(ir: KernelIR, params: Trn2Params = DEFAULT_PARAMS) -> EngineTim
     return EngineTimes(**busy)
 
 
+Issued = list[tuple[int, Instruction]]
+
+
 def _instructions(
     ir: KernelIR, op: Operator, count: _Counter, depth: int, plan: dict[str, str]
-) -> list[tuple[int, Instruction]]:
+) -> Issued:
     """(how many per firing, one of them) for the instructions ``op`` renders to."""
-    tile = {d.name: d.tile for d in ir.dims}
-    if op.kind in ("load", "store", "load_transpose"):
-        buf = ir.buffer[op.dst if op.kind != "store" else op.srcs[0]]
-        dp, df = buf.axes
-        size = numpy_dtype(buf.dtype).itemsize
-        if op.kind == "load_transpose":
-            # One transfer per (row tile, column tile), moved in 16-row x 128-column blocks.
-            n = count.tiles(dp, depth) * count.tiles(df, depth)
-            nbytes = tile[dp] * tile[df] * size
-            block = min(16 * 128 * size, nbytes)
-            eff = DEFAULT_PARAMS.dma_transpose_hbm_efficiency
-            return [
-                (
-                    n,
-                    _ins(
-                        "dma",
-                        "dma_transpose",
-                        nbytes=nbytes,
-                        row_bytes=block,
-                        transpose_efficiency=eff,
-                    ),
-                )
-            ]
-        # The SBUF side may be wider than HBM's (an fp32 accumulator stored as bf16): the
-        # transfer moves the wider, at the narrower of the two contiguous runs.
-        hbm = (
-            ir.output if op.kind == "store" else next(t for t in ir.inputs if t.name == op.srcs[0])
-        )
-        wide = numpy_dtype(buffer_dtype(ir, buf)).itemsize
-        narrow = numpy_dtype(hbm.dtype).itemsize
-        width = count.tiles(df, depth) * tile[df]
-        # An HBM slice as wide as its rows runs on into the next row.
-        run = (tile[dp] if width == ir.dim[df].size else 1) * width * narrow
-        row = min(run, width * wide)
-        n = count.tiles(dp, depth)
-        nbytes = tile[dp] * width * max(wide, narrow)
-        return [(n, _ins("dma", "dma_copy", nbytes=nbytes, row_bytes=row))]
-    if op.kind == "matmul":
-        k, m, nn = (d for d, _ in op.roles)
-        fp32 = numpy_dtype(ir.buffer[op.srcs[0]].dtype).itemsize >= 4
-        n = count.tiles(k, depth) * count.tiles(m, depth) * count.tiles(nn, depth)
-        ins = _ins(
-            "tensor",
-            "nc_matmul",
-            partitions=tile[m],
-            free=tile[nn],
-            stationary_free=tile[m],
-            wide=fp32,
-        )
-        return [(n, ins)]
-    if op.kind == "transpose":
-        dp, df = (d for d, _ in op.roles)
-        n = count.tiles(dp, depth) * count.tiles(df, depth)
-        return [(n, _ins("tensor", "nc_transpose", partitions=tile[dp], free=tile[df]))]
-    if op.kind == "sbuf_transpose":
-        dp, df = (d for d, _ in op.roles)
-        n = count.tiles(dp, depth) * count.tiles(df, depth)
-        size = numpy_dtype(ir.buffer[op.dst].dtype).itemsize
-        nbytes = tile[dp] * tile[df] * size
-        eff = DEFAULT_PARAMS.dma_transpose_sbuf_efficiency
-        block = min(16 * 128 * size, nbytes)
-        ins = _ins("dma", "dma_transpose", nbytes=nbytes, row_bytes=block, transpose_efficiency=eff)
-        return [(n, ins)]
+    if op.kind in ("load", "store"):
+        return _dma_copy(ir, op, count, depth)
+    if op.kind in ("load_transpose", "sbuf_transpose"):
+        return _dma_transpose(ir, op, count, depth)
+    if op.kind in ("matmul", "transpose"):
+        return _tensor(ir, op, count, depth)
     if op.kind == "tensor_reduce":
         data = ir.buffer[op.srcs[0]]
         dp, df = data.axes
         n = count.tiles(ir.buffer[op.dst].axes[0], depth)
-        return [(n, _ins("vector", "tensor_reduce", partitions=tile[dp], free=ir.dim[df].size))]
-    if op.kind not in ELEMENTWISE:
-        return []
-    dst = ir.buffer[op.dst]
-    dp, df = dst.axes
+        ins = _ins("vector", "tensor_reduce", partitions=ir.dim[dp].tile, free=ir.dim[df].size)
+        return [(n, ins)]
+    if op.kind in ELEMENTWISE:
+        return _elementwise(ir, op, count, depth, plan)
+    return []
+
+
+def _dma_copy(ir: KernelIR, op: Operator, count: _Counter, depth: int) -> Issued:
+    """One transfer per partition tile, as wide as the free tiles the site covers.
+
+    The SBUF side may be wider than HBM's (an fp32 accumulator stored as bf16): the
+    transfer moves the wider, at the narrower of the two contiguous runs.
+    """
+    buf = ir.buffer[op.dst if op.kind == "load" else op.srcs[0]]
+    dp, df = buf.axes
+    tp, tf = ir.dim[dp].tile, ir.dim[df].tile
+    hbm = ir.output if op.kind == "store" else next(t for t in ir.inputs if t.name == op.srcs[0])
+    wide = numpy_dtype(buffer_dtype(ir, buf)).itemsize
+    narrow = numpy_dtype(hbm.dtype).itemsize
+    width = count.tiles(df, depth) * tf
+    # An HBM slice as wide as its rows runs on into the next row.
+    run = (tp if width == ir.dim[df].size else 1) * width * narrow
+    row = min(run, width * wide)
+    nbytes = tp * width * max(wide, narrow)
+    return [(count.tiles(dp, depth), _ins("dma", "dma_copy", nbytes=nbytes, row_bytes=row))]
+
+
+def _dma_transpose(ir: KernelIR, op: Operator, count: _Counter, depth: int) -> Issued:
+    """One transfer per (row tile, column tile), moved in 16-row x 128-column blocks; from
+    HBM (LoadTranspose) or from SBUF (SbufTranspose), at that path's efficiency."""
+    dp, df = ir.buffer[op.dst].axes
+    size = numpy_dtype(ir.buffer[op.dst].dtype).itemsize
+    n = count.tiles(dp, depth) * count.tiles(df, depth)
+    nbytes = ir.dim[dp].tile * ir.dim[df].tile * size
+    block = min(16 * 128 * size, nbytes)
+    eff = (
+        DEFAULT_PARAMS.dma_transpose_hbm_efficiency
+        if op.kind == "load_transpose"
+        else DEFAULT_PARAMS.dma_transpose_sbuf_efficiency
+    )
+    fields = {"nbytes": nbytes, "row_bytes": block, "transpose_efficiency": eff}
+    return [(n, _ins("dma", "dma_transpose", **fields))]
+
+
+def _tensor(ir: KernelIR, op: Operator, count: _Counter, depth: int) -> Issued:
+    tile = {d.name: d.tile for d in ir.dims}
+    if op.kind == "transpose":
+        dp, df = (d for d, _ in op.roles)
+        n = count.tiles(dp, depth) * count.tiles(df, depth)
+        return [(n, _ins("tensor", "nc_transpose", partitions=tile[dp], free=tile[df]))]
+    k, m, nn = (d for d, _ in op.roles)
+    fp32 = numpy_dtype(ir.buffer[op.srcs[0]].dtype).itemsize >= 4
+    n = count.tiles(k, depth) * count.tiles(m, depth) * count.tiles(nn, depth)
+    fields = {"partitions": tile[m], "free": tile[nn], "stationary_free": tile[m], "wide": fp32}
+    return [(n, _ins("tensor", "nc_matmul", **fields))]
+
+
+def _elementwise(
+    ir: KernelIR, op: Operator, count: _Counter, depth: int, plan: dict[str, str]
+) -> Issued:
+    """As the renderer emits them: SBUF-only ops span every free tile the site covers."""
+    dp, df = ir.buffer[op.dst].axes
     buffers = [ir.buffer[b] for b in (op.dst, *op.srcs)]
     psum = any(b.memory == "psum" for b in buffers)
     free_tiles = count.tiles(df, depth)
     wide = not psum and free_tiles > 1
     n = count.tiles(dp, depth) * (1 if wide else free_tiles)
-    width = tile[df] * (free_tiles if wide else 1)
+    width = ir.dim[df].tile * (free_tiles if wide else 1)
     engine = plan.get(op.name, "scalar" if op.kind == "activation" else "vector")
     inputs = 1
     if op.kind == "tensor_tensor" or (op.kind == "drain" and drain_adds(ir, op)):
@@ -178,5 +181,7 @@ def _instructions(
         engine, inputs = "vector", (1 if psum or (fast and dtypes == {"bfloat16"}) else 2)
     elif op.kind == "reciprocal":
         inputs = 8
-    ins = _ins(engine, op.kind, partitions=tile[dp], free=width, inputs=inputs, psum_read=psum)
+    ins = _ins(
+        engine, op.kind, partitions=ir.dim[dp].tile, free=width, inputs=inputs, psum_read=psum
+    )
     return [(n, ins)]
