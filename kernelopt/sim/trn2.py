@@ -33,9 +33,10 @@ class Trn2Params:
     fp32_matmul_factor: float = 4.0
     # Issue interval floor between TensorE instructions (v2).
     tensor_issue_floor_cycles: int = 64
-    # TensorE starts throttled (~50 %) and ramps over the first ~3 us of a busy
-    # period; it re-throttles after ~3 us of low use. Modelled as 2x cost for
-    # instructions starting within the warm-up window of a busy period.
+    # TensorE starts throttled (~50 %) and ramps to full rate over the first
+    # ~3 us of a busy period; it re-throttles after ~3 us of low use. Modelled
+    # as a rate rising linearly from 1/factor to 1 over the warm-up window, read
+    # at each instruction's start.
     tensor_warmup_ns: float = 3000.0
     tensor_throttle_factor: float = 2.0
     tensor_rethrottle_idle_ns: float = 3000.0

@@ -88,6 +88,20 @@ def test_tensor_engine_is_slow_when_cold_and_full_rate_when_warm():
     assert schedule(stream, [], unthrottled).makespan_ns < timeline.makespan_ns
 
 
+def test_tensor_engine_ramps_from_throttled_to_full_rate_over_the_warm_up():
+    stream = [_matmul(512) for _ in range(40)]
+    timeline = schedule(stream, [], DEFAULT_PARAMS)
+    full = _cost(_matmul(512))
+    costs = [e - s for s, e in zip(timeline.start_ns, timeline.end_ns, strict=True)]
+    # Never slower than the one before.
+    assert all(b <= a + 1e-6 for a, b in zip(costs, costs[1:], strict=False))
+    window = DEFAULT_PARAMS.tensor_warmup_ns
+    middle = [c for s, c in zip(timeline.start_ns, costs, strict=True) if 0.4 < s / window < 0.6]
+    # Halfway through the ramp the rate is halfway between throttled and full.
+    assert middle and all(1.2 * full < c < 1.5 * full for c in middle)
+    assert costs[-1] == pytest.approx(full)
+
+
 # --- DMA ---------------------------------------------------------------------------------
 
 
