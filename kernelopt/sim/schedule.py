@@ -223,7 +223,9 @@ class _Throttle:
         period = (
             start if start - self.last_end >= p.tensor_rethrottle_idle_ns else self.period_start
         )
-        elapsed = start - period
+        # An instruction the list scheduler places in a gap before the current
+        # period began runs at the throttled rate (never below it).
+        elapsed = max(0.0, start - period)
         if elapsed >= p.tensor_warmup_ns:
             return 1.0
         # The rate ramps linearly from the throttled one to full over the window.

@@ -102,6 +102,16 @@ def test_tensor_engine_ramps_from_throttled_to_full_rate_over_the_warm_up():
     assert costs[-1] == pytest.approx(full)
 
 
+def test_an_instruction_placed_before_the_current_busy_period_runs_throttled():
+    from kernelopt.sim.schedule import _Throttle
+
+    throttle = _Throttle(None, DEFAULT_PARAMS)
+    throttle.ran(10_000.0, 10_500.0)  # a busy period starting at 10 us
+    # The list scheduler may fill a gap before it: the rate is the throttled one.
+    assert throttle.factor_at(2_000.0) == pytest.approx(DEFAULT_PARAMS.tensor_throttle_factor)
+    assert throttle.factor_at(10_000.0) == pytest.approx(DEFAULT_PARAMS.tensor_throttle_factor)
+
+
 # --- DMA ---------------------------------------------------------------------------------
 
 
