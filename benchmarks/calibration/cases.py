@@ -26,6 +26,45 @@ def _tutorial_mfu(ms: float) -> float:
 
 
 @dataclass(frozen=True)
+class Timing:
+    """How a source timed its kernels: a property of the measurement, not of the kernel.
+
+    ``host`` is True when each timed execution includes the host's cost of
+    launching it and waiting for it (a wall-clock timer around a synchronous
+    execute call); the simulator estimates device time only. That cost is the
+    same for every kernel a runner times, so the calibration benchmark
+    estimates it per ``runner`` from that runner's other families (never from
+    the family being scored). ``evidence`` says where the method was read.
+    """
+
+    runner: str
+    host: bool
+    evidence: str
+
+
+DEVICE = Timing(
+    "device",
+    False,
+    "device-side: the profiler's total_time of one traced execution (nki-autotune notes: "
+    "profiler-native total_time and mfu_estimated_percent replaced host timing), or the "
+    "NKI tutorial's profiles",
+)
+# awslabs/nki-autotune @616e222: autotune/core/run_nki.py times each kernel with
+# neuronpy's SpikeExecutor.benchmark (warmup 10, iterations 100, min_ms). That
+# benchmark was the host-side one: aws-neuron/nkipy pull request 22 (2026-02-12)
+# "Replace host-side benchmarking with device-side latency measurement" removed
+# the C++ benchmark and added the nc_exec_running device trace; its 'host' mode
+# is documented as "Host wall-clock time. Includes all host-device overhead".
+SPIKE_HOST = Timing(
+    "nki-autotune spike benchmark",
+    True,
+    "host wall clock per synchronous execute: nki-autotune @616e222 run_nki.py uses "
+    "neuronpy SpikeExecutor.benchmark, whose timing nkipy PR 22 (2026-02) replaced as "
+    "host-side",
+)
+
+
+@dataclass(frozen=True)
 class Case:
     """One public measurement and the kernel written here after it.
 
@@ -34,7 +73,7 @@ class Case:
     active-time percentages where the source gives them. ``shapes``
     overrides the workload's input shapes, ``kernel_kwargs`` its
     ``KERNEL_KWARGS``; ``small``/``small_kwargs`` are what the numerics test
-    runs at.
+    runs at. ``timing`` is how the source timed it (``Timing``).
     """
 
     kernel: str
@@ -51,6 +90,7 @@ class Case:
     small: dict[str, tuple[int, ...]] | None = None
     small_kwargs: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    timing: Timing = DEVICE
 
     @property
     def label(self) -> str:
@@ -193,6 +233,7 @@ CASES += tuple(
         small={"lhs": (512, 512), "rhs": (512, 512)},
         small_kwargs=_gemm_kwargs(mode, 512, order, k, m, nt),
         name=f"scoreboard_{mode}_{n}",
+        timing=SPIKE_HOST,
     )
     for mode, n, order, k, m, nt, ms, mfu in _SCOREBOARD
 )

@@ -34,8 +34,14 @@ def duration_ns(ins: Instruction, p: Trn2Params) -> float:
         return (p.engine_static_cycles + max(p.engine_min_cycles, fill)) / clock * 1e9
     stream = ins.free * ins.inputs
     if ins.psum_read:
-        # VectorE and ScalarE stream a PSUM operand at half their SBUF rate.
-        stream = stream * p.psum_read_cycles_per_element
+        # VectorE (and GpSimd) stream a PSUM operand at half their SBUF rate;
+        # ScalarE at its full rate.
+        per_element = (
+            p.scalar_psum_read_cycles_per_element
+            if engine == "scalar"
+            else p.psum_read_cycles_per_element
+        )
+        stream = stream * per_element
     if engine == "vector":
         clock = p.vector_clock_hz
     elif engine == "scalar":
