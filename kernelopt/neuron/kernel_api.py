@@ -116,6 +116,19 @@ def choose(
             rendered,
             {**record, "api": want, "shipped": "rendered", "rendered_from": knobs},
         )
+    if own in plan.namespaces:
+        # The host has the kernel's namespace: the program asked for the other one.
+        asked = (
+            f"device.neuron.kernel_api is {setting}"
+            if setting != "auto"
+            else "device.neuron.sdk_path baremetal runs NKI beta 1 kernels only"
+        )
+        raise KernelApiError(
+            f"{kernel} imports {SPELLED[own]}, but {asked} and {kernel} is not the rendering "
+            f"of {knobs or 'a knobs.json (target.knobs)'}, so kernelopt cannot ship it in "
+            f"{SPELLED[want]}. Fix: set kernel_api: auto (and sdk_path: auto), or make the "
+            "kernel the rendering of its knobs"
+        )
     raise KernelApiError(_missing(kernel, own, want, sdk, knobs))
 
 

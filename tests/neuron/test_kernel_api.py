@@ -123,3 +123,12 @@ def test_the_program_key_forces_a_namespace(tree: Path) -> None:
     assert ship.record["api"] == "neuronxcc" and ship.path == "baremetal"
     with pytest.raises(KernelApiError, match="kernel_api is nki.*2.22-2.26"):
         for_host(tree, KERNEL, WORKLOAD, KNOBS, "nki", SDK_2_26, b"", tree.parent / "s")
+
+
+def test_a_forced_namespace_the_kernel_cannot_take_names_the_setting(tree: Path) -> None:
+    (tree / KERNEL).write_text((tree / KERNEL).read_text() + "\n# tuned by hand\n")
+    with pytest.raises(KernelApiError) as raised:
+        for_host(tree, KERNEL, WORKLOAD, KNOBS, "neuronxcc", SDK_2_27, b"", tree.parent / "s")
+    message = str(raised.value)
+    assert "kernel_api is neuronxcc" in message and "not the rendering of" in message
+    assert "does not have" not in message  # the host has both: the setting asked for it
