@@ -45,7 +45,7 @@ def _variant(name: str, variant: str):
 
 @pytest.mark.parametrize(("name", "variant"), CASES)
 @settings(
-    max_examples=4,
+    max_examples=3,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -60,7 +60,7 @@ def test_beta1_rendering_is_correct_and_the_same_instructions(
     for api in ("nki", "beta1"):
         kernel = tmp_path / f"{name}_{seed}_{api}.py"
         kernel.write_text(render_ir(ir, api=api))
-        report = check_kernel(kernel, workload)
+        report = check_kernel(kernel, workload, seeds=(0,))
         assert report.correct, f"{api}: {report.error_kind}: {report.error}\n{ir!r}"
         runs[api] = run_kernel(kernel, dict(inputs), compute=False)
     current, beta1 = runs["nki"], runs["beta1"]
@@ -119,7 +119,7 @@ def test_beta1_source_size_does_not_grow_with_tile_count() -> None:
 def test_ruff_format_leaves_the_beta1_source_unchanged(name: str) -> None:
     rng = random.Random(name)
     base = small_ir(name)
-    sources = [render_ir(sample(base, rng), api="beta1") for _ in range(8)]
+    sources = [render_ir(sample(base, rng), api="beta1") for _ in range(4)]
     sources.append(render_ir(ir_for_workload(IR_DIR / name / "workload.py"), api="beta1"))
     for src in sources:
         done = subprocess.run(
