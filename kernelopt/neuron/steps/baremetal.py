@@ -8,8 +8,8 @@ save_trace_name=, additional_compile_opt=, artifacts_dir=)`` compiles the kernel
 a NEFF and runs it on the local device, taking and returning numpy arrays; with
 ``save_trace_name`` set, ``save_neff_name`` must be "file.neff" (a known issue the
 page names). ``benchmark(kernel, warmup=, iters=, ...)`` does the same and runs
-neuron-bench, which "measures not only the device latency but also the time taken
-to transfer data between host and device"; afterwards
+neuron-bench, whose latency includes the host-device data transfers besides the
+device's time (by the reference); afterwards
 ``benchmark_result.nc_latency.get_latency_percentile(p)`` gives percentile ``p``
 (0, 1, 10, 25, 50, 90, 99, 100) in microseconds, and the output it returns is not to
 be used for checks. zhang677/AccelOpt ``accelopt/kernel_wrapper.py`` calls baremetal
