@@ -16,6 +16,7 @@ from kernelopt import ledger
 from kernelopt.decide import Outcome, Verdict, update_counters
 from kernelopt.history import LEDGER, AttemptRecord, RunRepo, RunState
 from kernelopt.judge import Judgement
+from kernelopt.measurement import SKIPPED
 from kernelopt.note import NoteContext, build_note, now, regression_summary
 from kernelopt.program import Program
 from kernelopt.records import AttemptResult, Pair, Pending, measured_on
@@ -161,6 +162,7 @@ class Recorder:
             "what": m.extra.get("what", "compiler baseline"),
             "metric": value,
             "why": m.extra.get("why", "") if m.ok else m.error,
+            "skipped": m.status == SKIPPED,
             "measurement": m.to_json(),
         }
 

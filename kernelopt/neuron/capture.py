@@ -47,6 +47,16 @@ def profile_execution(
         nth.replace(ntff)
     if not ntff.is_file():
         return None, f"{tool} capture wrote no trace at {ntff} or {nth.name}"
+    return view_summary(args, env, neff, ntff)
+
+
+def view_summary(
+    args: argparse.Namespace, env: Mapping[str, str], neff: Path, ntff: Path
+) -> tuple[dict[str, Any] | None, str | None]:
+    """``<profiler> view --output-format summary-json`` of a saved trace, read in the
+    unit of this profiler at its version (summary.py; a unit assumed for an undocumented
+    version goes to ``args.profile_warnings``); the raw text beside it."""
+    tool = args.profiler
     view = run(
         [tool, "view", "-n", str(neff), "-s", str(ntff), "--output-format", "summary-json"],
         env,
@@ -55,8 +65,16 @@ def profile_execution(
     if view.returncode != 0:
         return None, f"{tool} view failed: {tail(view.stderr or view.stdout)}"
     (ntff.parent / SUMMARY_NAME).write_text(view.stdout)
+    version = getattr(args, "profiler_version", None) or None
+    warnings = getattr(args, "profile_warnings", None)
     try:
-        return parse_summary(view.stdout, source=f"{tool} view of {neff}", tool=tool), None
+        return parse_summary(
+            view.stdout,
+            source=f"{tool} view of {neff}",
+            tool=tool,
+            version=version,
+            warnings=warnings,
+        ), None
     except SummaryError as exc:
         return None, str(exc)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from kernelopt.neuron.sdk import PATHS
 from kernelopt.testing.fake_trn2 import DEFAULT_HOME, SDK_ALIASES, SDK_STYLES, FakeTrn2
 
 _HOME = click.option(
@@ -120,7 +121,7 @@ def show_command(home: Path | None) -> None:
 @click.option("--lnc", type=click.IntRange(1, 2), default=None, help="the LNC kernels run with")
 @click.option(
     "--sdk-path",
-    type=click.Choice(("auto", "nrtpy", "capture")),
+    type=click.Choice(("auto", *PATHS)),
     default=None,
     help="force a measuring path, as device.neuron.sdk_path does",
 )

@@ -21,6 +21,7 @@ from typing import Any
 
 from kernelopt.devices.base import GateError
 from kernelopt.devices.neuron import NeuronGate, parse_neuron_ls
+from kernelopt.devices.own_compiles import in_flight
 from kernelopt.hosts.base import Host, HostError
 from kernelopt.neuron.calls import DriverCalls, ProbeError
 from kernelopt.neuron.facts import NEURON_BIN, NRTPY_LIBRARY, PROFILERS
@@ -93,7 +94,8 @@ class Report:
 
 def leftover_compilers(host: Host) -> list[tuple[int, str]]:
     """neuronx-cc / walrus processes in the host's process table (neuron-ls lists only
-    processes that use a device, so a residual compiler never shows there)."""
+    processes that use a device, so a residual compiler never shows there), except the
+    compiles kernelopt itself is running there (own_compiles.py)."""
     result = host.run(["ps", "-eo", "pid=,args="], timeout=30)
     if not result.ok:
         return []
@@ -103,7 +105,8 @@ def leftover_compilers(host: Host) -> list[tuple[int, str]]:
         words = [w.rsplit("/", 1)[-1] for w in args.split()[:2]]
         if pid.isdigit() and any(w in COMPILERS for w in words):
             found.append((int(pid), args.strip()))
-    return found
+    ours = in_flight(host, [pid for pid, _ in found], 30)  # kernelopt's own compiles
+    return [(pid, args) for pid, args in found if pid not in ours]
 
 
 def _gate(host: Host, gate: NeuronGate, lnc: int) -> Finding:
@@ -167,8 +170,7 @@ def _gate(host: Host, gate: NeuronGate, lnc: int) -> Finding:
 
 def _compile(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
     modules = probe.get("modules") or {}
-    new_nki = bool((modules.get("nki") or {}).get("ok"))
-    if not plan.compile_api:
+    if not plan.compile_api and not plan.baremetal:
         return Finding(
             "compile",
             "missing",
@@ -179,6 +181,20 @@ def _compile(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
             "install the Neuron SDK's nki wheel (pip install nki neuronx-cc) into the "
             "environment device.neuron.activate sources, or point device.neuron.activate at it",
         )
+    if plan.path == "baremetal":
+        shapes = ((modules.get("neuronxcc.nki") or {}).get("shapes")) or {}
+        shape = ", ".join(f"{n}{tuple(p or ())}" for n, p in shapes.items() if p is not None)
+        has = f"neuronxcc.nki (NKI beta 1) {plan.compile_api_version or ''}".strip()
+        return Finding(
+            "compile",
+            "warn",
+            f"{has}; neuronx-cc {plan.compiler_version}",
+            f"neuronxcc.nki.baremetal compiles on the device host inside the lease: {shape}",
+            "the nki.* namespace (import nki): only neuronxcc.nki here (SDK before 2.27), so "
+            "kernels are shipped in beta 1: a KernelIR kernel as the beta-1 rendering of its "
+            "knobs, a hand-written nki.* kernel fails before it is shipped",
+            "upgrade the host to Neuron 2.27 or later (pip install nki) to run nki.* kernels",
+        )
     key = (
         "nki.compiler.driver" if plan.compile_api == "nki.compiler" else "neuronxcc.nki_standalone"
     )
@@ -188,16 +204,8 @@ def _compile(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
         f"{key} {plan.compile_api_version or ''}".strip() + f"; neuronx-cc {plan.compiler_version}"
     )
     path = f"{plan.compile_api}: {shape}" if shape else plan.compile_api
-    if not new_nki:
-        return Finding(
-            "compile",
-            "warn",
-            has,
-            path,
-            "the nki.* namespace (import nki): only neuronxcc.nki here (SDK before 2.27), so "
-            "kernels written against nki.* do not import",
-            "upgrade the host to Neuron 2.27 or later (pip install nki)",
-        )
+    if plan.baremetal:
+        path = f"{path}; beta-1 kernels: neuronxcc.nki.baremetal (inside the lease)"
     return Finding("compile", "ok", has, path)
 
 
@@ -227,6 +235,28 @@ def _run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding
             "benchmark(mode='device'): min and median of device.neuron.iterations"
             if bench
             else f"the profiler's total_time ({plan.profiler})",
+        )
+        return run, time
+    if plan.path == "baremetal" and plan.baremetal:
+        profiler = plan.profiler
+        run = Finding(
+            "run",
+            "ok" if profiler else "missing",
+            f"neuronxcc.nki.baremetal, no nrtpy ({str(nrtpy.get('error', 'absent'))[:80]})",
+            "neuronxcc.nki.baremetal on the leased core: compiles, runs on the seeded inputs, "
+            "returns the outputs",
+        )
+        time = Finding(
+            "time",
+            "ok" if profiler else "missing",
+            f"{profiler} {plan.profiler_version}; neuronxcc.nki.benchmark",
+            f"{profiler} capture total_time of baremetal's NEFF, the minimum over up to 5 "
+            "captures; nki.benchmark's neuron-bench percentiles beside it (they include "
+            "host-device transfers)"
+            if profiler
+            else None,
+            "" if profiler else "a profiler CLI to time the NEFF",
+            "" if profiler else f"install aws-neuronx-tools (neuron-profile, in {NEURON_BIN})",
         )
         return run, time
     if plan.path == "capture":
@@ -279,18 +309,20 @@ def _profile(plan: SdkPlan) -> Finding:
 def _baseline(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
     modules = probe.get("modules") or {}
     if plan.baseline:
-        found = (
-            "nkipy.core.compile"
-            if (modules.get("nkipy.core.compile") or {}).get("ok")
-            else ("nkipy.runtime.execute")
+        found = next(
+            m
+            for m in ("nkipy.core.compile", "nkipy.runtime.execute", "neuronpy.core.compile")
+            if (modules.get(m) or {}).get("ok")
         )
         shapes = (modules.get(found) or {}).get("shapes") or {}
         shape = ", ".join(f"{k}{tuple(v)}" for k, v in shapes.items() if v)
-        return Finding("baseline", "ok", f"{found}: {shape}", "nkipy, timed like the candidates")
+        return Finding(
+            "baseline", "ok", f"{found}: {shape}", f"{plan.baseline}, timed like the candidates"
+        )
     return Finding(
         "baseline",
         "optional",
-        "no nkipy in the compile environment",
+        "neither nkipy nor neuronpy in the compile environment: the baseline row is skipped",
         None,
         "nkipy (only for the compiler-baseline row)",
         "pip install nkipy into the environment device.neuron.activate sources",
@@ -298,6 +330,13 @@ def _baseline(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
 
 
 def _check(plan: SdkPlan) -> Finding:
+    if plan.path == "baremetal" and plan.baremetal:
+        return Finding(
+            "check",
+            "ok",
+            "kernelopt's CPU simulator (beta-1 kernels too); baremetal returns the outputs",
+            "CPU check of the shipped kernel, then baremetal's outputs against f_numpy",
+        )
     if plan.path == "nrtpy":
         return Finding(
             "check",

@@ -15,6 +15,10 @@ here per tool (and version), never guessed from a value:
   tools/neuron-explorer/profile-schema-reference.rst, schema 7.4.0, SDK 2.31).
   The same page warns the summary-json output "may change between versions".
 
+The unit is looked up per tool and version (``PERCENT_UNITS``); a version the record
+does not cover (or an unknown one) is read in the tool's documented unit, and the
+measurement records a warning saying so.
+
 Every consumer downstream sees percent in 0-100 and missing fields as absent.
 A value outside the tool's range (a fraction above 1) means the unit table is
 wrong for that version: it is an error naming the field, not a silent rescale.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -62,12 +67,42 @@ def _number(value: Any) -> float | None:
 
 FRACTION = "fraction"
 PERCENT = "percent"
-# (tool, first version it applies from, unit of its *_percent fields); the last
-# matching row wins, so a release that changes the unit is one more row.
-PERCENT_UNITS: tuple[tuple[str, tuple[int, ...], str], ...] = (
-    ("neuron-profile", (0,), FRACTION),
-    ("neuron-explorer", (0,), PERCENT),
+
+
+@dataclass(frozen=True)
+class UnitRecord:
+    """Where the public record documents a tool's ``*_percent`` unit: from ``since``
+    (a version, as the tool prints it) up to ``until`` (None: no end known)."""
+
+    tool: str
+    since: tuple[int, ...]
+    until: tuple[int, ...] | None
+    unit: str
+    source: str
+
+
+# The documented rows; a release that changes the unit is one more row. The Neuron
+# Explorer schema reference that gives "percent" is schema 7.4.0 of SDK 2.31: what the
+# tool printed in 2.27-2.30 is not on record. Tool versions are compared as printed by
+# `--version` (the aws-neuronx-tools release, which follows the SDK's: unverified).
+PERCENT_UNITS: tuple[UnitRecord, ...] = (
+    UnitRecord(
+        "neuron-profile",
+        (0,),
+        None,
+        FRACTION,
+        "zhang677/AccelOpt profile_results.csv; awslabs/nki-autotune profiler_percent",
+    ),
+    UnitRecord(
+        "neuron-explorer",
+        (2, 31),
+        None,
+        PERCENT,
+        "tools/neuron-explorer/profile-schema-reference.rst, schema 7.4.0 (Neuron 2.31)",
+    ),
 )
+# Each tool's unit where its version is not on record: the documented one.
+DEFAULT_UNITS = {"neuron-profile": FRACTION, "neuron-explorer": PERCENT}
 
 
 def _version_key(version: str | None) -> tuple[int, ...]:
@@ -80,22 +115,33 @@ def _version_key(version: str | None) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def percent_unit(tool: str, version: str | None = None) -> str:
-    """The unit ``tool`` (at ``version``, when known) prints ``*_percent`` fields in."""
+def unit_and_warning(tool: str, version: str | None = None) -> tuple[str, str | None]:
+    """The unit ``tool`` at ``version`` prints ``*_percent`` fields in, and a warning when
+    the public record does not document that version (or the version is unknown): then
+    the tool's documented unit is assumed."""
     name = tool.rsplit("/", 1)[-1]
-    have = _version_key(version)
-    # An unknown version takes the newest row of the tool.
-    found = [
-        unit
-        for known, since, unit in PERCENT_UNITS
-        if known == name and (not have or have >= since)
-    ]
-    if not found:
-        known = ", ".join(sorted({t for t, _, _ in PERCENT_UNITS}))
+    if name not in DEFAULT_UNITS:
+        known = ", ".join(sorted(DEFAULT_UNITS))
         raise SummaryError(
             f"no known unit for the *_percent fields of {tool!r} (known tools: {known})"
         )
-    return found[-1]
+    have = _version_key(version)
+    for row in reversed(PERCENT_UNITS):
+        inside = have and have >= row.since and (row.until is None or have <= row.until)
+        if row.tool == name and inside:
+            return row.unit, None
+    unit = DEFAULT_UNITS[name]
+    source = next(r.source for r in PERCENT_UNITS if r.tool == name and r.unit == unit)
+    said = f"version {version}" if have else "an unknown version"
+    return unit, (
+        f"{name} {said}: no public record of its *_percent unit at this version; read as "
+        f"{unit}, the unit documented in {source}"
+    )
+
+
+def percent_unit(tool: str, version: str | None = None) -> str:
+    """The unit ``tool`` (at ``version``, when known) prints ``*_percent`` fields in."""
+    return unit_and_warning(tool, version)[0]
 
 
 def convert_fields(flat: dict[str, Any], unit: str, *, source: str = "summary") -> dict[str, Any]:
@@ -137,10 +183,18 @@ def roofline_efficiency(profile: dict[str, Any]) -> float | None:
 
 
 def parse_summary(
-    text: str, *, tool: str, version: str | None = None, source: str = "summary-json"
+    text: str,
+    *,
+    tool: str,
+    version: str | None = None,
+    source: str = "summary-json",
+    warnings: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The profile record from ``tool``'s stdout (percent in 0-100, missing dropped)."""
-    unit = percent_unit(tool, version)
+    """The profile record from ``tool``'s stdout (percent in 0-100, missing dropped);
+    a unit assumed for an undocumented version is appended to ``warnings``."""
+    unit, warning = unit_and_warning(tool, version)
+    if warning and warnings is not None and warning not in warnings:
+        warnings.append(warning)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:

@@ -211,8 +211,13 @@ class Beta1(HighLevelOps):
                 src = old + src if written.all() else np.where(written, old + src, src)
         fields = {f: getattr(last, f) for f in _INSTRUCTION_FIELDS}
         fields.update(writes=(dst.region,), shape=dst.shape, reads=reads)
-        if last.engine == "dma":
+        if len(reads) > len(last.reads) and dst.buffer.kind == "psum":
+            fields["psum_read"] = True  # the accumulation reads dst's PSUM bank
+        if last.op == "dma_copy":
+            # A copy's rows are as long as the shorter of source and destination rows;
+            # a transpose moves fixed blocks whatever the destination (isa_dma.py).
             fields["row_bytes"] = min(last.row_bytes, dst.row_bytes())
+        if last.engine == "dma":
             fields["hbm_write"] = dst.nbytes if dst.buffer.kind == "hbm" else 0
         m.trace.append(Instruction(**fields))
         m.write(dst, src)

@@ -44,6 +44,8 @@ def _steps(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
         ("2.32", "nrtpy", "compile_bir_to_neff", "benchmark(mode='device')"),
         ("2.30", "capture", "compile_bir_to_neff", "neuron-explorer capture total_time"),
         ("2.27", "capture", "compile_nki_ir_kernel_to_neff", "neuron-explorer capture total_time"),
+        ("2.26", "baremetal", "neuronxcc.nki.baremetal", "neuron-profile capture total_time"),
+        ("2.22", "baremetal", "neuronxcc.nki.baremetal", "neuron-profile capture total_time"),
     ],
 )
 def test_each_layout_names_the_path_of_every_step(
@@ -57,7 +59,13 @@ def test_each_layout_names_the_path_of_every_step(
     assert compile_entry in steps["compile"]["path"]
     assert timing in steps["time"]["path"]
     assert steps["baseline"]["status"] == "ok" and "compile_to_neff" in steps["baseline"]["has"]
-    if sdk == "2.32":
+    if path == "baremetal":
+        # baremetal returns the device's outputs: checked, and named in the path.
+        assert steps["check"]["status"] == "ok" and "baremetal" in steps["check"]["path"]
+        assert "nki.benchmark" in steps["time"]["path"]
+        baseline = "neuronpy" if sdk == "2.22" else "nkipy"
+        assert steps["baseline"]["path"].startswith(baseline)
+    elif sdk == "2.32":
         assert all(s["status"] == "ok" for s in steps.values() if s["step"] != "gate"), steps
         assert report["sdk"]["generation"] == ">=2.32"
     else:
@@ -196,8 +204,21 @@ def test_a_2_26_host_has_no_nki_namespace_and_doctor_says_so(tmp_path: Path) -> 
     fake.configure(monitor_period_s=0.1)
     code, report = _doctor(fake)
     steps = _steps(report)
-    assert report["sdk"]["generation"] == "2.22-2.26" and report["sdk"]["path"] == "capture"
+    assert report["sdk"]["generation"] == "2.22-2.26" and report["sdk"]["path"] == "baremetal"
+    assert code == 0 and report["sdk"]["namespaces"] == ["neuronxcc"]
     compile_ = steps["compile"]
     assert compile_["status"] == "warn" and "nki.* namespace" in compile_["missing"]
-    assert "2.27" in compile_["fix"] and "compile_nki_ir_kernel_to_neff" in compile_["path"]
+    assert "beta-1 rendering" in compile_["missing"] and "2.27" in compile_["fix"]
+    assert "inside the lease" in compile_["path"]
     assert "neuron-profile capture" in steps["time"]["path"]
+
+
+@pytest.mark.slow
+def test_a_beta1_host_without_a_profiler_names_the_missing_tool(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.26")
+    fake.configure(monitor_period_s=0.1)
+    (fake.bin_dir / "neuron-profile").unlink()
+    code, report = _doctor(fake)
+    steps = _steps(report)
+    assert code == 1 and steps["time"]["status"] == "missing"
+    assert "neuron-profile" in steps["time"]["fix"] and steps["profile"]["status"] == "missing"

@@ -23,13 +23,13 @@ from kernelopt.testing.fake_trn2 import TOOLS, FakeTrn2
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "trn2.md"
 STEPS = ROOT / "kernelopt" / "neuron" / "steps"
-SDK_PACKAGES = ("nki", "nrtpy", "neuronxcc", "nkipy")
+SDK_PACKAGES = ("nki", "nrtpy", "neuronxcc", "nkipy", "neuronpy")
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
 # Which fake environment holds each kind of Python entry point.
 ENVIRONMENTS = {"runtime": ("current", True), "current": ("current", False)}
 ENVIRONMENTS.update({"older": ("older", False), "baseline": ("current", False)})
-ENVIRONMENTS.update({"2.30": ("2.30", False)})
+ENVIRONMENTS.update({"2.30": ("2.30", False), "predecessor": ("2.22", False)})
 
 
 def table(heading: str, width: int) -> list[list[str]]:
@@ -190,6 +190,7 @@ def fakes(tmp_path: Path) -> dict[str, FakeTrn2]:
         "current": FakeTrn2(tmp_path / "current").install(sdk="current"),
         "older": FakeTrn2(tmp_path / "older").install(sdk="older"),
         "2.30": FakeTrn2(tmp_path / "2.30").install(sdk="2.30"),
+        "2.22": FakeTrn2(tmp_path / "2.22").install(sdk="2.22"),
     }
 
 
@@ -296,7 +297,7 @@ def test_every_fake_sdk_module_names_its_public_source_or_says_unverified() -> N
     """A fake module with public entry points says where their behaviour comes from."""
     pylib = ROOT / "kernelopt" / "testing" / "fake_trn2" / "pylib"
     checked = 0
-    for folder in ("current", "older", "baseline"):
+    for folder in ("current", "older", "baseline", "predecessor"):
         for path in sorted((pylib / folder).rglob("*.py")):
             tree = ast.parse(path.read_text())
             public = [

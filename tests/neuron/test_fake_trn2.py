@@ -69,6 +69,8 @@ def test_env_prints_export_lines_that_enable_the_tools_in_a_shell(tmp_path: Path
 
 # What each layout ships, as the release notes say (docs/trn2.md, "SDK generations").
 LAYOUTS = {
+    # Before nki_standalone, with nkipy's predecessor (the fake's oldest layout).
+    "2.22": ({"neuron-profile"}, {"neuronxcc.nki", "neuronpy.core.compile"}),
     "2.26": ({"neuron-profile"}, {"neuronxcc.nki", "neuronxcc.nki_standalone", "nkipy"}),
     "2.27": (
         {"neuron-profile", "neuron-explorer"},
@@ -83,7 +85,14 @@ LAYOUTS = {
         {"nki", "nki.compiler.driver", "neuronxcc.nki_standalone", "nkipy"},
     ),
 }
-MODULES = ("neuronxcc.nki", "nki", "nki.compiler.driver", "neuronxcc.nki_standalone", "nkipy")
+MODULES = (
+    "neuronxcc.nki",
+    "nki",
+    "nki.compiler.driver",
+    "neuronxcc.nki_standalone",
+    "nkipy",
+    "neuronpy.core.compile",
+)
 
 
 @pytest.mark.parametrize("sdk", sorted(LAYOUTS))
@@ -140,7 +149,9 @@ def test_set_and_show_change_the_fakes_settings(tmp_path: Path) -> None:
     assert bad.exit_code != 0 and "unknown fake Trn2 settings ['colour']" in bad.output
     assert runner.invoke(fake_trn2_group, ["set", "--home", home, "oops"]).exit_code != 0
     wrong = runner.invoke(fake_trn2_group, ["set", "--home", home, "sdk=newest"])
-    assert wrong.exit_code != 0 and "sdk must be one of 2.26, 2.27, 2.30, 2.32" in wrong.output
+    assert (
+        wrong.exit_code != 0 and "sdk must be one of 2.22, 2.26, 2.27, 2.30, 2.32" in wrong.output
+    )
 
 
 def test_neuron_ls_new_format_wraps_the_list_and_old_format_refuses_the_new_flag(
@@ -293,3 +304,55 @@ def test_measurement_noise_is_about_five_hundredths_of_a_point_of_mfu() -> None:
     assert 0.04 < spread_pp < 0.06
     assert hardware.noise(profile, 0.05, "seed", 5) == factors[:5]  # seeded
     assert hardware.noise(profile, 0.05, "other", 5) != factors[:5]
+
+
+BAREMETAL = """
+import json, sys
+import ml_dtypes, numpy as np
+from neuronxcc.nki import baremetal, benchmark
+sys.path.insert(0, sys.argv[1])
+from kernel_beta1 import small_matmul
+rng = np.random.default_rng(0)
+lhsT = rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16)
+rhs = rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16)
+out = baremetal(small_matmul, save_neff_name="file.neff", save_trace_name="profile.ntff",
+                additional_compile_opt="--logical-nc-config=2")(lhsT, rhs)
+want = lhsT.astype(np.float32).T @ rhs.astype(np.float32)
+bench = benchmark(warmup=2, iters=8)(small_matmul)
+bench(lhsT, rhs)
+latency = bench.benchmark_result.nc_latency
+print(json.dumps({
+    "dtype": str(out.dtype), "close": bool(np.allclose(out.astype(np.float32), want, atol=1, rtol=0.05)),
+    "p": [latency.get_latency_percentile(p) for p in (0, 50, 99, 100)],
+}))
+"""
+
+
+def test_beta1_baremetal_and_benchmark_run_the_kernel_on_the_bound_core(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.26")
+    bound = {"NEURON_RT_VISIBLE_CORES": "4", "NEURON_LOGICAL_NC_CONFIG": "2"}
+    done = _run(fake, sys.executable, "-c", BAREMETAL, str(KERNELS), extra=bound, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["close"] and found["dtype"] == "bfloat16"
+    p0, p50, p99, p100 = found["p"]
+    assert 0 < p0 <= p50 <= p99 <= p100 < 1e4  # microseconds
+    assert (tmp_path / "file.neff").is_file() and (tmp_path / "profile.ntff").is_file()
+    runs = fake.calls("neuronxcc.nki")
+    assert [r["args"][:2] for r in runs] == [["baremetal", "1"], ["benchmark", "10"]]
+    assert all(r["ran_on"]["chip"] == 1 and r["ran_on"]["core"] == 4 for r in runs)
+    # The trace is the profiler's to read: one top-level key, device time in total_time.
+    view = _run(
+        fake,
+        "neuron-profile",
+        "view",
+        "-n",
+        "file.neff",
+        "-s",
+        "profile.ntff",
+        "--output-format",
+        "summary-json",
+        cwd=tmp_path,
+    )
+    (summary,) = json.loads(view.stdout).values()
+    assert 0 < summary["total_time"] < p0 / 1e6  # neuron-bench adds host-device transfers

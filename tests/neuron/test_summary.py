@@ -15,6 +15,7 @@ from kernelopt.neuron.summary import (
     mfu_percent,
     parse_summary,
     percent_unit,
+    unit_and_warning,
     unwrap_summary,
 )
 
@@ -120,3 +121,21 @@ def test_conversion_is_once_and_total(fraction: float, missing: float, count: in
     assert converted["dma_transfer_count"] == count
     # Read as percent, the converted record is unchanged: the unit is applied once.
     assert convert_fields(converted, "percent") == converted
+
+
+def test_the_unit_is_looked_up_per_tool_and_version_with_a_warning_off_the_record() -> None:
+    # Documented: neuron-explorer from the schema of Neuron 2.31; neuron-profile throughout.
+    assert unit_and_warning("neuron-explorer", "2.31.4.0") == ("percent", None)
+    assert unit_and_warning("neuron-profile", "2.22.0.0") == ("fraction", None)
+    # Explorer 2.27-2.30 and an unknown version: the documented unit, and a warning.
+    for version in ("2.28.0.0", None, "unknown"):
+        unit, warning = unit_and_warning("neuron-explorer", version)
+        assert unit == "percent" and warning and "no public record" in warning
+        assert "profile-schema-reference.rst" in warning
+    warnings: list[str] = []
+    text = json.dumps({"k": {"mfu_estimated_percent": 40.0}})
+    parsed = parse_summary(text, tool="neuron-explorer", version="2.29.0", warnings=warnings)
+    assert parsed["mfu_estimated_percent"] == 40.0
+    assert len(warnings) == 1 and "neuron-explorer version 2.29.0" in warnings[0]
+    parse_summary(text, tool="neuron-explorer", version="2.29.0", warnings=warnings)
+    assert len(warnings) == 1  # the same warning once

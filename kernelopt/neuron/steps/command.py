@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from kernelopt.neuron.facts import PROFILERS
+from kernelopt.neuron.steps.baremetal import baremetal_step
 from kernelopt.neuron.steps.common import StepError
 from kernelopt.neuron.steps.compile_kernel import CURRENT_API, OLDER_API, compile_step
 from kernelopt.neuron.steps.inputs import inputs_step
@@ -45,6 +46,18 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--iterations", type=int, default=100)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--tolerance", type=float, default=1e-2)
+    m = sub.add_parser("baremetal", help="compile, run and check a beta-1 kernel on the core")
+    m.add_argument("--kernel", required=True)
+    m.add_argument("--workload", required=True)
+    m.add_argument("--func")
+    m.add_argument("--out", required=True)
+    m.add_argument("--lnc", type=int, default=1)
+    m.add_argument("--opt", type=int, default=2)
+    m.add_argument("--compiler-arg", action="append", default=[])
+    m.add_argument("--warmup", type=int, default=10)
+    m.add_argument("--iterations", type=int, default=100)
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--tolerance", type=float, default=1e-2)
     return top
 
 
@@ -56,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         "compile-reference": compile_reference_step,
         "run": run_step,
         "inputs": inputs_step,
+        "baremetal": baremetal_step,
     }
     try:
         steps[args.step](args)

@@ -1,5 +1,6 @@
-"""`compile-reference`: the compiler baseline, f_numpy traced by nkipy and compiled
-by neuronx-cc, in a fresh folder of its own."""
+"""`compile-reference`: the compiler baseline, f_numpy traced by nkipy (or, on older
+SDKs, its predecessor neuronpy) and compiled by neuronx-cc, in a fresh folder of its
+own."""
 
 from __future__ import annotations
 
@@ -51,19 +52,85 @@ def compile_reference_step(args: argparse.Namespace) -> None:
     """
     workload = load(Path(args.workload))
     inputs = make_inputs(workload.input_specs, 0)
-    try:
-        from nkipy.core.trace import NKIPyKernel
-    except ImportError as exc:
-        raise StepError(f"nkipy is not importable here ({exc})") from None
+    tracer = _tracer()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix="kernelopt-nkipy-", dir=out.parent))
+    build = Path(tempfile.mkdtemp(prefix=f"kernelopt-{tracer}-", dir=out.parent))
     try:
-        record = _compile_nkipy(NKIPyKernel, workload, inputs, build, out, args.lnc)
+        if tracer == "nkipy":
+            from nkipy.core.trace import NKIPyKernel
+
+            record = _compile_nkipy(NKIPyKernel, workload, inputs, build, out, args.lnc)
+        else:
+            record = _compile_neuronpy(workload, inputs, build, out, args.lnc)
     finally:
         shutil.rmtree(build, ignore_errors=True)
     print(f"call shape: {json.dumps(record['call_shape'])}")
-    emit({"api": "nkipy", "options": record})
+    emit({"api": tracer, "options": record})
+
+
+def _tracer() -> str:
+    """nkipy, else its predecessor neuronpy (awslabs/nki-autotune history)."""
+    problems = []
+    for name, module in (("nkipy", "nkipy.core.trace"), ("neuronpy", "neuronpy.core.compile")):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            problems.append(f"{module}: {exc}")
+        else:
+            return name
+    raise StepError(f"neither nkipy nor neuronpy is importable here ({'; '.join(problems)})")
+
+
+# neuronpy's flags for a traced numpy function (awslabs/nki-autotune
+# autotune/core/compile.py: --model-type=transformer, and --lnc=1 on trn2).
+NEURONPY_FLAGS = "--model-type=transformer"
+
+
+def _compile_neuronpy(
+    workload: Any, inputs: dict[str, np.ndarray], build: Path, out: Path, lnc: int
+) -> dict[str, Any]:
+    """f_numpy through neuronpy: ``trace(fn)``, ``.specialize(*inputs)``,
+    ``compile_to_neff(trace_kernel=, output_dir=, target=CompilationTarget.TRN2,
+    additional_compiler_args=, save_artifacts=True)`` -> the NEFF's path (awslabs/
+    nki-autotune autotune/core/compile.py@1433f19; its defaults: unverified)."""
+    import neuronpy.core.compile as compile_module
+
+    flags = f"{NEURONPY_FLAGS} --lnc={lnc}"
+    keywords: dict[str, Any] = {
+        "output_dir": str(build / "artifacts"),
+        "additional_compiler_args": flags,
+        "save_artifacts": True,
+    }
+    target = getattr(compile_module, "CompilationTarget", None)
+    if target is not None and hasattr(target, "TRN2"):
+        keywords["target"] = target.TRN2
+    names = parameters(compile_module.compile_to_neff) or []
+    if "neff_name" in names:
+        keywords["neff_name"] = NEFF_NAME
+    try:
+        traced = compile_module.trace(workload.f_numpy)
+        traced.specialize(*inputs.values())
+        built = compile_module.compile_to_neff(trace_kernel=traced, **keywords)
+    except Exception as exc:  # noqa: BLE001 - neuronpy's and the compiler's own error types
+        raise StepError(
+            f"neuronpy could not compile f_numpy: {type(exc).__name__}: {exc}"
+        ) from None
+    shutil.copyfile(built, out / NEFF_NAME)
+    code = getattr(traced, "_code", None)
+    outputs = [tensor_json(t) for t in getattr(code, "outputs", None) or []]
+    write_tensors(
+        out,
+        [tensor_json(t) for t in getattr(code, "inputs", None) or []],
+        outputs,
+        "neuronpy traced outputs" if outputs else "none: neuronpy's trace named no outputs",
+    )
+    return {
+        "neuronpy_compiler_args": flags,
+        "build_dir": "a fresh folder beside the step's own (removed afterwards)",
+        "lnc": lnc,
+        "call_shape": {"compile_to_neff": names, "trace": parameters(compile_module.trace)},
+    }
 
 
 def _compile_nkipy(

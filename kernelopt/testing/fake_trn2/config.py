@@ -21,7 +21,7 @@ MONITOR_PIDS_NAME = "monitor.pids"
 
 # The SDK layouts the fake can stand for, each as it shipped (docs/trn2.md, "The fake
 # toolchain"); "older" and "current" are the names earlier versions of the fake used.
-SDK_STYLES = ("2.26", "2.27", "2.30", "2.32")
+SDK_STYLES = ("2.22", "2.26", "2.27", "2.30", "2.32")
 SDK_ALIASES = {"older": "2.27", "current": "2.32"}
 
 
@@ -32,6 +32,11 @@ def canonical(sdk: str) -> str:
         known = ", ".join((*SDK_STYLES, *SDK_ALIASES))
         raise ValueError(f"sdk must be one of {known}, not {sdk!r}")
     return name
+
+
+def tools_version(settings: dict[str, Any]) -> str:
+    """What the fake tools print as their version."""
+    return str(settings["tools_version"] or f"{canonical(str(settings['sdk']))}.0.0+fake")
 
 
 def layout(sdk: str) -> tuple[int, int]:
@@ -73,7 +78,9 @@ DEFAULTS: dict[str, Any] = {
     "compiler_version": "2.21.0.0+fake",
     "nki_version": "0.2.0+fake",
     "runtime_version": "2.28.0.0+fake",
-    "tools_version": "2.28.0.0+fake",
+    # The tools' --version; empty: the layout's release (aws-neuronx-tools follows the SDK's
+    # release numbers: unverified).
+    "tools_version": "",
     "compile_delay_s": 0.0,
     # A message makes every compile fail with it (after the delay).
     "compile_error": "",

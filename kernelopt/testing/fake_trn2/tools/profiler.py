@@ -266,7 +266,7 @@ def main(tool: str, argv: list[str]) -> int:
     settings = config.load()
     config.record_call(tool, argv)
     if argv[:1] == ["--version"]:
-        print(f"{tool} version {settings['tools_version']}")
+        print(f"{tool} version {config.tools_version(settings)}")
         return 0
     if argv[:1] == ["capture"]:
         return capture(tool, argv[1:], settings)
