@@ -42,7 +42,7 @@ import numpy as np
 from kernelopt.sim.beta1_ops import HighLevelOps
 from kernelopt.sim.beta1_tiles import BlockArray, ParDim
 from kernelopt.sim.language import BUFFERS
-from kernelopt.sim.tensor import Buffer, Tile
+from kernelopt.sim.tensor import Buffer, PlacedBuffer, Tile
 from kernelopt.sim.trace import Instruction
 
 _TENSOR_OPS = frozenset({"nc_matmul", "nc_transpose"})
@@ -80,9 +80,19 @@ class Beta1(HighLevelOps):
                 self.m.site(),
                 fill,
             )
-        tile = self.m.allocate(tuple(int(d) for d in shape), resolved, buffer, name or None)
+        address = (0, buffer.base) if isinstance(buffer, PlacedBuffer) else None
+        tile = self.m.allocate(
+            tuple(int(d) for d in shape), resolved, buffer, name or None, address=address
+        )
         self.initialise(tile, fill)
         return tile
+
+    def device_print(self, prefix: Any, x: Any = None, **_: Any) -> None:
+        """``nl.device_print``: print the tile's values (nothing in trace-only runs)."""
+        if isinstance(x, Tile) and self.m.compute:
+            print(prefix, self.m.read(x, "nl.device_print"))
+        elif not isinstance(x, Tile):
+            print(prefix, x)
 
     def initialise(self, tile: Tile, fill: float | str | None) -> None:
         """``nl.zeros``/``nl.full`` on chip is a memset; ``lazy_initialization`` zeros

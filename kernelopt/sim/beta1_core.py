@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernelopt.sim.beta1_tiles import BlockArray, BlockView
-from kernelopt.sim.language import BUFFERS, OPS, resolve_dtype
+from kernelopt.sim.language import BUFFERS, resolve_dtype
+from kernelopt.sim.ops import OPS
 from kernelopt.sim.tensor import Tile
 
 if TYPE_CHECKING:

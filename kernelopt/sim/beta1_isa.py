@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernelopt.sim import indexing
+from kernelopt.sim.beta1_isa_fused import BETA1_FUSED_CALLS, Beta1FusedIsa
+from kernelopt.sim.beta1_isa_fused import masked as _masked
 from kernelopt.sim.beta1_tiles import dtype_of
 from kernelopt.sim.enums import engine_of
 from kernelopt.sim.tensor import Tile
@@ -29,13 +30,8 @@ BETA1_ISA_CALLS = (
     "tensor_reduce",
     "memset",
     "reciprocal",
-    "iota",
     "dma_copy",
 )
-
-
-def _masked(tile: Tile, mask: Any) -> Tile:
-    return tile.clip(mask) if mask is not None else tile
 
 
 class Beta1Isa:
@@ -71,6 +67,7 @@ class Beta1Isa:
         dtype: Any = None,
         reduce_op: Any = None,
         reduce_res: Any = None,
+        reduce_cmd: Any = None,
         **_: Any,
     ) -> Tile:
         src = self.beta._tile("activation", data)
@@ -83,6 +80,7 @@ class Beta1Isa:
             scale=scale,
             reduce_op=reduce_op,
             reduce_res=reduce_res,
+            reduce_cmd=reduce_cmd,
         )
         return dst
 
@@ -231,19 +229,6 @@ class Beta1Isa:
         self.isa._emit("reciprocal", "vector", [s], [d], partitions=d.partitions, free=d.free_size)
         return dst
 
-    def iota(self, expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tile:
-        """The values of an index expression as a tile (GpSimd)."""
-        if not isinstance(expr, indexing.IndexExpr):
-            self.beta.m.fail(
-                "isa", f"iota: expected an nl.arange/nl.mgrid expression, got {expr!r}"
-            )
-        shape = expr.shape if expr.ndim > 1 else (expr.size, 1)
-        dst = self.beta.new(shape, self.beta._dtype(dtype, np.dtype(np.int32)))
-        values = (expr.start + np.arange(expr.size)).reshape(shape)
-        self.beta.m.write(dst, values.astype(np.float32) if self.beta.m.compute else None)
-        self.isa._emit("iota", "gpsimd", [], [dst], partitions=dst.partitions, free=dst.free_size)
-        return dst
-
     def dma_copy(self, *, dst: Any, src: Any, mask: Any = None, **kwargs: Any) -> None:
         self.isa.dma_copy(
             _masked(self.beta._tile("dma_copy", dst), mask),
@@ -257,3 +242,6 @@ def add_isa(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:
     calls = Beta1Isa(beta, isa)
     for name in BETA1_ISA_CALLS:
         setattr(nisa, name, getattr(calls, name))
+    fused = Beta1FusedIsa(beta, isa)
+    for name in BETA1_FUSED_CALLS:
+        setattr(nisa, name, getattr(fused, name))

@@ -11,10 +11,20 @@ import numpy as np
 
 from kernelopt.sim.beta1_core import Beta1Core
 from kernelopt.sim.beta1_tiles import clip_like, dtype_of
-from kernelopt.sim.language import OPS, Op
+from kernelopt.sim.ops import OPS, Op
 from kernelopt.sim.tensor import Tile
 
 _FAST_VECTOR_OPS = frozenset({"add", "multiply", "subtract"})
+
+
+def _padded(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    return shape + (1,) * (rank - len(shape))
+
+
+def _aligned(values: np.ndarray | None, rank: int) -> np.ndarray | None:
+    if values is None or values.ndim == rank:
+        return values
+    return values.reshape(_padded(values.shape, rank))
 
 
 class HighLevelOps(Beta1Core):
@@ -42,8 +52,11 @@ class HighLevelOps(Beta1Core):
         if not tiles:
             m.fail("isa", f"nl.{op}: at least one operand must be a tile")
         shapes = [t.shape for t in tiles]
+        rank = max(len(sh) for sh in shapes)
         try:
-            shape = np.broadcast_shapes(*shapes)
+            # A tile's first axis is its partition axis: a lower-rank tile lines up
+            # from the left (a [P] reduction result is a column), not numpy's right.
+            shape = np.broadcast_shapes(*(_padded(sh, rank) for sh in shapes))
         except ValueError:
             m.fail("isa", f"nl.{op}: shapes {shapes} do not broadcast")
         dst = out if out is not None else self.new(shape, self._dtype(dtype, dtype_of(*tiles)))
@@ -57,8 +70,8 @@ class HighLevelOps(Beta1Core):
             a = clip_like(a, mask, tuple(shape))
             b = clip_like(b, mask, tuple(shape))
         a, b = (t.checked() if isinstance(t, Tile) else t for t in (a, b))
-        va = a if not isinstance(a, Tile) else m.read(a, f"nl.{op}")
-        vb = b if not isinstance(b, Tile) else m.read(b, f"nl.{op}")
+        va = a if not isinstance(a, Tile) else _aligned(m.read(a, f"nl.{op}"), rank)
+        vb = b if not isinstance(b, Tile) else _aligned(m.read(b, f"nl.{op}"), rank)
         if m.compute:
             m.write(dst, np.broadcast_to(fn.fn(va, vb), dst.shape))
         else:
@@ -89,9 +102,62 @@ class HighLevelOps(Beta1Core):
         src, view = (src.clip(mask), dst.clip(mask)) if mask is not None else (src, dst)
         if op.name == "copy":
             self._copy(view, src)
+        elif op.vector:
+            # An ALU operator (logical_not, floor, ...): one VectorE pass.
+            values = self.m.read(src, f"nl.{op.name}")
+            self.m.write(view, None if values is None else op.fn(values))
+            self.isa._emit(
+                "tensor_scalar", "vector", [src], [view], partitions=view.partitions,
+                free=view.free_size,
+            )  # fmt: skip
         else:
             self.isa.activation(view, op, src)
         return dst
+
+    def where(self, condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> Tile:
+        """``nl.where``: x where the condition tile is non-zero, else y (VectorE,
+        one pass per tile operand)."""
+        m = self.m
+        operands = [
+            v if isinstance(v, numbers.Real) else self._tile("nl.where", v)
+            for v in (condition, x, y)
+        ]
+        tiles = [t for t in operands if isinstance(t, Tile)]
+        if not tiles:
+            m.fail("isa", "nl.where: at least one operand must be a tile")
+        rank = max(t.ndim for t in tiles)
+        try:
+            shape = np.broadcast_shapes(*(_padded(t.shape, rank) for t in tiles))
+        except ValueError:
+            m.fail("isa", f"nl.where: shapes {[t.shape for t in tiles]} do not broadcast")
+        values_dtype = dtype_of(*[t for t in operands[1:] if isinstance(t, Tile)] or tiles)
+        dst = self.new(shape, self._dtype(dtype, values_dtype))
+        view = dst.clip(mask) if mask is not None else dst
+        if mask is not None:
+            operands = [clip_like(t, mask, tuple(shape)) for t in operands]
+        values = [
+            _aligned(m.read(t.checked(), "nl.where"), rank) if isinstance(t, Tile) else t
+            for t in operands
+        ]
+        if m.compute:
+            m.write(
+                view, np.broadcast_to(np.where(values[0] != 0, values[1], values[2]), view.shape)
+            )
+        else:
+            m.write(view, None)
+        reads = [t for t in operands if isinstance(t, Tile)]
+        self.isa._emit(
+            "select", "vector", reads, [view], partitions=view.partitions,
+            free=view.free_size, inputs=len(reads),
+        )  # fmt: skip
+        return dst
+
+    def var(self, x: Any, axis: Any, dtype: Any = None, mask: Any = None) -> Tile:
+        """``nl.var``: the mean square deviation along ``axis`` (kept as a unit axis)."""
+        mean = self.reduce("mean", x, axis, keepdims=True, mask=mask)
+        centred = self.binary("subtract", x, mean, mask=mask)
+        square = self.binary("multiply", centred, centred, mask=mask)
+        return self.reduce("mean", square, axis, dtype, keepdims=True, mask=mask)
 
     def reduce(
         self,

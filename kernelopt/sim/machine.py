@@ -33,6 +33,15 @@ class Machine:
         # that API (kernelopt.sim.beta1); None for the current nki API.
         self.beta1: Any = None
         self.allocations: list[AllocationInfo] = []
+        # Per engine, the accumulator registers an activation(reduce_cmd=...) keeps.
+        self.accumulators: dict[str, Any] = {}
+        # SPMD (kernelopt.sim.spmd): the running program, the HBM tensors the
+        # first program made (by site and occurrence), and numpy arguments bound
+        # to HBM tensors.
+        self.program: Any = None
+        self.spmd_counts: dict[tuple[int, ...], int] = {}
+        self._spmd_hbm: dict[tuple[tuple[int, ...], int], Tile] = {}
+        self.bound_arrays: dict[int, tuple[np.ndarray, Tile]] = {}
         # Per allocation site: trace length at its last allocation and its
         # current generation (allocations with no instruction in between).
         self._generations: dict[tuple[int, ...], tuple[int, int]] = {}
@@ -86,6 +95,15 @@ class Machine:
                 "isa", f"tensor shape must be a non-empty tuple of positive ints, got {shape}"
             )
         shape = tuple(int(d) for d in shape)
+        spmd_key = None
+        if self.program is not None and not buffer.on_chip and data is None and not filled:
+            # An SPMD program's HBM tensor: a later program gets the first one's.
+            site = self.site()
+            spmd_key = (site, self.spmd_counts.get(site, 0))
+            self.spmd_counts[site] = spmd_key[1] + 1
+            shared = self._spmd_hbm.get(spmd_key)
+            if shared is not None and shared.alloc.shape == shape:
+                return shared
         p = self.params
         alloc_id = len(self.allocations)
         label = name or f"{buffer.kind}@{line}"
@@ -138,7 +156,10 @@ class Machine:
                 else:
                     data = np.empty(shape, dtype=store)
         alloc = Allocation(self, alloc_id, label, buffer, dtype, shape, data, written, line)
-        return Tile.whole(alloc)
+        tile = Tile.whole(alloc)
+        if spmd_key is not None:
+            self._spmd_hbm[spmd_key] = tile
+        return tile
 
     # --- data access --------------------------------------------------------------------
 
@@ -154,7 +175,9 @@ class Machine:
             )
         if alloc.data is None:
             return None
-        return alloc.data[tile.index]
+        values = alloc.data[tile.index]
+        # A beta-1 access with an index-space shape of its own (kernelopt.sim.access).
+        return values if tile.view_map is None else values.reshape(tile.shape)
 
     def write(self, tile: Tile, values: np.ndarray | float | None) -> None:
         alloc = tile.alloc
@@ -164,6 +187,8 @@ class Machine:
         if self.native and alloc.dtype != alloc.data.dtype:
             # Native precision: store what the declared dtype can hold.
             values = np.asarray(values, dtype=np.float32).astype(alloc.dtype).astype(np.float32)
+        if tile.view_map is not None and np.ndim(values):
+            values = np.broadcast_to(values, tile.shape).reshape(tile.box_shape)
         alloc.data[tile.index] = values
 
     def emit(self, instruction: Instruction) -> None:
