@@ -56,10 +56,46 @@ def _run(expr: IndexExpr) -> tuple[tuple[Term, ...], int]:
     return by_axis, run
 
 
+# Kernels index the same way in every iteration (``v[i, j, i_p, i_f]`` with the same
+# ranges): the box a key resolves to, by the tile and the key's shape, is kept.
+_RESOLVED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_RESOLVED_MAX = 1 << 14
+
+
+def _signature(key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    sig: list[Any] = []
+    for k in key:
+        if isinstance(k, IndexExpr):
+            sig.append((k.const, k.terms, k.ndim))
+        elif isinstance(k, slice):
+            sig.append((k.start, k.stop, k.step, None))
+        elif isinstance(k, int):
+            sig.append(k)
+        else:
+            return None
+    return tuple(sig)
+
+
 def resolve(tile: Tile, key: tuple[Any, ...]) -> Tile:
     """``tile[key]`` for a key (already expanded to one entry per axis) with expressions."""
     from kernelopt.sim.tensor import Tile
 
+    sig = _signature(key)
+    cache_key = None
+    if sig is not None:
+        cache_key = (tile.alloc.shape, tile.bounds, tile.kept, tile.loose, sig)
+        hit = _RESOLVED.get(cache_key)
+        if hit is not None:
+            return Tile(tile.alloc, *hit)
+    bounds, kept, loose, view = _resolve(tile, key)
+    if cache_key is not None:
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        _RESOLVED[cache_key] = (bounds, kept, loose, view)
+    return Tile(tile.alloc, bounds, kept, loose, view)
+
+
+def _resolve(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...]:
     exprs = [k for k in key if isinstance(k, IndexExpr) and k.terms]
     ndim = max((e.ndim for e in exprs), default=1)
     if any(e.ndim != ndim for e in exprs):
@@ -110,4 +146,4 @@ def resolve(tile: Tile, key: tuple[Any, ...]) -> Tile:
     box = tuple(bounds[a][1] - bounds[a][0] for a in kept)
     plain = shape == box and all(m == (i, 1) for i, m in enumerate(view_map))
     view = None if plain else (shape, view_map)
-    return Tile(tile.alloc, tuple(bounds), tuple(kept), loose, view)
+    return tuple(bounds), tuple(kept), loose, view

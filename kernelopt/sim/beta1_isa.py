@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernelopt.sim.beta1_isa_fused import BETA1_FUSED_CALLS, Beta1FusedIsa
+from kernelopt.sim.beta1_isa_fused import BETA1_FUSED_CALLS, Beta1FusedIsa, column
 from kernelopt.sim.beta1_isa_fused import masked as _masked
 from kernelopt.sim.beta1_tiles import dtype_of
 from kernelopt.sim.enums import engine_of
@@ -76,10 +76,10 @@ class Beta1Isa:
             _masked(dst, mask),
             op,
             _masked(src, mask),
-            bias=bias,
-            scale=scale,
+            bias=column(bias, mask),
+            scale=column(scale, mask),
             reduce_op=reduce_op,
-            reduce_res=reduce_res,
+            reduce_res=column(reduce_res, mask),
             reduce_cmd=reduce_cmd,
         )
         return dst
@@ -104,9 +104,9 @@ class Beta1Isa:
             op,
             _masked(src, mask),
             reduce_op,
-            reduce_res,
-            bias=bias,
-            scale=scale,
+            column(reduce_res, mask),
+            bias=column(bias, mask),
+            scale=column(scale, mask),
         )
         return dst
 
@@ -149,10 +149,10 @@ class Beta1Isa:
             _masked(dst, mask),
             _masked(src, mask),
             op0,
-            operand0,
+            column(operand0, mask),
             reverse0,
             op1,
-            operand1,
+            column(operand1, mask),
             reverse1,
             engine=engine,
         )
@@ -178,7 +178,7 @@ class Beta1Isa:
             _masked(dst, mask),
             _masked(src, mask),
             op0,
-            operand0,
+            column(operand0, mask),
             op1,
             _masked(self.beta._tile("scalar_tensor_tensor", operand1), mask),
             reverse0=reverse0,

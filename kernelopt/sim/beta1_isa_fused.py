@@ -31,6 +31,14 @@ def masked(tile: Tile, mask: Any) -> Tile:
     return tile.clip(mask) if mask is not None else tile
 
 
+def column(value: Any, mask: Any) -> Any:
+    """A one-value-per-partition operand (bias, scale, operand0, reduce_res, ...) cut
+    to the partitions ``mask`` keeps."""
+    if not isinstance(value, Tile) or mask is None or 0 not in getattr(mask, "keep", {}):
+        return value
+    return value.clip(indexing.Mask(mask.ndim, {0: mask.keep[0]}))
+
+
 class Beta1FusedIsa:
     """Each call makes its result tile, applies ``mask=`` and issues the simulator's call."""
 
@@ -55,7 +63,7 @@ class Beta1FusedIsa:
         b = self.beta._tile("tensor_tensor_scan", data1)
         dst = self.beta.new(a.shape, self.beta._dtype(dtype, dtype_of(a, b)))
         self.isa.tensor_tensor_scan(
-            masked(dst, mask), masked(a, mask), masked(b, mask), initial, op0, op1,
+            masked(dst, mask), masked(a, mask), masked(b, mask), column(initial, mask), op0, op1,
             reverse0, reverse1,
         )  # fmt: skip
         return dst
@@ -76,7 +84,13 @@ class Beta1FusedIsa:
         src = self.beta._tile("tensor_scalar_reduce", data)
         dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
         self.isa.tensor_scalar_reduce(
-            masked(dst, mask), masked(src, mask), op0, operand0, reduce_op, reduce_res, reverse0
+            masked(dst, mask),
+            masked(src, mask),
+            op0,
+            column(operand0, mask),
+            reduce_op,
+            column(reduce_res, mask),
+            reverse0,
         )
         return dst
 

@@ -65,6 +65,7 @@ class HighLevelOps(Beta1Core):
         for t in tiles:
             if not t.buffer.on_chip:
                 m.fail("isa", f"nl.{op}: operand {t.alloc.name!r} is in HBM; nl.load it first")
+        result = dst
         if mask is not None:
             dst = dst.clip(mask)
             a = clip_like(a, mask, tuple(shape))
@@ -94,7 +95,7 @@ class HighLevelOps(Beta1Core):
             free=dst.free_size,
             inputs=inputs,
         )
-        return dst
+        return result
 
     def unary(self, op: Op, x: Any, dtype: Any = None, mask: Any = None) -> Tile:
         src = self._tile(f"nl.{op.name}", x)

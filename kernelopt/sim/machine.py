@@ -142,6 +142,7 @@ class Machine:
                 site=site,
                 generation=generation,
                 partitions=shape[0] if buffer.on_chip else 0,
+                shape=shape,
             )
         )
         if filled:

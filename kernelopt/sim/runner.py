@@ -212,8 +212,11 @@ def run_kernel(
         raise _as_sim_error(exc, file) from None
     finally:
         namespace.clear()
-    trace = tuple(machine.trace)
-    allocations = plan_memory(trace, machine.allocations, params, file)
+    # A beta-1 kernel is compiled with the compiler's allocator, which spills SBUF
+    # to HBM rather than fail (kernelopt.sim.spill).
+    trace, allocations = plan_memory(
+        tuple(machine.trace), machine.allocations, params, file, spill=machine.beta1 is not None
+    )
     timeline = schedule(trace, allocations, params, in_order=not options.instruction_scheduling)
     # ml_dtypes floats (bfloat16, fp8) report kind "V".
     float_inputs = [a.dtype for a in map(np.asarray, inputs.values()) if a.dtype.kind in "fV"]

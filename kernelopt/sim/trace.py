@@ -70,3 +70,4 @@ class AllocationInfo:
     site: tuple[int, ...] = ()
     generation: int = 0
     partitions: int = 0  # on chip: the partitions it spans
+    shape: tuple[int, ...] = ()  # of the tensor (a region of all of it is its full box)
