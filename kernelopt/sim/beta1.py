@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from kernelopt.sim import indexing
-from kernelopt.sim.beta1_ops import HighLevelOps
+from kernelopt.sim.beta1_ops import HighLevelOps, LoopReduction
 from kernelopt.sim.beta1_tiles import BlockArray, ParDim
 from kernelopt.sim.language import BUFFERS
 from kernelopt.sim.tensor import Buffer, PlacedBuffer, Tile
@@ -266,6 +266,9 @@ class Beta1(HighLevelOps):
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
             self.isa.memset(dst, float(value))
             return
+        if isinstance(value, LoopReduction):
+            self.reduce_into(dst, value)
+            return
         value = self._tile("assignment", value)
         if self._fresh(value) and self._can_retarget(dst, value):
             part = self._written_part(dst, value)
@@ -299,8 +302,9 @@ class Beta1(HighLevelOps):
             and self._fresh(other)
             and self.m.trace[-1].op == "nc_matmul"
             and self._can_retarget(dst, other)
+            and (part := self._written_part(dst, other)) is not None
         ):
-            self._retarget(dst, other, accumulate=True)
+            self._retarget(part, other, accumulate=True)
             return dst
         self.binary(op, dst, other, out=dst)
         return dst

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kernelopt.sim import indexing
 from kernelopt.sim.beta1_isa_fused import BETA1_FUSED_CALLS, Beta1FusedIsa, column
 from kernelopt.sim.beta1_isa_fused import masked as _masked
 from kernelopt.sim.beta1_tiles import dtype_of
@@ -44,7 +45,17 @@ class Beta1Isa:
     def nc_matmul(self, stationary: Any, moving: Any, *, mask: Any = None, **kwargs: Any) -> Tile:
         s, mv = self.beta._tile("nc_matmul", stationary), self.beta._tile("nc_matmul", moving)
         dst = self.beta.new((s.shape[-1], mv.shape[-1]), np.dtype(np.float32), "psum")
-        self.isa.nc_matmul(dst, s, mv, **{k: v for k, v in kwargs.items() if k != "dtype"})
+        out = dst
+        if mask is not None:
+            # The mask is over the result [M, N]: M is the stationary's free axis,
+            # N the moving's.
+            out = dst.clip(mask)
+            keep = getattr(mask, "keep", {})
+            if 0 in keep:
+                s = s.clip(indexing.Mask(2, {1: keep[0]}))
+            if 1 in keep:
+                mv = mv.clip(indexing.Mask(2, {1: keep[1]}))
+        self.isa.nc_matmul(out, s, mv, **{k: v for k, v in kwargs.items() if k != "dtype"})
         return dst
 
     def nc_transpose(

@@ -5,6 +5,7 @@ API emits."""
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,19 @@ def _aligned(values: np.ndarray | None, rank: int) -> np.ndarray | None:
     if values is None or values.ndim == rank:
         return values
     return values.reshape(_padded(values.shape, rank))
+
+
+@dataclass(eq=False)
+class LoopReduction:
+    """What ``nl.loop_reduce`` returns: its operand, combined into wherever it is assigned."""
+
+    src: Tile
+    op: str
+    first: bool
+    dtype: np.dtype
+    mask: Any
+    site: tuple[int, ...]
+    tile: Tile | None = None
 
 
 class HighLevelOps(Beta1Core):
@@ -214,21 +228,52 @@ class HighLevelOps(Beta1Core):
 
     def loop_reduce(
         self, x: Any, op: Any, loop_indices: Any, dtype: Any = None, mask: Any = None
-    ) -> Tile:
-        """``nl.loop_reduce``: per call site, the first iteration of the named loops
-        starts the accumulator; later ones combine into it (``tensor_tensor``)."""
+    ) -> LoopReduction:
+        """``nl.loop_reduce(x, op, loop_indices)``: assigned to a destination, the first
+        iteration of the named loops writes x there and later ones combine into it
+        (``dst = op(dst, x)``, a ``tensor_tensor``), per destination; used directly, the
+        value accumulates per call site."""
         src = self._tile("nl.loop_reduce", x)
         fn = self.isa._op("nl.loop_reduce", op, 2)
         indices = loop_indices if isinstance(loop_indices, list | tuple) else [loop_indices]
+        first = all(int(i) == 0 for i in indices)
         site = self.m.site()
-        acc = self._reduce.get(site)
-        if acc is None or all(int(i) == 0 for i in indices):
-            acc = self.new(src.shape, self._dtype(dtype, src.dtype))
-            self.isa.tensor_copy(acc, src)
-            self._reduce[site] = acc
+        value = LoopReduction(src, fn.name, first, self._dtype(dtype, src.dtype), mask, site)
+        self._pending.setdefault(site, []).append(value)
+        return value
+
+    def reduced(self, value: LoopReduction) -> Tile:
+        """A loop reduction used as a tile: its call site's accumulator, brought up to
+        date with every reduction made there since (in program order)."""
+        pending = self._pending.get(value.site, [])
+        while value.tile is None and pending:
+            step = pending.pop(0)
+            acc = self._reduce.get(step.site)
+            if acc is None or step.first:
+                acc = self.new(step.src.shape, step.dtype)
+                self.isa.tensor_copy(acc, step.src)
+                self._reduce[step.site] = acc
+            else:
+                self.binary(step.op, acc, step.src, mask=step.mask, out=acc)
+            step.tile = acc
+        if value.tile is None:
+            self.m.fail("isa", "nl.loop_reduce: its value was already assigned elsewhere")
+        return value.tile
+
+    def reduce_into(self, dst: Tile, value: LoopReduction) -> None:
+        """``dst[...] = nl.loop_reduce(...)``."""
+        pending = self._pending.get(value.site, [])
+        if pending and pending[0] is not value and any(p is value for p in pending):
+            # Earlier reductions here were never assigned: it accumulates per call site.
+            self.assign(dst, self.reduced(value))
+            return
+        if pending and pending[0] is value:
+            pending.pop(0)
+        if value.first:
+            self.assign(dst, value.src)
         else:
-            self.binary(fn.name, acc, src, mask=mask, out=acc)
-        return acc
+            src = value.src if value.src.shape == dst.shape else self._reshaped(value.src, dst)
+            self.binary(value.op, dst, src, mask=value.mask, out=dst)
 
     # --- loads and stores ---------------------------------------------------------------
 
