@@ -14,11 +14,19 @@ with what step, so that a mask on that axis can cut the box back.
 
 Slices mixed with expressions take the index-space axes no expression uses,
 in order. Integers drop their tensor axis, as in basic indexing.
+
+Any other affine access (strided ``2 * nl.arange(n)``, reversed, or taking the
+tensor's axes in another order, as the transpose2d tutorial's
+``out[i_p, i_f2 * n1 + i_f1]`` does) is gathered element by element: the tile
+keeps every element's coordinates (``coords``) and, for dependencies and
+memory, the box around them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from kernelopt.sim.indexing import IndexError_, IndexExpr, Term
 
@@ -42,17 +50,11 @@ def _run(expr: IndexExpr) -> tuple[tuple[Term, ...], int]:
     run = 1
     for _, coef, size in sorted(expr.terms, key=lambda t: t[1]):
         if coef != run:
-            raise IndexError_(
-                f"{expr!r} does not address a contiguous run of the tensor axis "
-                "(strided or reversed accesses are not supported yet)"
-            )
+            raise _NotABox(f"{expr!r} is strided or reversed")
         run *= size
     coefs = [c for _, c, _ in by_axis]
     if coefs != sorted(coefs, reverse=True):
-        raise IndexError_(
-            f"{expr!r} runs its ranges in transposed order; a transposed access is not a view "
-            "(use nl.load_transpose2d or nisa.nc_transpose)"
-        )
+        raise _NotABox(f"{expr!r} runs its ranges in transposed order")
     return by_axis, run
 
 
@@ -87,12 +89,69 @@ def resolve(tile: Tile, key: tuple[Any, ...]) -> Tile:
         hit = _RESOLVED.get(cache_key)
         if hit is not None:
             return Tile(tile.alloc, *hit)
-    bounds, kept, loose, view = _resolve(tile, key)
+    try:
+        found = _resolve(tile, key)
+    except _NotABox:
+        found = gather(tile, key)
     if cache_key is not None:
         if len(_RESOLVED) >= _RESOLVED_MAX:
             _RESOLVED.clear()
-        _RESOLVED[cache_key] = (bounds, kept, loose, view)
-    return Tile(tile.alloc, bounds, kept, loose, view)
+        _RESOLVED[cache_key] = found
+    return Tile(tile.alloc, *found)
+
+
+class _NotABox(IndexError_):
+    """The access is strided, permuted or reversed: taken element by element."""
+
+
+def gather(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An access that is not a box: the coordinates of every element, and the box around
+    them (what dependencies and memory see). On chip, logical axis 0 must still be the
+    partition axis: engines move data within a partition, not across."""
+    exprs = [k for k in key if isinstance(k, IndexExpr) and k.terms]
+    ndim = max((e.ndim for e in exprs), default=1)
+    used = {a for e in exprs for a, _, _ in e.terms}
+    spare = (a for a in range(ndim + len(key)) if a not in used)
+    per_axis: dict[int, Any] = {}
+    for axis, k in zip(tile.kept, key, strict=True):
+        lo, hi = tile.bounds[axis]
+        per_axis[axis] = _as_expr(k, hi - lo, next(spare), ndim) if isinstance(k, slice) else k
+    sizes: dict[int, int] = {}
+    for k in per_axis.values():
+        for a, _, n in k.terms if isinstance(k, IndexExpr) else ():
+            if sizes.setdefault(a, n) != n:
+                raise IndexError_(f"two ranges of sizes {sizes[a]} and {n} on index axis {a}")
+    space = tuple(sizes.get(a, 1) for a in range(max([ndim, *(a + 1 for a in sizes)])))
+    coords, bounds, kept, loose = [], list(tile.bounds), [], tile.loose
+    for axis, (lo, hi) in enumerate(tile.bounds):
+        k = per_axis.get(axis, 0 if axis not in tile.kept else None)
+        if isinstance(k, IndexExpr):
+            values = lo + _spread(k, space)
+            kept.append(axis)
+        else:
+            values = np.full(space, lo + tile._int(k), dtype=np.int64)
+        first, last = int(values.min()), int(values.max())
+        loose = loose or first < lo or last >= hi
+        bounds[axis] = (first, last + 1)
+        coords.append(np.broadcast_to(values, space))
+    if tile.alloc.buffer.on_chip and len(space) > 1:
+        partition = coords[0]
+        first_column = partition[(slice(None),) + (slice(0, 1),) * (len(space) - 1)]
+        if (partition != first_column).any():
+            tile._fail(
+                f"an access to {tile.alloc.name!r} moves elements across partitions; engines "
+                "read within each partition (transpose with nisa.nc_transpose)"
+            )
+    return tuple(bounds), tuple(kept), loose, (space, None), tuple(coords)
+
+
+def _spread(expr: IndexExpr, space: tuple[int, ...]) -> np.ndarray:
+    values = np.full(space, expr.const, dtype=np.int64)
+    for a, c, n in expr.terms:
+        shape = [1] * len(space)
+        shape[a] = n
+        values = values + c * np.arange(n, dtype=np.int64).reshape(shape)
+    return values
 
 
 def _resolve(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -131,10 +190,7 @@ def _resolve(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...]:
         bounds[axis] = (lo + i, lo + i + 1)
     order = [a for g in groups for a, _, _ in g]
     if order != sorted(set(order)):
-        tile._fail(
-            f"index expressions on {tile.alloc.name!r} place axes in the order {order}: "
-            "a transposed access is not a view (use nl.load_transpose2d or nisa.nc_transpose)"
-        )
+        raise _NotABox("the tensor axes take their index ranges in transposed order")
     sizes: dict[int, int] = {}
     where: dict[int, tuple[int, int]] = {}
     for pos, group in enumerate(groups):
@@ -146,4 +202,4 @@ def _resolve(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...]:
     box = tuple(bounds[a][1] - bounds[a][0] for a in kept)
     plain = shape == box and all(m == (i, 1) for i, m in enumerate(view_map))
     view = None if plain else (shape, view_map)
-    return tuple(bounds), tuple(kept), loose, view
+    return tuple(bounds), tuple(kept), loose, view, None

@@ -194,6 +194,8 @@ class Beta1(HighLevelOps):
         (all of it, or the part a ``mask=`` kept) without reading it."""
         if not isinstance(value, Tile) or not self.m.trace or value.view_map is not None:
             return False
+        if value.coords is not None:
+            return False
         last = self.m.trace[-1]
         aid = value.alloc.id
         return (

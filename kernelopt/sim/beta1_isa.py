@@ -235,9 +235,7 @@ class Beta1Isa:
         src = self.beta._tile("reciprocal", data)
         dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
         s, d = _masked(src, mask), _masked(dst, mask)
-        values = self.beta.m.read(s, "reciprocal")
-        self.beta.m.write(d, None if values is None else 1.0 / values)
-        self.isa._emit("reciprocal", "vector", [s], [d], partitions=d.partitions, free=d.free_size)
+        self.isa.reciprocal(d, s)
         return dst
 
     def dma_copy(self, *, dst: Any, src: Any, mask: Any = None, **kwargs: Any) -> None:

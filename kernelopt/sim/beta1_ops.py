@@ -92,9 +92,12 @@ class HighLevelOps(Beta1Core):
         else:
             m.write(dst, None)
         full = [t for t in (a, b) if isinstance(t, Tile) and t.free_size == dst.free_size]
+        engine = "vector"
         if len(full) < 2:
-            # A scalar or a [P, 1] column: one streamed input (tensor_scalar).
+            # A scalar or a [P, 1] column: one streamed input (tensor_scalar), on the
+            # engine the compiler picks for it.
             name, inputs = "tensor_scalar", 1
+            engine = self.isa.scalar_default(OPS[op])
         else:
             fast = any(t.buffer.kind == "psum" for t in full) or (
                 op in _FAST_VECTOR_OPS and all(t.dtype.name == "bfloat16" for t in full)
@@ -102,7 +105,7 @@ class HighLevelOps(Beta1Core):
             name, inputs = "tensor_tensor", 1 if fast else 2
         self.isa._emit(
             name,
-            "vector",
+            engine,
             tiles,
             [dst],
             partitions=dst.partitions,

@@ -41,6 +41,8 @@ def duration_ns(ins: Instruction, p: Trn2Params) -> float:
     if ins.psum_read:
         # VectorE and ScalarE stream a PSUM operand at half their SBUF rate.
         stream = stream * p.psum_read_cycles_per_element
+    if ins.strided:
+        stream = stream * 2
     if engine == "vector":
         clock = p.vector_clock_hz
     elif engine == "scalar":

@@ -128,6 +128,8 @@ class IndexExpr:
         return IndexExpr(_int(other, what), (), self.ndim, False)
 
     def __add__(self, other: Any) -> IndexExpr:
+        if isinstance(other, int):  # the common case, kept cheap: i * 128 + i_p
+            return IndexExpr(self.const + other, self.terms, self.ndim, self.placed)
         return self._combine(self._lift(other, "index offset"))
 
     __radd__ = __add__

@@ -106,6 +106,9 @@ class IsaCore:
                 writes=tuple(t.region for t in writes),
                 shape=writes[0].shape,
                 psum_read=any(t.buffer.kind == "psum" for t in reads),
+                strided=any(
+                    t.coords is not None and t.minor_stride_bytes > 16 for t in reads + writes
+                ),
                 **cost,
             )
         )

@@ -69,7 +69,8 @@ class EngineCalls(IsaCore):
     ) -> None:
         name = "tensor_scalar"
         dst, (src,) = self._elementwise_operands(name, dst, data=data)
-        unit = self._engine(name, engine, "vector", ("vector", "scalar", "gpsimd"))
+        default = self.scalar_default(op0, op1)
+        unit = self._engine(name, engine, default, ("vector", "scalar", "gpsimd"))
         if unit == "gpsimd":
             self._no_psum(name, dst, src)
         steps = [
@@ -96,6 +97,13 @@ class EngineCalls(IsaCore):
         self.m.write(dst, value)
         self._emit(name, unit, reads, [dst], partitions=dst.partitions, free=dst.free_size)
 
+    def scalar_default(self, op0: Any, op1: Any = None) -> str:
+        """The engine the compiler gives a tensor_scalar left to it: ScalarE when the
+        chip's compiler does so and ScalarE implements the operators, else VectorE."""
+        ops = [self._op("tensor_scalar", o, 2).name for o in (op0, op1) if o is not None]
+        scalar_ok = ops in (["multiply"], ["add"], ["multiply", "add"])
+        return "scalar" if scalar_ok and self.m.params.tensor_scalar_on_scalar_engine else "vector"
+
     def tensor_copy(self, dst: Any, src: Any, engine: Any = None, name: str | None = None) -> None:
         name = "tensor_copy"
         dst, (s,) = self._elementwise_operands(name, dst, src=src)
@@ -111,9 +119,14 @@ class EngineCalls(IsaCore):
         dst, (src,) = self._elementwise_operands(name, dst, data=data)
         value = self.m.read(src, name)
         self.m.write(dst, None if value is None else 1.0 / value)
-        # max(MIN_II, 8 * N) VectorE cycles (nki.isa.reciprocal, Neuron SDK 2.26 docs).
         self._emit(
-            name, "vector", [src], [dst], partitions=dst.partitions, free=dst.free_size, inputs=8
+            name,
+            "vector",
+            [src],
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            inputs=self.m.params.reciprocal_cycles_per_element,
         )
 
     def _no_psum(self, op: str, *tiles: Tile) -> None:

@@ -168,6 +168,8 @@ class Machine:
         """The tile's values as float32 (None in trace-only mode); fails on
         uninitialised elements."""
         alloc = tile.alloc
+        if tile.coords is not None:
+            return self._gather(tile, what)
         if not alloc.written[tile.index].all():
             self.fail(
                 "numerics",
@@ -180,8 +182,26 @@ class Machine:
         # A beta-1 access with an index-space shape of its own (kernelopt.sim.access).
         return values if tile.view_map is None else values.reshape(tile.shape)
 
+    def _gather(self, tile: Tile, what: str) -> np.ndarray | None:
+        alloc, flat = tile.alloc, tile.flat()
+        if not alloc.written.reshape(-1)[flat].all():
+            self.fail(
+                "numerics",
+                f"{what} reads uninitialised memory: {alloc.describe()}, region "
+                f"{_box(tile.bounds)}",
+            )
+        return None if alloc.data is None else alloc.data.reshape(-1)[flat]
+
     def write(self, tile: Tile, values: np.ndarray | float | None) -> None:
         alloc = tile.alloc
+        if tile.coords is not None:
+            flat = tile.flat()
+            alloc.written.reshape(-1)[flat] = True
+            if values is not None and alloc.data is not None:
+                if self.native and alloc.dtype != alloc.data.dtype:
+                    values = np.asarray(values, np.float32).astype(alloc.dtype)
+                alloc.data.reshape(-1)[flat] = np.broadcast_to(values, tile.shape)
+            return
         alloc.written[tile.index] = True
         if values is None or alloc.data is None:
             return

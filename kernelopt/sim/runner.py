@@ -203,11 +203,14 @@ def run_kernel(
         "__builtins__": kernel_builtins(modules),
     }
     try:
-        exec(compile(source, file, "exec"), namespace)
-        name, fn = _pick(namespace, func, file)
-        tiles = _bind_inputs(machine, fn, name, inputs, file, kernel_kwargs)
-        result = fn(**tiles)
-        outputs = _collect(machine, result, fn, precision == "native", file)
+        # The kernel's arithmetic may overflow or take a root of a negative number as
+        # the hardware would; the values (inf, NaN) are the result, not a warning.
+        with np.errstate(all="ignore"):
+            exec(compile(source, file, "exec"), namespace)
+            name, fn = _pick(namespace, func, file)
+            tiles = _bind_inputs(machine, fn, name, inputs, file, kernel_kwargs)
+            result = fn(**tiles)
+            outputs = _collect(machine, result, fn, precision == "native", file)
     except (Exception, SystemExit) as exc:  # user code: every failure becomes a SimError
         raise _as_sim_error(exc, file) from None
     finally:

@@ -96,7 +96,7 @@ class Tile:
     order.
     """
 
-    __slots__ = ("alloc", "bounds", "kept", "shape", "index", "loose", "view_map")
+    __slots__ = ("alloc", "bounds", "kept", "shape", "index", "loose", "view_map", "coords")
 
     def __init__(
         self,
@@ -104,7 +104,8 @@ class Tile:
         bounds: Bounds,
         kept: tuple[int, ...],
         loose: bool = False,
-        view: tuple[tuple[int, ...], tuple[tuple[int, int] | None, ...]] | None = None,
+        view: tuple[tuple[int, ...], Any] | None = None,
+        coords: tuple[np.ndarray, ...] | None = None,
     ) -> None:
         self.alloc = alloc
         # A beta-1 access whose index expressions reach past the tensor: valid
@@ -112,6 +113,9 @@ class Tile:
         self.loose = loose
         self.bounds = bounds
         self.kept = kept
+        # A gathered access (kernelopt.sim.access.gather): each element's coordinates
+        # in the allocation, one array per allocation axis, of the tile's shape.
+        self.coords = coords
         if view is None:
             self.shape = tuple(bounds[a][1] - bounds[a][0] for a in kept)
             self.view_map = None
@@ -126,8 +130,25 @@ class Tile:
         """The shape of the region in the allocation (``shape`` unless a view)."""
         return tuple(self.bounds[a][1] - self.bounds[a][0] for a in self.kept)
 
-    def _view(self) -> tuple[tuple[int, ...], tuple[tuple[int, int] | None, ...]] | None:
-        return None if self.view_map is None else (self.shape, self.view_map)
+    def _view(self) -> tuple[tuple[int, ...], Any] | None:
+        if self.view_map is None and self.coords is None:
+            return None
+        return (self.shape, self.view_map)
+
+    def flat(self) -> np.ndarray:
+        """A gathered tile's elements as flat offsets into its allocation."""
+        assert self.coords is not None
+        return np.ravel_multi_index(self.coords, self.alloc.shape)
+
+    @property
+    def minor_stride_bytes(self) -> int:
+        """Bytes between consecutive elements along the last axis (16 or less streams
+        at full rate; NKI architecture guide, NeuronCore-v2 "Access pattern")."""
+        if self.coords is None or self.shape[-1] < 2:
+            return self.alloc.dtype.itemsize
+        flat = self.flat()
+        step = int(np.abs(np.diff(flat, axis=-1)).max())
+        return step * self.alloc.dtype.itemsize
 
     @classmethod
     def whole(cls, alloc: Allocation) -> Tile:
@@ -176,6 +197,11 @@ class Tile:
         covered whole. On-chip tensors stop at the partition axis: partitions
         are separate memories.
         """
+        if self.coords is not None:
+            # A gathered access moves whole runs only where the last axis is consecutive.
+            step = self.minor_stride_bytes
+            run = self.shape[-1] if step == self.alloc.dtype.itemsize else 1
+            return run * self.alloc.dtype.itemsize
         shape = self.alloc.shape
         stop_axis = 1 if self.alloc.buffer.on_chip else 0
         run = 1
@@ -197,7 +223,7 @@ class Tile:
             at = next(i for i, k in enumerate(key) if k is Ellipsis)
             fill = n - (len(key) - 1)
             key = key[:at] + (slice(None),) * max(fill, 0) + key[at + 1 :]
-        if self.view_map is not None:
+        if self.view_map is not None or self.coords is not None:
             if all(k == slice(None) for k in key):
                 return self
             self._fail(f"a beta-1 access {self!r} cannot be indexed again; index the tensor once")
@@ -247,6 +273,8 @@ class Tile:
             )
         if mask.empty():
             self._fail(f"mask {mask!r} keeps no element of {self.alloc.name!r}")
+        if self.coords is not None:
+            return self._clip_gathered(mask)
         bounds = list(self.bounds)
         shape = list(self.shape)
         vmap = self.view_map
@@ -272,6 +300,15 @@ class Tile:
         view = None if vmap is None else (tuple(shape), vmap)
         return Tile(self.alloc, tuple(bounds), self.kept, self.loose, view).checked()
 
+    def _clip_gathered(self, mask: Mask) -> Tile:
+        cut = tuple(
+            slice(*mask.keep[a]) if a in mask.keep else slice(None) for a in range(self.ndim)
+        )
+        coords = tuple(c[cut] for c in self.coords)
+        bounds = tuple((int(c.min()), int(c.max()) + 1) for c in coords)
+        view = (coords[0].shape, None)
+        return Tile(self.alloc, bounds, self.kept, self.loose, view, coords).checked()
+
     def checked(self) -> Tile:
         """This tile, failing if its index expressions reach past the tensor."""
         if self.loose:
@@ -282,7 +319,7 @@ class Tile:
                         f"index expression [{lo}:{hi}] on axis {axis} of {self.alloc.name!r} "
                         f"(size {self.alloc.shape[axis]}) is out of bounds and no mask= cuts it"
                     )
-            return Tile(self.alloc, self.bounds, self.kept, False, self._view())
+            return Tile(self.alloc, self.bounds, self.kept, False, self._view(), self.coords)
         return self
 
     # --- beta-1 (neuronxcc.nki) tile semantics: assignment and arithmetic ------------

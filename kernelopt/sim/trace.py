@@ -29,7 +29,7 @@ class Instruction:
     free: int = 0
     stationary_free: int = 0
     wide: bool = False
-    inputs: int = 1
+    inputs: float = 1  # streamed passes per element (8 for a reciprocal on Trn2)
     nbytes: int = 0
     row_bytes: int = 0
     hbm_read: int = 0
@@ -44,6 +44,9 @@ class Instruction:
     # replaces the streaming formula when set (GpSimd iota: 150 + N).
     extra_cycles: int = 0
     cycles: int = 0
+    # An operand's most-minor stride exceeds 16 bytes: each read/write interface
+    # streams at half rate (NKI architecture guide, NeuronCore-v2 access patterns).
+    strided: bool = False
 
 
 @dataclass(frozen=True, slots=True)

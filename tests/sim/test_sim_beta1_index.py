@@ -174,3 +174,78 @@ def k(x):
         x=np.array([[3.0, 4.0]], np.float32),
     )
     assert "tile: [[3. 4.]]" in capsys.readouterr().out
+
+
+def test_a_permuted_access_pattern_transposes_within_each_partition(kernel_file) -> None:
+    # Each row holds a row-major 2 x 3 matrix; writing it through out[i_p, i_c * 2 + i_r]
+    # while reading in[i_p, i_r * 3 + i_c] stores its transpose, row by row.
+    x = np.arange(2 * 6, dtype=np.float32).reshape(2, 6)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 6), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    i_p = nl.arange(2)[:, None, None]
+    i_r = nl.arange(2)[None, :, None]
+    i_c = nl.arange(3)[None, None, :]
+    flipped = nl.ndarray((2, 6), dtype=nl.float32, buffer=nl.sbuf)
+    flipped[i_p, i_c * 2 + i_r] = nl.copy(t[i_p, i_r * 3 + i_c])
+    nl.store(out, value=flipped)
+    return out
+""",
+        x=x,
+    )
+    assert np.array_equal(r.outputs, x.reshape(2, 2, 3).transpose(0, 2, 1).reshape(2, 6))
+    # Its write steps 8 bytes at a time (2 fp32): within the 16-byte full-rate limit.
+    copy = next(i for i in r.trace if i.op == "activation")
+    assert not copy.strided
+
+
+def test_nested_ranges_reduce_pooling_windows(kernel_file) -> None:
+    # 2 x 2 average pooling of a [1, 4, 4] image held as one partition.
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((1, 2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 4, 4), dtype=nl.float32, buffer=nl.sbuf)
+    t[:, :, :] = nl.load(x)
+    i0 = nl.arange(1)[:, None, None, None, None]
+    i1 = nl.arange(2)[None, :, None, None, None]
+    i2 = nl.arange(2)[None, None, :, None, None]
+    i3 = nl.arange(2)[None, None, None, :, None]
+    i4 = nl.arange(2)[None, None, None, None, :]
+    pooled = nl.sum(t[i0, 2 * i1 + i2, 2 * i3 + i4], axis=[2, 4]) / 4
+    nl.store(out, value=pooled)
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[[2.5, 4.5], [10.5, 12.5]]]
+
+
+def test_a_strided_read_streams_at_half_rate(kernel_file) -> None:
+    # Every fourth fp32 element: a 16-byte step streams at full rate, every eighth
+    # (32 bytes) at half (NKI architecture guide, access patterns).
+    x = np.linspace(-1, 1, 128 * 1024, dtype=np.float32).reshape(128, 1024)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    picked = nl.exp(t[nl.arange(128)[:, None], STEP * nl.arange(128)[None, :]])
+    nl.store(out, value=picked)
+    return out
+"""
+    costs = {}
+    for step in (4, 8):
+        path, _ = kernel_file(HEADER + body.replace("STEP", str(step)), name=f"k{step}.py")
+        r = run_kernel(path, {"x": x})
+        assert np.allclose(r.outputs, np.exp(x[:, ::step][:, :128]))
+        act = next(i for i in r.trace if i.op == "activation")
+        costs[step] = act.strided
+    assert costs == {4: False, 8: True}
