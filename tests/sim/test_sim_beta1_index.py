@@ -249,3 +249,54 @@ def k(x):
         act = next(i for i in r.trace if i.op == "activation")
         costs[step] = act.strided
     assert costs == {4: False, 8: True}
+
+
+GARBAGE = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((ROWS, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:4]
+    for t in nl.affine_range(2):
+        valid = t * 128 + i_p < 200
+        tile = nl.load(x[t * 128 + i_p, i_f], mask=valid)
+        doubled = nl.multiply(tile, 2.0)          # all 128 rows, the last 56 never loaded
+        nl.store(out[t * 128 + i_p, i_f], value=doubled, STORE_MASK)
+    return out
+"""
+
+
+def test_reading_unwritten_rows_is_garbage_that_fails_only_when_stored(kernel_file) -> None:
+    x = np.arange(200 * 4, dtype=np.float32).reshape(200, 4)
+    path, _ = kernel_file(
+        HEADER + GARBAGE.replace("ROWS", "200").replace("STORE_MASK", "mask=valid")
+    )
+    assert np.array_equal(run_kernel(path, {"x": x}).outputs, 2 * x)
+    # Storing the garbage rows too: they hold NaN, never a silent number.
+    path, _ = kernel_file(
+        HEADER + GARBAGE.replace("ROWS", "256").replace(", STORE_MASK", ""), name="garbage.py"
+    )
+    stored = run_kernel(path, {"x": x}).outputs
+    assert np.isnan(stored[200:]).all() and np.array_equal(stored[:200], 2 * x)
+
+
+def test_loop_reduce_combines_into_each_destination(kernel_file) -> None:
+    # Two destinations filled in an interleaved order: row r of acc is the max over
+    # j of x[j, r] (the loop over j outside, the rows inside).
+    x = np.array([[1.0, 9.0], [5.0, 2.0], [3.0, 7.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.sbuf)
+    for j in nl.affine_range(3):
+        row = nl.load(x[j : j + 1, :])
+        for c in nl.affine_range(2):
+            acc[0:1, c : c + 1] = nl.loop_reduce(row[0:1, c : c + 1], op=np.max, loop_indices=[j])
+    nl.store(out, value=acc)
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[5.0, 9.0]]
