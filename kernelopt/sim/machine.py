@@ -97,12 +97,8 @@ class Machine:
         shape = tuple(int(d) for d in shape)
         spmd_key = None
         if self.program is not None and not buffer.on_chip and data is None and not filled:
-            # An SPMD program's HBM tensor: a later program gets the first one's.
-            site = self.site()
-            spmd_key = (site, self.spmd_counts.get(site, 0))
-            self.spmd_counts[site] = spmd_key[1] + 1
-            shared = self._spmd_hbm.get(spmd_key)
-            if shared is not None and shared.alloc.shape == shape:
+            spmd_key, shared = self._spmd_shared(shape)
+            if shared is not None:
                 return shared
         p = self.params
         alloc_id = len(self.allocations)
@@ -145,22 +141,25 @@ class Machine:
                 shape=shape,
             )
         )
-        if filled:
-            written = np.ones(shape, dtype=bool)
-        else:
-            written = np.zeros(shape, dtype=bool)
-            if self.compute:
-                store = np.int32 if dtype.kind in "iu" else np.float32
-                # Poison: an unnoticed uninitialised read shows up as NaN.
-                if poison:
-                    data = np.full(shape, np.nan if store is np.float32 else 0, dtype=store)
-                else:
-                    data = np.empty(shape, dtype=store)
+        written = np.full(shape, filled, dtype=bool)
+        if not filled and self.compute:
+            data = _fresh_data(shape, dtype, poison)
         alloc = Allocation(self, alloc_id, label, buffer, dtype, shape, data, written, line)
         tile = Tile.whole(alloc)
         if spmd_key is not None:
             self._spmd_hbm[spmd_key] = tile
         return tile
+
+    def _spmd_shared(
+        self, shape: tuple[int, ...]
+    ) -> tuple[tuple[tuple[int, ...], int], Tile | None]:
+        """An SPMD program's HBM tensor: a later program gets the one the first made at
+        the same place (its n-th allocation there)."""
+        site = self.site()
+        key = (site, self.spmd_counts.get(site, 0))
+        self.spmd_counts[site] = key[1] + 1
+        shared = self._spmd_hbm.get(key)
+        return key, shared if shared is not None and shared.alloc.shape == shape else None
 
     # --- data access --------------------------------------------------------------------
 
@@ -214,6 +213,14 @@ class Machine:
 
     def emit(self, instruction: Instruction) -> None:
         self.trace.append(instruction)
+
+
+def _fresh_data(shape: tuple[int, ...], dtype: np.dtype, poison: bool) -> np.ndarray:
+    store = np.int32 if dtype.kind in "iu" else np.float32
+    if not poison:
+        return np.empty(shape, dtype=store)
+    # Poison: an unnoticed uninitialised read shows up as NaN.
+    return np.full(shape, np.nan if store is np.float32 else 0, dtype=store)
 
 
 def _box(bounds: tuple[tuple[int, int], ...]) -> str:

@@ -246,14 +246,16 @@ def plan_memory(
     file: str,
     spill: bool = False,
 ) -> tuple[tuple[Instruction, ...], tuple[AllocationInfo, ...]]:
-    """Spill SBUF when asked and needed (``kernelopt.sim.spill``), check capacity,
-    then decide buffer reuse; raises ``SimError`` (capacity). Returns the trace
-    (with any spill transfers) and the allocations."""
+    """Spill PSUM and SBUF when asked and needed (``kernelopt.sim.spill``), check
+    capacity, then decide buffer reuse; raises ``SimError`` (capacity). Returns the
+    trace (with any spill transfers) and the allocations."""
     lives = liveness(trace, allocations)
-    if spill and int(lives.live["sbuf"].max(initial=0)) > params.sbuf_partition_bytes:
-        placed = [a for a in allocations if a.address is not None]
-        fixed = liveness(trace, allocations, only=placed).live["sbuf"]
-        trace, allocations, _ = spill_to_fit(trace, allocations, params.sbuf_partition_bytes, fixed)
-        lives = liveness(trace, allocations)
+    limits = {"psum": params.psum_partition_bytes, "sbuf": params.sbuf_partition_bytes}
+    for kind in ("psum", "sbuf") if spill else ():  # PSUM first: its copies go to SBUF
+        if int(lives.live[kind].max(initial=0)) > limits[kind]:
+            placed = [a for a in allocations if a.address is not None]
+            fixed = liveness(trace, allocations, only=placed).live[kind]
+            trace, allocations, _ = spill_to_fit(trace, allocations, limits[kind], fixed, kind)
+            lives = liveness(trace, allocations)
     check_capacity(trace, allocations, lives, params, file)
     return tuple(trace), plan_reuse(allocations, lives, params)

@@ -1,21 +1,26 @@
-"""SBUF spilling: what the compiler does when a beta-1 kernel's live tiles exceed SBUF.
+"""Spilling: what the compiler does when a beta-1 kernel's live tiles exceed SBUF or PSUM.
 
 The public Trn1 profiles of NKIBench's beta-1 kernels count spill traffic
 (``spill_save_bytes``/``spill_reload_bytes``: 64 MiB saved and 80 MiB
 reloaded by swiglu, about 1 GiB each by GQA attention) and those bytes are in
 the kernels' HBM totals: the compiler's allocator, given more live tiles than
 SBUF holds, stores some to HBM and loads them back before their next use,
-instead of failing. The simulator does the same to the finished trace, with
-the classic furthest-next-use choice (Belady): walking the trace in program
-order, whenever the tiles live at an instruction exceed SBUF it evicts the
-live tile (not used by that instruction) whose next use is furthest away. An
-evicted tile is stored to HBM right after its previous use (skipped when it
+instead of failing. The NKI attention tutorial's beta-1 version 3 keeps all
+of Q @ K^T in one PSUM block array (512 KiB per partition at the tested
+4,096 positions, 32 times PSUM) and runs: PSUM tiles are moved out too.
+
+The simulator does the same to the finished trace, with the classic
+furthest-next-use choice (Belady): walking the trace in program order,
+whenever the tiles live at an instruction exceed the memory it evicts the
+live tile (not used by that instruction) whose next use is furthest away.
+An SBUF tile is stored to HBM right after its previous use (skipped when it
 was reloaded and not written since) and reloaded right before its next use
 into a new allocation, so memory liveness, dependencies and DMA time follow.
-
-Only SBUF spills; PSUM overflowing still fails as the compiler does ("Out of
-memory in psum": a 3 MiB PSUM accumulator does not compile). Hand-placed
-tiles (``address=``, ``mod_alloc``) are never moved.
+A PSUM tile is copied to SBUF (a ScalarE copy, as the compiler's copies out
+of PSUM are); later reads take the copy, and only an instruction that adds
+to the tile (a matmul accumulating) copies it back first. A next use that
+overwrites the whole tile without reading it needs neither store nor reload.
+Hand-placed tiles (``address=``, ``mod_alloc``) are never moved.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 import dataclasses
 import heapq
 from collections.abc import Sequence
+
+import numpy as np
 
 from kernelopt.sim.trace import AllocationInfo, Instruction, Region
 
@@ -65,15 +72,34 @@ def _copy(op: str, src: Region, dst: Region, a: AllocationInfo, line: int) -> In
     )
 
 
+def _engine_copy(op: str, src: Region, dst: Region, a: AllocationInfo, line: int) -> Instruction:
+    """A PSUM tile moved to SBUF or back by ScalarE, one element per cycle and partition."""
+    free = int(np.prod(a.shape[1:])) if len(a.shape) > 1 else 1
+    return Instruction(
+        op=op,
+        engine="scalar",
+        line=line,
+        reads=(src,),
+        writes=(dst,),
+        shape=a.shape,
+        partitions=a.partitions,
+        free=free,
+        psum_read=op == "spill_copy",
+    )
+
+
 class _Spiller:
-    def __init__(self, trace: Sequence[Instruction], allocations: Sequence[AllocationInfo]):
+    def __init__(
+        self, trace: Sequence[Instruction], allocations: Sequence[AllocationInfo], kind: str
+    ):
         self.trace = trace
+        self.kind = kind
         self.allocs = list(allocations)
         self.states: dict[int, _State] = {}
         for index, ins in enumerate(trace):
             for aid, _ in ins.reads + ins.writes:
                 a = allocations[aid]
-                if a.kind == "sbuf" and a.address is None:
+                if a.kind == kind and a.address is None:
                     state = self.states.setdefault(aid, _State(a.nbytes, []))
                     if not state.uses or state.uses[-1] != index:
                         state.uses.append(index)
@@ -97,39 +123,66 @@ class _Spiller:
         self.allocs.append(a)
         return a
 
+    def _overwrites(self, aid: int, position: int) -> bool:
+        """Whether the use at trace ``position`` writes all of ``aid`` without reading it."""
+        ins = self.trace[position]
+        full = _full(self.allocs[aid])[1]
+        return all(r != aid for r, _ in ins.reads) and any(
+            w == aid and box == full for w, box in ins.writes
+        )
+
     def _evict(self, aid: int, line: int) -> None:
         state = self.states[aid]
         state.resident = False
-        if state.saved:
-            return  # reloaded and only read since: the HBM copy is still good
+        if state.saved or self._overwrites(aid, state.uses[state.next]):
+            state.saved = True  # the copy out is still good, or nothing needs keeping
+            return
         base = self.allocs[aid]
-        state.home = _full(self._new(base, "hbm", "spill"))
         src = (state.current, _full(base)[1])
-        save = _copy("spill_save", src, state.home, base, line)
+        if self.kind == "psum":
+            state.home = _full(self._new(base, "sbuf", "psum spill"))
+            save = _engine_copy("spill_copy", src, state.home, base, line)
+        else:
+            state.home = _full(self._new(base, "hbm", "spill"))
+            save = _copy("spill_save", src, state.home, base, line)
+            self.spilled_bytes += save.nbytes
         self.after.setdefault(state.last_out, []).append(save)
-        self.spilled_bytes += save.nbytes
         state.saved = True
 
-    def _reload(self, aid: int, line: int) -> None:
+    def _reload(self, aid: int, line: int, index: int) -> None:
         state = self.states[aid]
         base = self.allocs[aid]
-        copy = self._new(base, "sbuf", "reload")
-        assert state.home is not None
-        load = _copy("spill_reload", state.home, _full(copy), base, line)
-        self.out.append(load)
-        state.current, state.resident = copy.alloc_id, True
+        copy = self._new(base, self.kind, "reload")
+        if state.home is not None and not self._overwrites(aid, index):
+            make = _engine_copy if self.kind == "psum" else _copy
+            self.out.append(make("spill_reload", state.home, _full(copy), base, line))
+        state.current, state.resident, state.home = copy.alloc_id, True, None
+
+    def _serves_from_copy(self, aid: int, ins: Instruction) -> bool:
+        """A PSUM tile moved out is read from its SBUF copy; only a write brings it back."""
+        state = self.states[aid]
+        return (
+            self.kind == "psum" and state.home is not None and all(w != aid for w, _ in ins.writes)
+        )
 
     def _remap(self, ins: Instruction) -> Instruction:
         def moved(regions: tuple[Region, ...]) -> tuple[Region, ...]:
-            return tuple(
-                (self.states[aid].current, box) if aid in self.states else (aid, box)
-                for aid, box in regions
-            )
+            out = []
+            for aid, box in regions:
+                state = self.states.get(aid)
+                if state is None:
+                    out.append((aid, box))
+                elif not state.resident and state.home is not None:
+                    out.append((state.home[0], box))
+                else:
+                    out.append((state.current, box))
+            return tuple(out)
 
-        if not any(aid in self.states and self.states[aid].current != aid for aid, _ in
-                   ins.reads + ins.writes):  # fmt: skip
+        reads, writes = moved(ins.reads), moved(ins.writes)
+        if reads == ins.reads and writes == ins.writes:
             return ins
-        return dataclasses.replace(ins, reads=moved(ins.reads), writes=moved(ins.writes))
+        psum = any(self.allocs[aid].kind == "psum" for aid, _ in reads)
+        return dataclasses.replace(ins, reads=reads, writes=writes, psum_read=psum)
 
     def run(
         self, limit: int, fixed: Sequence[int]
@@ -141,12 +194,13 @@ class _Spiller:
             touched = [aid for aid, _ in ins.reads + ins.writes if aid in self.states]
             for aid in dict.fromkeys(touched):
                 state = self.states[aid]
-                if not state.resident:
-                    if state.current < 0:
-                        state.current, state.resident = aid, True
-                    else:
-                        self._reload(aid, ins.line)
-                    live += state.size
+                if state.resident or self._serves_from_copy(aid, ins):
+                    continue
+                if state.current < 0:
+                    state.current, state.resident = aid, True
+                else:
+                    self._reload(aid, ins.line, index)
+                live += state.size
             while live + fixed[index] > limit:
                 victim = self._victim(set(touched), index)
                 if victim is None:
@@ -156,8 +210,10 @@ class _Spiller:
             self.out.append(self._remap(ins))
             for aid in dict.fromkeys(touched):
                 state = self.states[aid]
-                state.last_out = len(self.out) - 1
                 state.next += 1
+                if not state.resident:
+                    continue  # read from its copy
+                state.last_out = len(self.out) - 1
                 if any(w == aid for w, _ in ins.writes):
                     state.saved = False
                 if state.next >= len(state.uses):
@@ -206,8 +262,10 @@ def spill_to_fit(
     allocations: Sequence[AllocationInfo],
     limit: int,
     fixed: Sequence[int],
+    kind: str = "sbuf",
 ) -> tuple[tuple[Instruction, ...], tuple[AllocationInfo, ...], int]:
-    """The trace with spill stores and reloads, its allocations, and the bytes stored."""
-    spiller = _Spiller(trace, allocations)
+    """The trace with spill transfers for memory ``kind``, its allocations, and the bytes
+    stored to HBM."""
+    spiller = _Spiller(trace, allocations, kind)
     out, allocs = spiller.run(limit, fixed)
     return tuple(out), tuple(allocs), spiller.spilled_bytes
