@@ -145,6 +145,43 @@ def gather(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(bounds), tuple(kept), loose, (space, None), tuple(coords)
 
 
+def indirect(tile: Tile, key: tuple[Any, ...]) -> Tile:
+    """``data[idx_tile, i_f]``: an indirect (gather) access, one coordinate per partition
+    read from an on-chip index tile; a DMA reads the index tile too. In a trace-only
+    run the coordinates are unknown: the access is taken to span the whole axis."""
+    from kernelopt.sim.tensor import Tile
+
+    m = tile.alloc.machine
+    slots = [i for i, k in enumerate(key) if isinstance(k, Tile)]
+    if len(slots) != 1:
+        tile._fail("an indirect access takes one index tile")
+    index = key[slots[0]]
+    if not index.buffer.on_chip or index.free_size != 1:
+        tile._fail(f"an index tile must be an on-chip [P, 1] tile, got {index!r}")
+    axis = tile.kept[slots[0]]
+    lo, hi = tile.bounds[axis]
+    values = m.read(index, "indirect access")
+    rows = np.zeros(index.partitions, np.int64) if values is None else values.astype(np.int64)
+    rows = rows.reshape(index.partitions)
+    if values is not None and ((rows < 0) | (rows >= hi - lo)).any():
+        tile._fail(f"an index tile holds rows outside [0, {hi - lo}) of {tile.alloc.name!r}")
+    # The index tile runs along index-space axis 0 (one row per partition), in place of
+    # an nl.arange(P)[:, None] the gather below then overrides with its values.
+    ndim = max((k.ndim for k in key if isinstance(k, IndexExpr) and k.terms), default=2)
+    placeholder = IndexExpr(0, ((0, 1, index.partitions),), ndim, True)
+    ranges = tuple(placeholder if isinstance(k, Tile) else k for k in key)
+    bounds, kept, loose, view, coords = gather(tile, ranges)
+    space = view[0]
+    column = rows.reshape((index.partitions,) + (1,) * (len(space) - 1))
+    coords = list(coords)
+    coords[axis] = np.broadcast_to(lo + column, space)
+    bounds = list(bounds)
+    first, last = (lo, hi) if values is None else (lo + int(rows.min()), lo + int(rows.max()) + 1)
+    bounds[axis] = (first, last)
+    kept = tuple(sorted(set(kept) | {axis}))
+    return Tile(tile.alloc, tuple(bounds), kept, loose, view, tuple(coords), via=index)
+
+
 def _spread(expr: IndexExpr, space: tuple[int, ...]) -> np.ndarray:
     values = np.full(space, expr.const, dtype=np.int64)
     for a, c, n in expr.terms:

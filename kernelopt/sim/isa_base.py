@@ -102,7 +102,9 @@ class IsaCore:
                 op=op,
                 engine=engine,
                 line=self.m.line(),
-                reads=tuple(t.region for t in reads),
+                # An indirect access also reads its index tile.
+                reads=tuple(t.region for t in reads)
+                + tuple(t.via.region for t in reads + writes if t.via is not None),
                 writes=tuple(t.region for t in writes),
                 shape=writes[0].shape,
                 psum_read=any(t.buffer.kind == "psum" for t in reads),

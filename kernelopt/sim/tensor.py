@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernelopt.sim.access import resolve
+from kernelopt.sim.access import indirect, resolve
 from kernelopt.sim.indexing import IndexExpr, Mask
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class Tile:
     order.
     """
 
-    __slots__ = ("alloc", "bounds", "kept", "shape", "index", "loose", "view_map", "coords")
+    __slots__ = ("alloc", "bounds", "kept", "shape", "index", "loose", "view_map", "coords", "via")
 
     def __init__(
         self,
@@ -106,6 +106,7 @@ class Tile:
         loose: bool = False,
         view: tuple[tuple[int, ...], Any] | None = None,
         coords: tuple[np.ndarray, ...] | None = None,
+        via: Tile | None = None,
     ) -> None:
         self.alloc = alloc
         # A beta-1 access whose index expressions reach past the tensor: valid
@@ -116,6 +117,8 @@ class Tile:
         # A gathered access (kernelopt.sim.access.gather): each element's coordinates
         # in the allocation, one array per allocation axis, of the tile's shape.
         self.coords = coords
+        # An indirect access: the on-chip index tile its coordinates came from.
+        self.via = via
         if view is None:
             self.shape = tuple(bounds[a][1] - bounds[a][0] for a in kept)
             self.view_map = None
@@ -230,6 +233,8 @@ class Tile:
         if len(key) > n:
             self._fail(f"too many indices ({len(key)}) for a tile of shape {self.shape}")
         key = key + (slice(None),) * (n - len(key))
+        if any(isinstance(k, Tile) for k in key):
+            return indirect(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
             return resolve(self, key)
         bounds = list(self.bounds)
@@ -307,7 +312,7 @@ class Tile:
         coords = tuple(c[cut] for c in self.coords)
         bounds = tuple((int(c.min()), int(c.max()) + 1) for c in coords)
         view = (coords[0].shape, None)
-        return Tile(self.alloc, bounds, self.kept, self.loose, view, coords).checked()
+        return Tile(self.alloc, bounds, self.kept, self.loose, view, coords, self.via).checked()
 
     def checked(self) -> Tile:
         """This tile, failing if its index expressions reach past the tensor."""
@@ -319,7 +324,9 @@ class Tile:
                         f"index expression [{lo}:{hi}] on axis {axis} of {self.alloc.name!r} "
                         f"(size {self.alloc.shape[axis]}) is out of bounds and no mask= cuts it"
                     )
-            return Tile(self.alloc, self.bounds, self.kept, False, self._view(), self.coords)
+            return Tile(
+                self.alloc, self.bounds, self.kept, False, self._view(), self.coords, self.via
+            )
         return self
 
     # --- beta-1 (neuronxcc.nki) tile semantics: assignment and arithmetic ------------

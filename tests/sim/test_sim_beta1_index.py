@@ -300,3 +300,26 @@ def k(x):
         x=x,
     )
     assert r.outputs.tolist() == [[5.0, 9.0]]
+
+
+def test_an_index_tile_gathers_rows_indirectly(kernel_file) -> None:
+    # Rows 6, 4, 2, 0 of x, picked by values held in SBUF (iota 6 - 2 p).
+    x = np.arange(8 * 3, dtype=np.float32).reshape(8, 3)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((4, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    rows = nisa.iota(6 - 2 * nl.arange(4)[:, None], dtype=nl.int32)
+    picked = nl.load(x[rows, nl.arange(3)[None, :]])
+    nl.store(out, value=picked)
+    return out
+""",
+        x=x,
+    )
+    assert np.array_equal(r.outputs, x[[6, 4, 2, 0]])
+    gather = next(i for i in r.trace if i.op == "dma_copy" and i.hbm_read)
+    iota = next(i for i in r.trace if i.op == "iota")
+    # The DMA waits for the index tile and uses software descriptor generation.
+    assert iota.writes[0] in gather.reads and gather.software_dge
