@@ -66,7 +66,15 @@ class Traced:
         return self.device_ms(params) + (host_us * 1e-3 if self.case.timing.host else 0.0)
 
     def mfu(self, params: Trn2Params, host_us: float) -> float:
-        """The simulated MFU as the source would have computed it from its timer."""
+        """The simulated MFU as the source would have computed it from its timer.
+
+        With a measured time too, the case's own FLOP count (measured MFU x measured
+        time) over the simulated time: the profile's count includes the MACs of
+        transposes done as matmuls against an identity, which the measured MFU does
+        not count."""
+        case = self.case
+        if case.measured_ms is not None and case.measured_mfu is not None:
+            return case.measured_mfu * case.measured_ms / self.measured_ms(params, host_us)
         p = self.profile(params)
         return (
             p["mfu_estimated_percent"] * self.device_ms(params) / self.measured_ms(params, host_us)

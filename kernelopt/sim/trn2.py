@@ -66,6 +66,13 @@ class Trn2Params:
     # GpSimd processes fewer elements per cycle than VectorE (estimate); not
     # applied to memset, whose cost is documented per engine cycle.
     gpsimd_slowdown: float = 2.0
+    # Where the compiler runs a tensor_scalar left to it (engine unknown) whose
+    # operators ScalarE implements (multiply, add, or multiply then add: the
+    # nki.isa.tensor_scalar docs' ScalarE subset). No public Trn2 profile says;
+    # VectorE, as the NKI docs' cost tables assume.
+    tensor_scalar_on_scalar_engine: bool = False
+    # VectorE cycles per element of nki.isa.reciprocal (the SDK 2.2x docs: 8N).
+    reciprocal_cycles_per_element: float = 8.0
 
     # --- DMA ---
     dma_queues: int = 16  # 16 DMA engines per core
