@@ -23,31 +23,6 @@ def _run(kernel_file, body: str, chip: str, **inputs):
     return run_kernel(path, inputs, params=chip_params(chip))
 
 
-def test_trn1_reads_psum_at_one_element_per_cycle(kernel_file) -> None:
-    # NKIBench bmm: 4,096 ScalarE copies of 128 x 512 fp32 out of PSUM at ~419 ns
-    # each (587 cycles at 1.4 GHz) only fit one PSUM element per cycle.
-    body = """
-@nki.jit
-def k(a, b):
-    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
-    product = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
-    nl.store(out, value=nl.copy(product))
-    return out
-"""
-    a = np.linspace(-1, 1, 128 * 128, dtype=np.float32).reshape(128, 128)
-    b = np.linspace(1, 2, 128 * 512, dtype=np.float32).reshape(128, 512)
-    cycles = {}
-    for chip in ("trn1", "trn2"):
-        params = chip_params(chip)
-        r = _run(kernel_file, body, chip, a=a, b=b)
-        assert np.allclose(r.outputs, a.T @ b, rtol=1e-5)
-        copy = next(i for i in r.trace if i.engine == "scalar" and i.psum_read)
-        cycles[chip] = duration_ns(copy, params) * params.scalar_clock_hz / 1e9
-        cycles[chip] -= params.engine_static_cycles
-    assert cycles["trn1"] == pytest.approx(512)
-    assert cycles["trn2"] == pytest.approx(1024)
-
-
 def test_trn1_runs_a_compiler_tensor_scalar_on_scalar_engine(kernel_file) -> None:
     # NKIBench adamw and silu: their ScalarE time is reached only with the multiply/add
     # tensor_scalars the kernels leave to the compiler on ScalarE. An operator ScalarE
