@@ -356,7 +356,8 @@ class _Device:
             start = self.engines[engine].place(ready, occupancy)
             end = start + occupancy
             if engine == "tensor":
-                self.tensor_last_end = end
+                # An instruction placed in an earlier gap does not make the array idle.
+                self.tensor_last_end = max(self.tensor_last_end, end)
                 latency = TENSOR_DRAIN_CYCLES / TENSOR_HZ * 1e9
             else:
                 latency = PIPE_CYCLES[engine] / hz * 1e9
