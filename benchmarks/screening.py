@@ -24,7 +24,8 @@ runner's keep rule on the noisy measurement:
 Printed: device measurements each needs to reach within 1 % of the best
 device MFU either search finds (median ratio over seeds), and the sim-vs-device
 error (mean absolute MFU, pp) on 40 held-out knob states after fitting to the
-first 0, 10, 20 and 40 measurements of the screened search.
+first 0, 10, 20 and 40 measurements of the screened search (per seed, then
+the mean over seeds).
 
 Printed with it: whether the error is halved within 20 measurements.
 """
