@@ -13,7 +13,6 @@ compiler counts as a leftover (the gate fails closed).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 
 from kernelopt.hosts.base import Host
@@ -47,7 +46,8 @@ def in_flight(host: Host, pids: Iterable[int], timeout: float) -> frozenset[int]
     ours = set()
     for line in result.stdout.splitlines():
         pid, _, args = line.strip().partition(" ")
-        words = shlex.split(args, posix=True) if args.count('"') % 2 == 0 else args.split()
-        if pid.isdigit() and any(any(m in w for m in MARKS) for w in words):
+        # Substring match on the raw args: an ancestor's command line may hold any
+        # quoting (an unmatched quote must not stop the gate), and a mark never spans words.
+        if pid.isdigit() and any(m in args for m in MARKS):
             ours.add(int(pid))
     return frozenset(ours & set(wanted))

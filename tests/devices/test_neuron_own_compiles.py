@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -21,9 +22,10 @@ from kernelopt.devices.own_compiles import in_flight
 from kernelopt.hosts import LocalHost
 
 
-def _compiler(folder: Path, under_driver: bool) -> tuple[int, int]:
+def _compiler(folder: Path, under_driver: bool, parent: str = "") -> tuple[int, int]:
     """(pid of a `neuronx-cc compile` process, its session id), started away from this
-    test; with ``under_driver`` its parent is named as kernelopt's compile step."""
+    test; with ``under_driver`` its parent is named as kernelopt's compile step, else
+    as ``parent`` when given."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "neuronx-cc"
     script.write_text("#!/bin/sh\nsleep 20\n")
@@ -32,6 +34,8 @@ def _compiler(folder: Path, under_driver: bool) -> tuple[int, int]:
     if under_driver:
         # The parent's command line is a driver step's, as on a Neuron host.
         run = f"exec -a 'python -m kernelopt.neuron.steps compile' bash -c {run!r}"
+    elif parent:
+        run = f"exec -a {shlex.quote(parent)} bash -c {shlex.quote(run)}"
     started = subprocess.Popen(["bash", "-c", f"({run}) >/dev/null 2>&1 &"], start_new_session=True)
     started.wait()
     deadline = time.monotonic() + 5
@@ -60,3 +64,23 @@ def test_a_compile_under_a_kernelopt_step_is_not_a_leftover(
         for session in (session_ours, session_orphan):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(session, signal.SIGTERM)
+
+
+def test_an_ancestor_with_unbalanced_quotes_does_not_stop_the_gate(
+    fakes: FakeTools, tmp_path: Path
+) -> None:
+    """A parent's command line is arbitrary text: an unmatched quote in it must neither
+    raise nor hide the orphan it belongs to."""
+    fakes.set("neuron", devices=[neuron_device(0)])
+    orphan, session = _compiler(tmp_path / "odd", under_driver=False, parent="runner it's \"odd\"")
+    try:
+        time.sleep(0.3)
+        assert in_flight(LocalHost(), [orphan], timeout=20) == frozenset()
+        gate = NeuronGate(
+            search_path=[str(fakes.bin_dir)], process_table=f"ps -o pid=,args= -s {session} || true"
+        )
+        (status,) = gate.survey(LocalHost())
+        assert not status.idle and f"(pid {orphan})" in status.reason
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(session, signal.SIGTERM)
