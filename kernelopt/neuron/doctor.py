@@ -1,8 +1,9 @@
 """`kernelopt doctor`: what a Trainium2 host offers for each step of a measurement,
 which path kernelopt will take, and what is missing with the fix.
 
-Steps: gate (find an idle device), compile, run, time, profile, baseline (the
-compiler-baseline row), check (the numerics checks). Each finding is a Finding:
+Steps: gate (find an idle device), compile, kernel (with a program: its kernel's
+NKI namespace against the host's, doctor_kernel.py), run, time, profile, baseline
+(the compiler-baseline row), check (the numerics checks). Each finding is a Finding:
 ``has`` (what the host has), ``path`` (what kernelopt will use, None: no way),
 ``missing`` and ``fix``; ``status`` is "ok", "warn" (a path, with a caveat),
 "missing" (a required step has no path: the command exits non-zero) or
@@ -26,7 +27,7 @@ from kernelopt.hosts.base import Host, HostError
 from kernelopt.neuron.calls import DriverCalls, ProbeError
 from kernelopt.neuron.facts import NEURON_BIN, NRTPY_LIBRARY, PROFILERS
 from kernelopt.neuron.sdk import SdkPlan
-from kernelopt.program import NeuronConfig
+from kernelopt.program import NeuronConfig, Program
 
 STEPS = ("gate", "compile", "run", "time", "profile", "baseline", "check")
 REQUIRED = ("gate", "compile", "run", "time", "check")
@@ -209,7 +210,22 @@ def _compile(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
     return Finding("compile", "ok", has, path)
 
 
-def _run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding, Finding]:
+def _libnrt_fix(error: str, script: str | None) -> tuple[str, str] | None:
+    """(missing, fix) when nrtpy is installed but its import cannot load libnrt: the run
+    environment lacks the runtime's libraries on LD_LIBRARY_PATH (nrtpy-getting-started)."""
+    if "libnrt" not in error:
+        return None
+    where = script or "the nrtpy environment's activate script (device.neuron.runtime_activate)"
+    return (
+        f"{NRTPY_LIB} on LD_LIBRARY_PATH in the run environment: nrtpy is installed but "
+        f"cannot load libnrt ({error.splitlines()[0][:160]})",
+        f"add 'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to {where}",
+    )
+
+
+def _run_and_time(
+    plan: SdkPlan, runtime_probe: dict[str, Any], script: str | None = None
+) -> tuple[Finding, Finding]:
     nrtpy = (runtime_probe.get("modules") or {}).get("nrtpy") or {}
     env = runtime_probe.get("env") or {}
     if plan.path == "nrtpy" and plan.runtime:
@@ -284,8 +300,12 @@ def _run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding
         )
         return run, time
     problem = plan.runtime_problem() or "; ".join(plan.problems)
-    missing = Finding("run", "missing", problem[:300], None, "a way to run a NEFF", NRTPY_FIX)
-    return missing, Finding("time", "missing", "nothing runs a NEFF", None, "see run", NRTPY_FIX)
+    need, fix = _libnrt_fix(str(nrtpy.get("error") or ""), script) or (
+        "a way to run a NEFF",
+        NRTPY_FIX,
+    )
+    missing = Finding("run", "missing", problem[:300], None, need, fix)
+    return missing, Finding("time", "missing", "nothing runs a NEFF", None, "see run", fix)
 
 
 def _profile(plan: SdkPlan) -> Finding:
@@ -359,8 +379,10 @@ def diagnose(
     settings: NeuronConfig,
     python: str,
     gate: NeuronGate | None = None,
+    program: Program | None = None,
 ) -> Report:
-    """Every step's finding on ``host`` for these settings."""
+    """Every step's finding on ``host`` for these settings (and, with ``program``, its
+    kernel's namespace against the host's)."""
     gate = gate or NeuronGate()
     findings = [_gate(host, gate, settings.lnc)]
     calls = DriverCalls(settings, python, workload="", kernel="")
@@ -378,7 +400,12 @@ def diagnose(
         return Report(host.name, tuple(findings), None)
     compile_probe, runtime_probe = probes
     findings.append(_compile(plan, compile_probe))
-    findings.extend(_run_and_time(plan, runtime_probe))
+    if program is not None:
+        from kernelopt.neuron.doctor_kernel import kernel_finding
+
+        findings.append(kernel_finding(program, plan))
+    script = settings.runtime_activate or settings.activate
+    findings.extend(_run_and_time(plan, runtime_probe, script))
     findings.append(_profile(plan))
     findings.append(_baseline(plan, compile_probe))
     findings.append(_check(plan))
