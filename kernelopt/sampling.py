@@ -7,7 +7,9 @@ failed are measured once. Several attempts are sampled at once on as many
 devices. A host fault is retried once on another device, then it is a ``Fault``
 (kernelopt's, not the candidate's: the attempt stays pending); when no device
 frees up within device.max_wait, the result is ``NoDevice``: a status, not an
-exception through the loop.
+exception through the loop. BEST failing its re-measure beside a candidate is such a
+host fault: BEST was measured fine before, so the device or host failed (a transient
+NRT_FAILURE, a compiler left running), never the candidate.
 """
 
 from __future__ import annotations
@@ -119,6 +121,13 @@ class Sampler:
         candidate = first
         while True:
             best = self.check(device.measure(self.target, best_tree))
+            if not best.ok:
+                # Not the candidate's failure: re-gated and retried once (sample), then a
+                # Fault that leaves the attempt pending.
+                raise HostFault(
+                    f"{device.host_name}/{device.name}: re-measuring BEST failed "
+                    f"({best.status}): {best.error.strip()[:400]}"
+                )
             samples.append((candidate, best))
             if not (candidate.ok and best.ok) or decided(samples):
                 return samples
