@@ -109,3 +109,21 @@ def test_judge_never_charges_a_failed_best_to_the_candidate() -> None:
     bad = Measurement.failure(FAILED, "NRT_FAILURE(1)")
     judged = judge([(ok, bad)], Best(40.0), Rule("mfu", "higher", 0.01), deterministic_target=False)
     assert judged.verdict == Verdict.INTERRUPTED and "not the candidate" in judged.error
+
+
+def test_the_compiler_baseline_is_measured_on_the_baselines_lease_while_it_is_held(
+    tmp_path: Path,
+) -> None:
+    sampler, target, devices = _sampler(tmp_path, best_failures=0)
+
+    def reference(tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
+        target.references.append({**(env or {}), "held": ",".join(devices.held)})
+        return Measurement(status=OK, metrics={"mfu": 30.0})
+
+    target.reference = reference  # type: ignore[method-assign]
+    baseline = Pending(0, "b" * 40, Verdict.BASELINE, "baseline")
+    samples = sampler.sample(baseline, tmp_path / "best", _decided_after(1))
+    assert isinstance(samples, list) and samples[0][0].ok
+    assert target.references == [{"CORE": "core0", "held": "core0"}]
+    assert devices.leases == 1  # no lease of its own
+    assert sampler.reference is not None and sampler.reference.value("mfu") == 30.0

@@ -85,8 +85,8 @@ class NkiSimTarget(Target):
             chip=str(spec.get("chip") or "trn2"),
         )
 
-    def reference(self, tree: Path) -> Measurement:
-        """The compiler baseline cannot run on sim; the ledger row says so."""
+    def reference(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
+        """The compiler baseline cannot run on sim; the ledger row says so (skipped)."""
         return _sim_reference(tree)
 
     def spec(self) -> dict[str, Any]:

@@ -243,3 +243,16 @@ def test_a_bind_failure_on_bests_remeasure_is_retried_then_a_fault_never_the_can
     proc = kernelopt(worktree, "try", "-m", "again", "--json", env=env)
     again = json.loads(proc.stdout)
     assert again["attempt"] == data["attempt"] + 1 and again["verdict"] != "failed", again
+
+
+def test_the_compiler_baseline_is_measured_on_the_baselines_lease_with_one_device(
+    tmp_path: Path,
+) -> None:
+    root, fake, env = _setup(tmp_path, "2.32")
+    fake.configure(devices=1)
+    assert kernelopt(root, "run", "programs/trn.md", "--tag", "t", env=env).returncode == 0
+    note = _note(root, 0)
+    baseline, reference = note["measurement"], note["reference"]["measurement"]
+    assert reference["status"] == "ok", reference["error"]
+    assert reference["extra"]["bound"] == baseline["extra"]["bound"]
+    assert reference["device"] == baseline["device"]
