@@ -223,36 +223,42 @@ def _libnrt_fix(error: str, script: str | None) -> tuple[str, str] | None:
     )
 
 
+def _nrtpy_run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding, Finding]:
+    """Run and time on the nrtpy path: the runtime, its libraries, its device benchmark."""
+    nrtpy = (runtime_probe.get("modules") or {}).get("nrtpy") or {}
+    env = runtime_probe.get("env") or {}
+    has = f"nrtpy {plan.runtime_version} ({runtime_probe.get('python')})"
+    library = env.get("LD_LIBRARY_PATH") or ""
+    run = Finding("run", "ok", has, "nrtpy.NrtpyModel: load, run, device-side output check")
+    if NRTPY_LIB not in library.split(":"):
+        run = Finding(
+            "run",
+            "warn",
+            has,
+            run.path,
+            f"LD_LIBRARY_PATH in the run environment does not hold {NRTPY_LIB}",
+            f"add 'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to the script "
+            "device.neuron.runtime_activate names",
+        )
+    bench = (nrtpy.get("shapes") or {}).get("NrtpyModel.benchmark")
+    time = Finding(
+        "time",
+        "ok" if bench else "warn",
+        "NrtpyModel.benchmark"
+        + (f"{tuple(p for p in bench if p != 'self')}" if bench else ": absent"),
+        "benchmark(mode='device'): min and median of device.neuron.iterations"
+        if bench
+        else f"the profiler's total_time ({plan.profiler})",
+    )
+    return run, time
+
+
 def _run_and_time(
     plan: SdkPlan, runtime_probe: dict[str, Any], script: str | None = None
 ) -> tuple[Finding, Finding]:
     nrtpy = (runtime_probe.get("modules") or {}).get("nrtpy") or {}
-    env = runtime_probe.get("env") or {}
     if plan.path == "nrtpy" and plan.runtime:
-        has = f"nrtpy {plan.runtime_version} ({runtime_probe.get('python')})"
-        library = env.get("LD_LIBRARY_PATH") or ""
-        run = Finding("run", "ok", has, "nrtpy.NrtpyModel: load, run, device-side output check")
-        if NRTPY_LIB not in library.split(":"):
-            run = Finding(
-                "run",
-                "warn",
-                has,
-                run.path,
-                f"LD_LIBRARY_PATH in the run environment does not hold {NRTPY_LIB}",
-                f"add 'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to the script "
-                "device.neuron.runtime_activate names",
-            )
-        bench = (nrtpy.get("shapes") or {}).get("NrtpyModel.benchmark")
-        time = Finding(
-            "time",
-            "ok" if bench else "warn",
-            "NrtpyModel.benchmark"
-            + (f"{tuple(p for p in bench if p != 'self')}" if bench else ": absent"),
-            "benchmark(mode='device'): min and median of device.neuron.iterations"
-            if bench
-            else f"the profiler's total_time ({plan.profiler})",
-        )
-        return run, time
+        return _nrtpy_run_and_time(plan, runtime_probe)
     if plan.path == "baremetal" and plan.baremetal:
         profiler = plan.profiler
         run = Finding(
