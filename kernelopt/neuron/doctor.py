@@ -1,8 +1,9 @@
 """`kernelopt doctor`: what a Trainium2 host offers for each step of a measurement,
 which path kernelopt will take, and what is missing with the fix.
 
-Steps: gate (find an idle device), compile, run, time, profile, baseline (the
-compiler-baseline row), check (the numerics checks). Each finding is a Finding:
+Steps: gate (find an idle device), compile, kernel (with a program: its kernel's
+NKI namespace against the host's, doctor_kernel.py), run, time, profile, baseline
+(the compiler-baseline row), check (the numerics checks). Each finding is a Finding:
 ``has`` (what the host has), ``path`` (what kernelopt will use, None: no way),
 ``missing`` and ``fix``; ``status`` is "ok", "warn" (a path, with a caveat),
 "missing" (a required step has no path: the command exits non-zero) or
@@ -26,7 +27,7 @@ from kernelopt.hosts.base import Host, HostError
 from kernelopt.neuron.calls import DriverCalls, ProbeError
 from kernelopt.neuron.facts import NEURON_BIN, NRTPY_LIBRARY, PROFILERS
 from kernelopt.neuron.sdk import SdkPlan
-from kernelopt.program import NeuronConfig
+from kernelopt.program import NeuronConfig, Program
 
 STEPS = ("gate", "compile", "run", "time", "profile", "baseline", "check")
 REQUIRED = ("gate", "compile", "run", "time", "check")
@@ -209,34 +210,55 @@ def _compile(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
     return Finding("compile", "ok", has, path)
 
 
-def _run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding, Finding]:
+def _libnrt_fix(error: str, script: str | None) -> tuple[str, str] | None:
+    """(missing, fix) when nrtpy is installed but its import cannot load libnrt: the run
+    environment lacks the runtime's libraries on LD_LIBRARY_PATH (nrtpy-getting-started)."""
+    if "libnrt" not in error:
+        return None
+    where = script or "the nrtpy environment's activate script (device.neuron.runtime_activate)"
+    return (
+        f"{NRTPY_LIB} on LD_LIBRARY_PATH in the run environment: nrtpy is installed but "
+        f"cannot load libnrt ({error.splitlines()[0][:160]})",
+        f"add 'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to {where}",
+    )
+
+
+def _nrtpy_run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding, Finding]:
+    """Run and time on the nrtpy path: the runtime, its libraries, its device benchmark."""
     nrtpy = (runtime_probe.get("modules") or {}).get("nrtpy") or {}
     env = runtime_probe.get("env") or {}
-    if plan.path == "nrtpy" and plan.runtime:
-        has = f"nrtpy {plan.runtime_version} ({runtime_probe.get('python')})"
-        library = env.get("LD_LIBRARY_PATH") or ""
-        run = Finding("run", "ok", has, "nrtpy.NrtpyModel: load, run, device-side output check")
-        if NRTPY_LIB not in library.split(":"):
-            run = Finding(
-                "run",
-                "warn",
-                has,
-                run.path,
-                f"LD_LIBRARY_PATH in the run environment does not hold {NRTPY_LIB}",
-                f"add 'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to the script "
-                "device.neuron.runtime_activate names",
-            )
-        bench = (nrtpy.get("shapes") or {}).get("NrtpyModel.benchmark")
-        time = Finding(
-            "time",
-            "ok" if bench else "warn",
-            "NrtpyModel.benchmark"
-            + (f"{tuple(p for p in bench if p != 'self')}" if bench else ": absent"),
-            "benchmark(mode='device'): min and median of device.neuron.iterations"
-            if bench
-            else f"the profiler's total_time ({plan.profiler})",
+    has = f"nrtpy {plan.runtime_version} ({runtime_probe.get('python')})"
+    library = env.get("LD_LIBRARY_PATH") or ""
+    run = Finding("run", "ok", has, "nrtpy.NrtpyModel: load, run, device-side output check")
+    if NRTPY_LIB not in library.split(":"):
+        run = Finding(
+            "run",
+            "warn",
+            has,
+            run.path,
+            f"LD_LIBRARY_PATH in the run environment does not hold {NRTPY_LIB}",
+            f"add 'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to the script "
+            "device.neuron.runtime_activate names",
         )
-        return run, time
+    bench = (nrtpy.get("shapes") or {}).get("NrtpyModel.benchmark")
+    time = Finding(
+        "time",
+        "ok" if bench else "warn",
+        "NrtpyModel.benchmark"
+        + (f"{tuple(p for p in bench if p != 'self')}" if bench else ": absent"),
+        "benchmark(mode='device'): min and median of device.neuron.iterations"
+        if bench
+        else f"the profiler's total_time ({plan.profiler})",
+    )
+    return run, time
+
+
+def _run_and_time(
+    plan: SdkPlan, runtime_probe: dict[str, Any], script: str | None = None
+) -> tuple[Finding, Finding]:
+    nrtpy = (runtime_probe.get("modules") or {}).get("nrtpy") or {}
+    if plan.path == "nrtpy" and plan.runtime:
+        return _nrtpy_run_and_time(plan, runtime_probe)
     if plan.path == "baremetal" and plan.baremetal:
         profiler = plan.profiler
         run = Finding(
@@ -284,8 +306,12 @@ def _run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding
         )
         return run, time
     problem = plan.runtime_problem() or "; ".join(plan.problems)
-    missing = Finding("run", "missing", problem[:300], None, "a way to run a NEFF", NRTPY_FIX)
-    return missing, Finding("time", "missing", "nothing runs a NEFF", None, "see run", NRTPY_FIX)
+    need, fix = _libnrt_fix(str(nrtpy.get("error") or ""), script) or (
+        "a way to run a NEFF",
+        NRTPY_FIX,
+    )
+    missing = Finding("run", "missing", problem[:300], None, need, fix)
+    return missing, Finding("time", "missing", "nothing runs a NEFF", None, "see run", fix)
 
 
 def _profile(plan: SdkPlan) -> Finding:
@@ -344,13 +370,23 @@ def _check(plan: SdkPlan) -> Finding:
             "kernelopt's CPU simulator; nrtpy returns the device's outputs",
             "CPU check before compiling, then the device's output against f_numpy",
         )
+    if plan.path == "capture" and plan.profiler:
+        # The option and its log line follow the public runner (awslabs/nki-autotune);
+        # the Neuron docs are silent, so a profiler may save nothing: then it says so.
+        return Finding(
+            "check",
+            "ok",
+            f"kernelopt's CPU simulator; {plan.profiler} capture --save-output",
+            "CPU check before compiling, then the outputs a capture saves against f_numpy "
+            "(where the profiler saves none, the record says so and the CPU check is the gate)",
+        )
     return Finding(
         "check",
-        "warn" if plan.path else "missing",
-        "kernelopt's CPU simulator; no device outputs without nrtpy",
-        "CPU check only (the device's output is not read on this path)" if plan.path else None,
-        "a device-side output check (nrtpy, SDK >= 2.32)",
-        ("nrtpy ships from Neuron 2.32: upgrade the host, then " + NRTPY_FIX) if plan.path else "",
+        "missing",
+        "kernelopt's CPU simulator; nothing runs a NEFF to read its outputs",
+        None,
+        "a device-side output check (nrtpy, SDK >= 2.32; or a profiler's capture)",
+        "",
     )
 
 
@@ -359,8 +395,10 @@ def diagnose(
     settings: NeuronConfig,
     python: str,
     gate: NeuronGate | None = None,
+    program: Program | None = None,
 ) -> Report:
-    """Every step's finding on ``host`` for these settings."""
+    """Every step's finding on ``host`` for these settings (and, with ``program``, its
+    kernel's namespace against the host's)."""
     gate = gate or NeuronGate()
     findings = [_gate(host, gate, settings.lnc)]
     calls = DriverCalls(settings, python, workload="", kernel="")
@@ -378,7 +416,12 @@ def diagnose(
         return Report(host.name, tuple(findings), None)
     compile_probe, runtime_probe = probes
     findings.append(_compile(plan, compile_probe))
-    findings.extend(_run_and_time(plan, runtime_probe))
+    if program is not None:
+        from kernelopt.neuron.doctor_kernel import kernel_finding
+
+        findings.append(kernel_finding(program, plan))
+    script = settings.runtime_activate or settings.activate
+    findings.extend(_run_and_time(plan, runtime_probe, script))
     findings.append(_profile(plan))
     findings.append(_baseline(plan, compile_probe))
     findings.append(_check(plan))

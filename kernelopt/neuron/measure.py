@@ -1,8 +1,9 @@
 """`measure`: the one timing path for candidates and the compiler baseline alike,
 by the SDK path the probe chose: ``nrtpy`` (the runtime's device-side benchmark,
 the device's output checked against f_numpy, one execution profiled) or
-``capture`` (the profiler's capture of the NEFF fed the seeded inputs, timed from
-its total_time). Every outcome is a record; MFU from the device time."""
+``capture`` (the outputs a capture saves checked against f_numpy, then the
+profiler's capture of the NEFF fed the seeded inputs, timed from its total_time).
+Every outcome is a record; MFU from the device time."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kernelopt.neuron.capture import capture_timing, profile_execution, seeded_inputs
+from kernelopt.neuron.capture import (
+    capture_timing,
+    device_outputs,
+    profile_execution,
+    seeded_inputs,
+)
 from kernelopt.neuron.facts import (
     LNC_ENV,
     NEFF_NAME,
@@ -73,29 +79,36 @@ def failed(record: dict[str, Any], error: str, status: str = "failed") -> dict[s
 def measure_by_capture(
     args: argparse.Namespace, env: Mapping[str, str], record: dict[str, Any], out: Path
 ) -> dict[str, Any]:
-    """SDK 2.22-2.31: device time from the profiler's captures; no device-side check
-    (unless the baremetal path already made one: ``device_check`` in ``record``)."""
+    """SDK 2.22-2.31: the device-side check from the outputs a capture saves (unless the
+    baremetal path already made one: ``device_check`` in ``record``), then device time
+    from the profiler's captures."""
     neff, ntff = out / NEFF_NAME, out / NTFF_NAME
     if not args.profiler:
         return failed(
             record, "the capture path needs a profiler (neuron-explorer or neuron-profile)"
         )
-    captured, problem = capture_timing(args, env, neff, ntff)
+    words, problem = seeded_inputs(args, env)
+    if problem:
+        return failed(record, problem)
+    if "device_check" not in record:
+        check = device_outputs(args, env, neff, words)
+        record["device_check"] = check
+        if check.get("passed") is False:
+            record.update(check="device", worst=check.get("worst"))
+            record["max_abs_error"] = check.get("max_abs_error")
+            return failed(
+                record,
+                f"the device's output (saved by {args.profiler} capture) differs from f_numpy "
+                f"on the inputs of seed {args.seed} (atol = rtol = {args.tolerance:g}): "
+                f"{check['message']}",
+                "incorrect",
+            )
+    captured, problem = capture_timing(args, env, neff, ntff, words)
     if captured is None:
         return failed(record, problem or "the capture gave no device time")
     profile = captured.pop("profile")
     record.update(captured)
     record.update(neff=str(neff), ntff=str(ntff), summary=str(out / SUMMARY_NAME))
-    record.setdefault(
-        "device_check",
-        {
-            "passed": None,
-            "status": "not available",
-            "seed": args.seed,
-            "message": "a profiler capture returns no output tensors kernelopt can read "
-            "on this SDK path (no nrtpy): the CPU check is the numerics gate",
-        },
-    )
     return finished(record, args, record.pop("baremetal_profile", None) or profile)
 
 

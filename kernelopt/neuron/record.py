@@ -6,7 +6,7 @@ from typing import Any
 
 from kernelopt.measurement import FAILED, INCORRECT, OK, SKIPPED, Measurement
 from kernelopt.neuron.facts import peak_flops
-from kernelopt.neuron.summary import mfu_percent
+from kernelopt.neuron.summary import mfu_percent, unit_cross_check
 
 # Record fields copied into Measurement.extra when present (compile record first,
 # the measure record overriding).
@@ -140,6 +140,15 @@ def to_measurement(
     metrics = metrics_of(final)
     if "mfu" not in metrics:
         info["mfu_source"] = "none: the workload's MAC count is unknown (no f_nkigym)"
+    sdk = extra.get("sdk") or {}
+    disagreement = unit_cross_check(
+        metrics.get("profiler_mfu_estimated_percent"),
+        metrics.get("mfu"),
+        sdk.get("profiler") or final.get("profiler"),
+        sdk.get("profiler_version"),
+    )
+    if disagreement:
+        info["profile_warnings"] = [*(info.get("profile_warnings") or []), disagreement]
     profile = dict(final.get("profile") or {})
     # The roofline of the device time, as the sim device reports it for its estimate.
     roofline = final.get("roofline") or {}

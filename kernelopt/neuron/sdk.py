@@ -111,10 +111,17 @@ def _module(probe: dict[str, Any], name: str) -> dict[str, Any]:
     return dict((probe.get("modules") or {}).get(name) or {})
 
 
-def generation(compile_probe: dict[str, Any], has_nrtpy: bool, profiler: str | None) -> str | None:
+def generation(
+    compile_probe: dict[str, Any],
+    has_nrtpy: bool,
+    profiler: str | None,
+    runtime_error: str | None = None,
+) -> str | None:
     """The SDK range the probe's findings fit, by the release notes: nrtpy from 2.32; the
     nki namespace from 2.27 and its compiler driver from 2.30; neuronxcc.nki (beta 1)
-    up to 2.27. ``profiler`` is kept for callers; the namespaces decide."""
+    up to 2.27. An nki driver in the current (>= 2.32) shape without a working nrtpy is
+    still >= 2.32, said with what the run environment lacks (``runtime_error``: the
+    nrtpy import's error). ``profiler`` is kept for callers; the namespaces decide."""
     if has_nrtpy:
         return ">=2.32"
     new = _module(compile_probe, "nki").get("ok") or _module(
@@ -122,6 +129,11 @@ def generation(compile_probe: dict[str, Any], has_nrtpy: bool, profiler: str | N
     ).get("ok")
     beta1 = _module(compile_probe, "neuronxcc.nki").get("ok")
     if _module(compile_probe, "nki.compiler.driver").get("ok") and not beta1:
+        if _current_driver(compile_probe):
+            error = str(runtime_error or "")
+            if not error or "No module named 'nrtpy'" in error:
+                return ">=2.32 (no nrtpy environment configured)"
+            return f">=2.32 (nrtpy does not import: {error.splitlines()[0][:120]})"
         return "2.30-2.31"
     if new:
         return "2.27-2.29"
@@ -217,7 +229,7 @@ def plan(
     else:
         capture = bool(profiler) and nrtpy_absent
         path, chosen = _auto_path(compile_probe, has_nrtpy, baremetal, capture, api), "probed"
-        if path == "capture" and generation(compile_probe, False, profiler) == "2.30-2.31":
+        if path == "capture" and _module(compile_probe, "nki.compiler.driver").get("ok"):
             if _current_driver(compile_probe):
                 problems.append(
                     "sdk_path: this nki has the current (>= 2.32) compiler driver but the run "
@@ -238,7 +250,9 @@ def plan(
         problems=tuple(problems),
         path=path,
         path_chosen=chosen,
-        generation=generation(compile_probe, has_nrtpy, profiler),
+        generation=generation(
+            compile_probe, has_nrtpy, profiler, None if has_nrtpy else runtime.get("error")
+        ),
         shapes=_shapes(compile_probe, runtime_probe),
         namespaces=tuple(
             n for n, m in NAMESPACE_MODULES.items() if _module(compile_probe, m).get("ok")

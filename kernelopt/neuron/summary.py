@@ -10,10 +10,15 @@ here per tool (and version), never guessed from a value:
   kernel's ``vector_engine_active_time_percent`` 0.90, a matmul's
   ``hfu_estimated_percent`` 0.36; awslabs/nki-autotune scales its
   ``*_percent`` fields by 100 itself).
-* ``neuron-explorer``: percent, the unit its schema gives every ``*_percent``
-  field of the Summary table (aws-neuron/aws-neuron-sdk
-  tools/neuron-explorer/profile-schema-reference.rst, schema 7.4.0, SDK 2.31).
-  The same page warns the summary-json output "may change between versions".
+* ``neuron-explorer``: fractions in [0, 1] too. Its public outputs show them: a Trn2
+  run log of ``neuron-explorer view --output-format summary-json`` in a Neuron 2.30
+  environment (June 2026) has ``tensor_engine_active_time_percent`` 0.1806 =
+  ``tensor_engine_active_time`` 0.5657 s / ``total_time`` 3.132 s and
+  ``mfu_estimated_percent`` 0.0628; public scripts reading Explorer's summary-json
+  multiply its ``*_percent`` by 100, and the migration guide calls Explorer's
+  capture/view interface that of neuron-profile. The "percent" of
+  tools/neuron-explorer/profile-schema-reference.rst is the unit of the Parquet
+  tables (Summary.parquet) Explorer writes for its UI, not of summary-json.
 
 The unit is looked up per tool and version (``PERCENT_UNITS``); a version the record
 does not cover (or an unknown one) is read in the tool's documented unit, and the
@@ -81,10 +86,12 @@ class UnitRecord:
     source: str
 
 
-# The documented rows; a release that changes the unit is one more row. The Neuron
-# Explorer schema reference that gives "percent" is schema 7.4.0 of SDK 2.31: what the
-# tool printed in 2.27-2.30 is not on record. Tool versions are compared as printed by
+# The documented rows; a release that changes the unit is one more row. Neuron
+# Explorer's summary-json is on record in fractions from Neuron 2.30 (a public run log);
+# what 2.27-2.29 printed is not on record. Tool versions are compared as printed by
 # `--version` (the aws-neuronx-tools release, which follows the SDK's: unverified).
+# Where the record is wrong for a version, the cross-check of the profiler's MFU with
+# the device-time MFU of the same NEFF says so (``unit_cross_check``).
 PERCENT_UNITS: tuple[UnitRecord, ...] = (
     UnitRecord(
         "neuron-profile",
@@ -95,14 +102,16 @@ PERCENT_UNITS: tuple[UnitRecord, ...] = (
     ),
     UnitRecord(
         "neuron-explorer",
-        (2, 31),
+        (2, 30),
         None,
-        PERCENT,
-        "tools/neuron-explorer/profile-schema-reference.rst, schema 7.4.0 (Neuron 2.31)",
+        FRACTION,
+        "a public Trn2 run log of neuron-explorer summary-json under Neuron 2.30 "
+        "(tensor_engine_active_time_percent = active time / total_time); public scripts "
+        "that multiply Explorer's *_percent by 100",
     ),
 )
-# Each tool's unit where its version is not on record: the documented one.
-DEFAULT_UNITS = {"neuron-profile": FRACTION, "neuron-explorer": PERCENT}
+# Each tool's unit where its version is not on record: the one its public outputs show.
+DEFAULT_UNITS = {"neuron-profile": FRACTION, "neuron-explorer": FRACTION}
 
 
 def _version_key(version: str | None) -> tuple[int, ...]:
@@ -135,7 +144,7 @@ def unit_and_warning(tool: str, version: str | None = None) -> tuple[str, str | 
     said = f"version {version}" if have else "an unknown version"
     return unit, (
         f"{name} {said}: no public record of its *_percent unit at this version; read as "
-        f"{unit}, the unit documented in {source}"
+        f"{unit}, the unit on record for this tool ({source})"
     )
 
 
@@ -214,3 +223,49 @@ def mfu_percent(macs: int, seconds: float, peak_flops: float) -> float | None:
     if macs <= 0 or seconds <= 0 or peak_flops <= 0:
         return None
     return 100.0 * 2.0 * macs / (seconds * peak_flops)
+
+
+# How far the profiler's MFU may be from the device-time MFU of the same NEFF before the
+# record says so: the two differ by design (one traced execution against the minimum of
+# the timed ones; the profiler's own FLOP count and peak), but not tenfold. A factor
+# near 100 is the signature of a *_percent unit read wrongly.
+CROSS_CHECK_FACTOR = 10.0
+UNIT_FACTOR_BAND = (30.0, 300.0)
+
+
+def unit_cross_check(
+    profiler_mfu: float | None,
+    device_mfu: float | None,
+    tool: str | None,
+    version: str | None = None,
+) -> str | None:
+    """A warning when the profiler's ``mfu_estimated_percent`` (as converted) and the
+    device-time MFU of the same NEFF disagree more than tenfold, naming the factor and,
+    near 100, the unit read for ``tool`` at ``version``; None when they agree or either
+    is missing. The profile is never rescaled: the warning is the record."""
+    if not profiler_mfu or not device_mfu or profiler_mfu <= 0 or device_mfu <= 0:
+        return None
+    ratio = profiler_mfu / device_mfu
+    factor = max(ratio, 1.0 / ratio)
+    if factor < CROSS_CHECK_FACTOR:
+        return None
+    name = (tool or "the profiler").rsplit("/", 1)[-1]
+    said = f"{name} {version}" if version else name
+    text = (
+        f"{said}: the profiler's mfu_estimated_percent ({profiler_mfu:.4g}) is {ratio:.3g} "
+        f"times the device-time MFU of the same NEFF ({device_mfu:.4g})"
+    )
+    low, high = UNIT_FACTOR_BAND
+    if low <= factor <= high:
+        try:
+            unit = percent_unit(name, version)
+        except SummaryError:
+            unit = "an unknown unit"
+        text += (
+            f": a factor near 100 means its *_percent fields are not in {unit}, the unit "
+            "kernelopt read them in; they are recorded as read, not rescaled "
+            "(kernelopt.neuron.summary.PERCENT_UNITS)"
+        )
+    else:
+        text += ": the profile is recorded as read"
+    return text

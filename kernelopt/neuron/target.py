@@ -57,6 +57,9 @@ NO_BASELINE = (
 @dataclass(frozen=True)
 class NeuronTarget(Target):
     kind: ClassVar[str] = "nki-neuron"
+    # The compiler baseline runs on a device: measured on the lease that measured the
+    # run's baseline (sampling.py), never gated anew.
+    reference_on_device: ClassVar[bool] = True
     workload: str  # relative to the tree root
     kernel: str
     hosts: tuple[Host, ...]
@@ -211,15 +214,17 @@ class NeuronTarget(Target):
             done = {id(p): m for p, m in zip(ready, results, strict=True)}
         return [p if isinstance(p, Measurement) else done[id(p)] for p in prepared]
 
-    def reference(self, tree: Path) -> Measurement:
+    def reference(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
         """The compiler baseline: f_numpy through nkipy (or neuronpy) and neuronx-cc,
         measured on a leased device through exactly the candidates' path (`_measure`);
-        a skipped row, with the reason, where the host has neither tracer."""
+        a skipped row, with the reason, where the host has neither tracer. With ``env``
+        holding the caller's binding (the lease that measured the run's baseline) it is
+        measured there, with no gate."""
         prepared = self._prepare(Path(tree))
         if isinstance(prepared, Measurement):
             return prepared
         prepared = replace(prepared, key=f"reference-{prepared.key}")
-        lease = self._lease()
+        lease = self._lease(env)
         if isinstance(lease, Measurement):
             return lease
         with lease:

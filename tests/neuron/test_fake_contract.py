@@ -270,6 +270,14 @@ def test_tools_take_the_documented_commands_and_print_the_documented_keys(
         assert sorted(document) == sorted(keys)
         return
     neff = _neff(fake, tmp_path)
+    if command == "capture --save-output":
+        args = row["signature"].replace("NEFF", str(neff)).split()
+        done = _tool(fake, tool, *args, cwd=tmp_path, bound=True)
+        assert done.returncode == 0, done.stderr
+        pattern = re.escape(row["keys"]).replace("NAME", '([^"]+)').replace("FILE", '([^"]+)')
+        ((name, file),) = re.findall(pattern, done.stdout)
+        assert name == "output" and (tmp_path / file).stat().st_size == 128 * 512 * 2
+        return
     capture = next(r for r in TOOL_ROWS if r["entry"] == f"{tool} capture")
     argv = capture["signature"].replace("NEFF", str(neff)).replace("NTFF", "p.ntff").split()
     assert _tool(fake, tool, *argv, cwd=tmp_path, bound=True).returncode == 0

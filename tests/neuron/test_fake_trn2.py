@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -251,12 +252,64 @@ def test_capture_and_view_follow_the_profilers_documented_behaviour(
     flat = doc[key]
     assert key == "k"
     percents = [v for k, v in flat.items() if k.endswith("_percent") and v != -1]
-    # neuron-explorer's unit is percent (its profile schema); neuron-profile's fractions.
-    assert percents and all(0 <= v <= 100 for v in percents) and max(percents) > 1
+    # Fractions, as Explorer's public summary-json outputs print them.
+    assert percents and all(0 <= v <= 1 for v in percents) and max(percents) > 0.01
     assert flat["spill_save_bytes"] == -1 and flat["hfu_estimated_percent"] == -1
     assert flat["total_time"] > 0 and (flat["nd_idx"], flat["nc_idx"]) == (1, 1)
     bad = _run(fake, "neuron-explorer", "capture", "-n", neff, "--no-such-flag", extra=bound)
     assert bad.returncode == 2 and "unknown flags" in bad.stderr
+    # The setting standing for a release that printed percent.
+    fake.configure(explorer_percent_unit="percent")
+    args = ["view", "-n", neff, "-s", str(written), "--output-format", "summary-json"]
+    (again,) = json.loads(_run(fake, "neuron-explorer", *args).stdout).values()
+    assert again["tensor_engine_active_time_percent"] == pytest.approx(
+        100 * flat["tensor_engine_active_time_percent"]
+    )
+
+
+def test_capture_takes_raw_input_files_and_saves_the_outputs_as_the_public_runner_reads_them(
+    fake: FakeTrn2, tmp_path: Path
+) -> None:
+    import ml_dtypes
+    import numpy as np
+
+    assert _compile(fake, tmp_path).returncode == 0
+    neff = str(tmp_path / "k.neff")
+    rng = np.random.default_rng(0)
+    arrays = {
+        "lhsT": rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16),
+        "rhs": rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16),
+    }
+    words = []
+    for name, value in arrays.items():
+        value.tofile(tmp_path / f"{name}.bin")
+        words += [name, str(tmp_path / f"{name}.bin")]
+    bound = {"NEURON_RT_VISIBLE_CORES": "0"}
+    flags = ["--disable-profile", "--save-output", "--num-exec=1", "--profile-nth-exec=0"]
+    done = _run(
+        fake, "neuron-explorer", "capture", "-n", neff, *flags, *words, extra=bound, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    ((name, file),) = re.findall(r'saved output "([^"]+)" as "([^"]+)"', done.stdout)
+    got = np.fromfile(tmp_path / file, dtype=ml_dtypes.bfloat16).reshape(128, 512)
+    as32 = {k: v.astype(np.float32) for k, v in arrays.items()}
+    want = as32["lhsT"].T @ as32["rhs"]
+    assert name == "output" and np.allclose(got.astype(np.float32), want, atol=0.1, rtol=0.02)
+    assert not list(tmp_path.glob("*.ntff"))  # --disable-profile: no trace
+    # A .npy file (128 header bytes more) is not the input's raw bytes: refused.
+    np.save(tmp_path / "lhsT.npy", arrays["lhsT"])
+    npy = ["lhsT", str(tmp_path / "lhsT.npy")]
+    refused = _run(
+        fake, "neuron-explorer", "capture", "-n", neff, *flags, *npy, extra=bound, cwd=tmp_path
+    )
+    assert refused.returncode == 2 and "expected 65536" in refused.stderr
+    # The device's fault shows in the saved outputs too.
+    fake.configure(device_fault={"index": [3, 7], "value": 99.0})
+    done = _run(
+        fake, "neuron-explorer", "capture", "-n", neff, *flags, *words, extra=bound, cwd=tmp_path
+    )
+    faulty = np.fromfile(tmp_path / file, dtype=ml_dtypes.bfloat16).reshape(128, 512)
+    assert float(faulty[3, 7]) == 99.0
 
 
 @pytest.mark.parametrize(

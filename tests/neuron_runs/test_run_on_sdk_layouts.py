@@ -70,7 +70,7 @@ LAYOUTS = {
 def _repo(tmp_path: Path, sdk: str) -> tuple[Path, FakeTrn2, dict[str, str]]:
     fake = FakeTrn2(tmp_path / "fake-trn2").install(sdk=sdk)
     # Device 0 is in use by someone else: the run leases device 1, one lease at a time
-    # (hence max_wait: the baseline row waits for the candidates' lease to end).
+    # (the compiler-baseline row is measured on the baseline's own lease).
     fake.configure(monitor_period_s=0.1, busy={"0": 4242})
     runtime = ""
     if fake.runtime_activate_path != fake.activate_path:

@@ -82,6 +82,9 @@ DEFAULTS: dict[str, Any] = {
     # release numbers: unverified).
     "tools_version": "",
     "compile_delay_s": 0.0,
+    # Which value of a repeated compiler option neuronx-cc takes ("last" or "first"):
+    # not on record, so tests run both readings.
+    "repeated_option": "last",
     # A message makes every compile fail with it (after the delay).
     "compile_error": "",
     "run_error": "",
@@ -89,6 +92,13 @@ DEFAULTS: dict[str, Any] = {
     # {"index": [row, col, ...], "value": 3.0, "output": 0} overwrites one output element
     # ({"offset": 0.1} instead of "value" moves it from what the kernel computed).
     "device_fault": None,
+    # The unit neuron-explorer prints *_percent fields in: "fraction" (its public outputs),
+    # or "percent", standing for a release that changed it (none is on record).
+    "explorer_percent_unit": "fraction",
+    # Transient bind failures (NRT_FAILURE) of the runtime and the profiler's capture:
+    # {"count": N} fails the next N binds, {"count": N, "neff_sha256": H} the next N binds
+    # of that NEFF. Used failures are counted in HOME/bind-failures.used.
+    "bind_failures": None,
     # Summary fields reported as -1 ("not available").
     "unavailable": ["spill_save_bytes", "spill_reload_bytes", "hfu_estimated_percent"],
     # Measurement noise of the fake device, as a standard deviation in MFU percentage points.
