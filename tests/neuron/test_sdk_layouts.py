@@ -65,7 +65,9 @@ def test_candidates_and_the_compiler_baseline_are_measured_on_each_layout(
             first.extra["timing_source"] == f"{profiler} capture total_time (fed the seeded inputs)"
         )
         assert first.extra["iterations"] == 5 and fake.calls("nrtpy") == []
-        assert first.extra["device_check"]["status"] == "not available"
+        # No nrtpy: the outputs a capture saved (--save-output) are checked against f_numpy.
+        assert first.extra["device_check"]["status"] == "checked"
+        assert first.extra["device_check"]["passed"]
     # The compiler baseline: nkipy's compile_to_neff in a folder of its own, its own flags,
     # its outputs' dtypes from the traced program.
     (nkipy,) = fake.calls("nkipy")
