@@ -24,7 +24,8 @@ runner's keep rule on the noisy measurement:
 Printed: device measurements each needs to reach within 1 % of the best
 device MFU either search finds (median ratio over seeds), and the sim-vs-device
 error (mean absolute MFU, pp) on 40 held-out knob states after fitting to the
-first 0, 10, 20 and 40 measurements of the screened search.
+first 0, 10, 20 and 40 measurements of the screened search (per seed, then
+the mean over seeds).
 
 Printed with it: whether the error is halved within 20 measurements.
 """
@@ -191,7 +192,10 @@ def calibration_errors(bench: Bench, measured: list, tests: list[str]) -> dict[i
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="example: python benchmarks/screening.py --seeds 0 1 --budget 60",
+    )
     ap.add_argument("--workload", default="ir/matmul_gelu/workload.py")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--budget", type=int, default=60)
@@ -216,7 +220,9 @@ def main() -> None:
         print(
             f"seed {seed}: best device MFU {target:.2f}; measurements to within 1 %: "
             f"without screening {n_plain or f'>{args.budget}'}, with {n_screened or f'>{args.budget}'} "
-            f"({ratio:.1f}x); {time.monotonic() - started:.0f} s"
+            f"({ratio:.1f}x); held-out error after "
+            + ", ".join(f"{n}: {errors[-1][n]:.2f}" for n in CHECKPOINTS)
+            + f" pp; {time.monotonic() - started:.0f} s"
         )
     print(f"median measurements saved: {statistics.median(ratios):.1f}x")
     for n in CHECKPOINTS:

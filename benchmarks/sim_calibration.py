@@ -18,34 +18,33 @@ simulated figures per kernel, then:
   latency for the others; pairs far apart on hardware (>= 5 pp, >= 10 %)
   that the model orders the other way;
 - the per-engine active-time error (pp) where the source gives it;
+- for sources timed from the host (``Timing.host`` in cases.py), the host's
+  per-execution cost: added to the simulated time before scoring, estimated
+  per runner from the runner's other families (``sim_calibration_scoring``);
 - leave-one-family-out: for each family, the chip's fitted parameters
   (``LOFO_FITTED``) are fitted on every other family (mean |log time
-  ratio|) and the family left out is scored with them. A change that helps
-  the suite but hurts these held-out figures fits the suite, not the chip.
+  ratio|) and the family left out is scored with them, as time error (%) and
+  MFU error (pp), per family and on average. A change that helps the suite
+  but hurts these held-out figures fits the suite, not the chip.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import itertools
-import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+from sim_calibration_scoring import Traced, host_costs, lofo, scored_host_us
 
 from kernelopt.sim import run_kernel
 from kernelopt.sim.chips import chip_params
 from kernelopt.sim.compiler import compiler_options
-from kernelopt.sim.profile import build_profile
-from kernelopt.sim.schedule import schedule
-from kernelopt.sim.trn2 import Trn2Params
 from kernelopt.workload import load_workload, numpy_dtype
 
 HERE = Path(__file__).resolve().parent / "calibration"
@@ -59,11 +58,6 @@ LOFO_FITTED = {
     "trn2": ("dma_hwdge_fixed_ns", "dma_bytes_per_ns", "sync_latency_ns"),
     "trn1": ("vector_clock_hz", "scalar_clock_hz", "dma_bytes_per_ns"),
 }
-BOUND = math.log(4.0)  # a fitted parameter stays within 4x of the chip's value
-# Folds fit on traces up to this many instructions (rescheduling is ~17k
-# instructions/s, and a fold tries a few dozen parameter sets); longer ones
-# are still scored when their family is left out.
-LOFO_FIT_MAX_INSTRUCTIONS = 25_000
 
 
 def load_cases() -> ModuleType:
@@ -112,34 +106,6 @@ def misordered(
     return wrong
 
 
-@dataclass
-class Traced:
-    """One case traced once; rescheduled for every parameter set a fit tries."""
-
-    case: Any
-    trace: Any
-    allocations: Any
-    fp32_inputs: bool
-    in_order: bool
-    wall_s: float
-    _profiles: dict[Trn2Params, dict[str, Any]] = field(default_factory=dict)
-
-    def profile(self, params: Trn2Params) -> dict[str, Any]:
-        if params not in self._profiles:
-            timeline = schedule(self.trace, self.allocations, params, in_order=self.in_order)
-            self._profiles[params] = build_profile(
-                self.trace, timeline, params, mac_count=None, fp32_inputs=self.fp32_inputs
-            )
-        return self._profiles[params]
-
-    def log_ratio(self, params: Trn2Params) -> float:
-        """log(simulated time / measured time); MFU cases without a time use MFU."""
-        p = self.profile(params)
-        if self.case.measured_ms is not None:
-            return math.log(p["total_time"] * 1e3 / self.case.measured_ms)
-        return math.log(self.case.measured_mfu / max(p["mfu_estimated_percent"], 1e-9))
-
-
 def trace_case(case: Any) -> Traced:
     workload = load_workload(HERE / case.workload, require=("f_numpy", "INPUT_SPECS"))
     shapes = case.shapes or {}
@@ -169,45 +135,9 @@ def trace_case(case: Any) -> Traced:
     )
 
 
-def case_error(t: Traced, params: Trn2Params) -> tuple[str, float]:
-    """("pp", MFU error) for kernels with MACs and an MFU figure, else ("%", latency error)."""
-    p = t.profile(params)
-    if t.case.measured_mfu is not None:
-        return "pp", p["mfu_estimated_percent"] - t.case.measured_mfu
-    return "%", 100 * (p["total_time"] * 1e3 / t.case.measured_ms - 1)
-
-
-def _fit(
-    traced: Sequence[Traced], base: Trn2Params, names: Sequence[str]
-) -> tuple[Trn2Params, int]:
-    """Coarse coordinate search in log space (the folds share one objective)."""
-
-    def params_at(x: np.ndarray) -> Trn2Params:
-        return dataclasses.replace(
-            base, **{n: getattr(base, n) * math.exp(v) for n, v in zip(names, x, strict=True)}
-        )
-
-    def objective(x: np.ndarray) -> float:
-        params = params_at(x)
-        return float(np.mean([abs(t.log_ratio(params)) for t in traced]))
-
-    best, value, step, evaluations = np.zeros(len(names)), None, BOUND / 2, 0
-    value = objective(best)
-    while step > 0.2:
-        moved = False
-        for i, sign in itertools.product(range(len(names)), (1.0, -1.0)):
-            trial = best.copy()
-            trial[i] = max(-BOUND, min(BOUND, trial[i] + sign * step))
-            evaluations += 1
-            if (v := objective(trial)) < value:
-                best, value, moved = trial, v, True
-        if not moved:
-            step /= 2
-    return params_at(best), evaluations
-
-
-def report_chip(chip: str, traced: list[Traced], lofo: bool) -> None:
+def report_chip(chip: str, traced: list[Traced], with_lofo: bool) -> None:
     params = chip_params(chip)
+    host = scored_host_us(traced, params)
     print(f"\nchip: {chip}")
     print(
         f"{'kernel':<32} {'family':<16} {'measured':>10} {'sim':>10} {'error':>8}"
@@ -217,14 +147,15 @@ def report_chip(chip: str, traced: list[Traced], lofo: bool) -> None:
     lat_names, lat_meas, lat_sim, lat_err = [], [], [], []
     engine_err: list[float] = []
     for t in traced:
-        p, case = t.profile(params), t.case
-        unit, err = case_error(t, params)
-        sim_ms = p["total_time"] * 1e3
+        p, case, host_us = t.profile(params), t.case, host[t.case.label]
+        unit, err = t.error(params, host_us)
+        sim_ms = t.measured_ms(params, host_us)
         if unit == "pp":
-            shown = f"{case.measured_mfu:>9.1f}% {p['mfu_estimated_percent']:>9.1f}% {err:>+7.1f}"
+            mfu = t.mfu(params, host_us)
+            shown = f"{case.measured_mfu:>9.1f}% {mfu:>9.1f}% {err:>+7.1f}"
             mfu_names.append(case.label)
             mfu_meas.append(case.measured_mfu)
-            mfu_sim.append(p["mfu_estimated_percent"])
+            mfu_sim.append(mfu)
             mfu_err.append(abs(err))
         else:
             shown = f"{case.measured_ms:>8.3f}ms {sim_ms:>8.3f}ms {err:>+6.0f}%"
@@ -262,53 +193,57 @@ def report_chip(chip: str, traced: list[Traced], lofo: bool) -> None:
         print(f"{chip}_latency_median_abs_error_percent: {np.median(lat_err):.1f}")
         print(f"{chip}_latency_mean_abs_error_percent: {np.mean(lat_err):.1f}")
         print(f"{chip}_latency_misordered_pairs_10pct: {len(wrong)}")
-    # What a host-timed source adds per execution: the median of measured minus
-    # simulated time per family with latencies (a diagnostic; nothing is adjusted).
-    for family in sorted({t.case.family for t in traced if t.case.measured_ms is not None}):
-        gaps = [
-            t.case.measured_ms - t.profile(params)["total_time"] * 1e3
-            for t in traced
-            if t.case.family == family and t.case.measured_ms is not None
-        ]
-        if len(gaps) > 2:
-            print(f"{chip}_{family}_median_measured_minus_sim_us: {1e3 * np.median(gaps):.1f}")
+    _report_host_costs(chip, traced, params)
     if engine_err:
         print(f"{chip}_engine_active_mean_abs_error_pp: {np.mean(np.abs(engine_err)):.1f}")
         print(f"{chip}_engine_active_mean_error_pp: {np.mean(engine_err):+.1f}")
-    families = sorted({t.case.family for t in traced})
-    if lofo and len(families) > 1:
-        names = LOFO_FITTED[chip]
-        print(f"{chip}_lofo_fitted: {', '.join(names)}")
-        print(f"{'  left out':<20} {'before':>9} {'held-out':>9}  (mean |time error| %)")
-        before_all, after_all = [], []
-        skipped = [t.case.label for t in traced if len(t.trace) > LOFO_FIT_MAX_INSTRUCTIONS]
-        if skipped:
-            print(
-                f"  not fitted on (> {LOFO_FIT_MAX_INSTRUCTIONS} instructions): {', '.join(skipped)}"
-            )
-        for family in families:
-            train = [
-                t
-                for t in traced
-                if t.case.family != family and len(t.trace) <= LOFO_FIT_MAX_INSTRUCTIONS
-            ]
-            test = [t for t in traced if t.case.family == family]
-            fitted, _ = _fit(train, params, names)
+    if with_lofo and len({t.case.family for t in traced}) > 1:
+        _report_lofo(chip, traced, params)
 
-            def err(ts: list[Traced], ps: Trn2Params) -> float:
-                return float(np.mean([100 * abs(math.exp(t.log_ratio(ps)) - 1) for t in ts]))
 
-            before, after = err(test, params), err(test, fitted)
-            before_all.append(before)
-            after_all.append(after)
-            print(f"  {family:<18} {before:>8.1f}% {after:>8.1f}%")
-        print(f"{chip}_lofo_mean_time_error_before_percent: {np.mean(before_all):.1f}")
-        print(f"{chip}_lofo_mean_time_error_held_out_percent: {np.mean(after_all):.1f}")
+def _report_host_costs(chip: str, traced: list[Traced], params: Any) -> None:
+    """Per host-timed family: the host cost it was scored with (from its runner's
+    other families) and its own median gap, which that estimate must predict."""
+    for family in sorted({t.case.family for t in traced if t.case.timing.host}):
+        own = [t for t in traced if t.case.family == family and t.case.measured_ms is not None]
+        runner = own[0].case.timing.runner
+        estimate = host_costs(traced, params, family).get(runner)
+        gap = np.median([1e3 * (t.case.measured_ms - t.device_ms(params)) for t in own])
+        shown = "none (no other family)" if estimate is None else f"{estimate:.1f}"
+        print(f"{chip}_{family}_host_us_scored: {shown}")
+        print(f"{chip}_{family}_median_measured_minus_device_us: {gap:.1f}")
+
+
+def _report_lofo(chip: str, traced: list[Traced], params: Any) -> None:
+    names = LOFO_FITTED[chip]
+    print(f"{chip}_lofo_fitted: {', '.join(names)}")
+    print(f"{'  left out':<20} {'time %':>8} {'held-out':>9} {'MFU pp':>8} {'held-out':>9}")
+    folds = lofo(traced, params, names)
+    for f in folds:
+        mfu = "" if f.mfu_default is None else f"{f.mfu_default:>8.2f} {f.mfu_held_out:>9.2f}"
+        print(f"  {f.family:<18} {f.time_default:>7.1f}% {f.time_held_out:>8.1f}% {mfu}")
+    print(
+        f"{chip}_lofo_mean_time_error_default_percent: {np.mean([f.time_default for f in folds]):.1f}"
+    )
+    print(
+        f"{chip}_lofo_mean_time_error_held_out_percent: "
+        f"{np.mean([f.time_held_out for f in folds]):.1f}"
+    )
+    mfu_folds = [f for f in folds if f.mfu_default is not None]
+    if mfu_folds:
+        print(
+            f"{chip}_lofo_mean_mfu_error_default_pp: "
+            f"{np.mean([f.mfu_default for f in mfu_folds]):.2f}"
+        )
+        print(
+            f"{chip}_lofo_mean_mfu_error_held_out_pp: "
+            f"{np.mean([f.mfu_held_out for f in mfu_folds]):.2f}"
+        )
 
 
 def main(argv: Sequence[str]) -> None:
     args = list(argv)
-    lofo = "--no-lofo" not in args
+    with_lofo = "--no-lofo" not in args
     chips = ("trn2", "trn1")
     if "--chip" in args:
         chips = (args[args.index("--chip") + 1],)
@@ -323,7 +258,7 @@ def main(argv: Sequence[str]) -> None:
     for chip in chips:
         traced = [trace_case(c) for c in cases if c.chip == chip]
         if traced:
-            report_chip(chip, traced, lofo)
+            report_chip(chip, traced, with_lofo)
 
 
 if __name__ == "__main__":

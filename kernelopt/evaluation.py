@@ -63,15 +63,15 @@ class Evaluator:
             samples = [(Measurement.from_json(reused.measurement), None)]
             return self.decide(state, att, samples, reused=reused)
         started = time.monotonic()
+        sampler = self._sampler(state)
         try:
-            sampled = self._sampler(state).sample(
-                att, tree or self.repo.worktree, self._decided(state)
-            )
+            sampled = sampler.sample(att, tree or self.repo.worktree, self._decided(state))
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (interrupts.py)
             failure = Measurement.failure(INTERRUPTED, interrupts.reason(exc))
             self.decide(state, att, [(failure, None)])
             raise
-        return self.settle(state, att, sampled, time.monotonic() - started)
+        elapsed = time.monotonic() - started
+        return self.settle(state, att, sampled, elapsed, reference=sampler.reference)
 
     def sample_many(
         self, state: RunState, attempts: Sequence[tuple[Pending, Path]]
@@ -82,11 +82,18 @@ class Evaluator:
         return self._sampler(state).sample_many(attempts, self._decided(state))
 
     def settle(
-        self, state: RunState, att: Pending, sampled: Sampled, measure_s: float | None = None
+        self,
+        state: RunState,
+        att: Pending,
+        sampled: Sampled,
+        measure_s: float | None = None,
+        *,
+        reference: Measurement | None = None,
     ) -> Evaluated:
-        """Decide a sampled attempt; with no idle device, record it unmeasured and stop."""
+        """Decide a sampled attempt; with no idle device, record it unmeasured and stop.
+        ``reference`` is the compiler baseline measured with a baseline attempt."""
         if not isinstance(sampled, NoDevice):
-            return self.decide(state, att, sampled, measure_s=measure_s)
+            return self.decide(state, att, sampled, measure_s=measure_s, reference=reference)
         failure = Measurement.failure(FAILED, f"not measured: {sampled.reason}")
         result, _ = self.decide(state, att, [(failure, None)])
         why = f"no idle device: {sampled.reason}"
@@ -101,6 +108,7 @@ class Evaluator:
         reused: AttemptRecord | None = None,
         measure_s: float | None = None,
         reset: bool = True,
+        reference: Measurement | None = None,
     ) -> Evaluated:
         """Judge the samples and record the verdict."""
         self.report_notices()
@@ -131,6 +139,7 @@ class Evaluator:
             reused_from=reused.attempt if reused else None,
             measure_s=measure_s,
             reset=reset,
+            reference=reference,
         )
         self.reporter.event("attempt", result=result)
         return result, after

@@ -52,9 +52,19 @@ class Device:
             m = self._measure_remote(target, tree)
         return labelled(m, self)
 
-    def _measure_remote(self, target: Target, tree: Path) -> Measurement:
+    def reference(self, target: Target, tree: Path) -> Measurement | None:
+        """The target's compiler baseline measured on this held device (no gate)."""
+        if self.host is None:
+            m = target.reference(tree, env=self.env)
+        else:
+            m = self._measure_remote(target, tree, op="reference")
+        return None if m is None else labelled(m, self)
+
+    def _measure_remote(self, target: Target, tree: Path, op: str = "measure") -> Measurement:
         spec = dict(target.spec())
         spec["env"] = self.env
+        if op != "measure":
+            spec["op"] = op
         host = self.host
         try:
             directory = host.mkdtemp(prefix="kernelopt-tree-")

@@ -199,9 +199,12 @@ def _failure(samples: Sequence[Pair], candidate: Measurement) -> tuple[Verdict, 
     failed = next(c for c, b in samples if not c.ok or (b is not None and not b.ok))
     if not failed.ok:
         return _FAILURE_VERDICT.get(failed.status, Verdict.FAILED), failed.error, failed
+    # BEST failing its re-measure is the device's or host's failure, never the
+    # candidate's (sampling.py raises it as a host fault; this is for samples given
+    # directly): interrupted, not a verdict on the candidate.
     bad = next(b for _, b in samples if b is not None and not b.ok)
-    verdict = _FAILURE_VERDICT.get(bad.status, Verdict.FAILED)
-    return verdict, f"re-measuring BEST failed: {bad.error}", candidate
+    error = f"re-measuring BEST failed ({bad.status}), not the candidate: {bad.error}"
+    return Verdict.INTERRUPTED, error, candidate
 
 
 def judge(

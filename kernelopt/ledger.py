@@ -180,7 +180,13 @@ def kept_rows(note: Mapping[str, Any], sha: str, labels: Labels) -> str:
                 target=str(reference.get("what", "compiler baseline")),
                 config_class="all",
                 kernel=labels.kernel,
-                metric=format_metric(labels.metric, value, device) if value is not None else "n/a",
+                metric=(
+                    format_metric(labels.metric, value, device)
+                    if value is not None
+                    else "skipped"
+                    if reference.get("skipped")
+                    else "n/a"
+                ),
                 change=format_change(change),
                 why=str(reference.get("why", "")),
             )

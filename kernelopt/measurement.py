@@ -15,7 +15,10 @@ INCORRECT = "incorrect"
 TIMEOUT = "timeout"
 INTERRUPTED = "interrupted"
 REFUSED = "refused"  # not measured: the candidate changed what the rules fix
-STATUSES = (OK, FAILED, INCORRECT, TIMEOUT, INTERRUPTED, REFUSED)
+# Not measured: nothing on this device can build it (a compiler-baseline row without its
+# compiler); a reason, not a failure of anything the run tried.
+SKIPPED = "skipped"
+STATUSES = (OK, FAILED, INCORRECT, TIMEOUT, INTERRUPTED, REFUSED, SKIPPED)
 
 
 class Fault(Exception):

@@ -56,7 +56,8 @@ class NeuronConfig:
     compiler_args: tuple[str, ...] = ()
     pipeline_options: tuple[str, ...] = ()
     runtime_activate: str | None = None
-    sdk_path: str = "auto"  # auto, nrtpy or capture (docs/trn2.md)
+    sdk_path: str = "auto"  # auto, nrtpy, capture or baremetal (docs/trn2.md)
+    kernel_api: str = "auto"  # auto, nki or neuronxcc: the namespace of the shipped kernel
     runtime_python: str | None = None
     tolerance: float = 1e-2
     lnc: int = 1
@@ -344,6 +345,7 @@ def _device(d: dict[str, Any]) -> Device:
             pipeline_options=tuple(d["neuron"]["pipeline_options"]),
             runtime_activate=d["neuron"]["runtime_activate"],
             sdk_path=d["neuron"]["sdk_path"],
+            kernel_api=d["neuron"]["kernel_api"],
             runtime_python=d["neuron"]["runtime_python"],
             tolerance=float(d["neuron"]["tolerance"]),
             lnc=d["neuron"]["lnc"],

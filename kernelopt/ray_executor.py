@@ -146,7 +146,11 @@ class NodeMeasurer:
             with tempfile.TemporaryDirectory(prefix="kernelopt-tree-") as directory:
                 _unpack(tree, Path(directory))
                 target = target_from_spec(spec)
-                measurement = target.measure(Path(directory), env=env)
+                if spec.get("op") == "reference":
+                    found = target.reference(Path(directory), env=env)
+                    measurement = found or Measurement.failure(FAILED, "no reference")
+                else:
+                    measurement = target.measure(Path(directory), env=env)
         except Exception as exc:  # the candidate's problem, not the node's
             measurement = Measurement.failure(
                 FAILED, f"measurement on the node failed: {type(exc).__name__}: {exc}"
@@ -183,9 +187,13 @@ class RayDevice(Device):
     call_timeout_s: float = 120.0  # added to the target's own timeout for each call
     trees: dict[Path, Any] = field(default_factory=dict)  # tree -> object ref, shipped once
 
-    def measure(self, target: Target, tree: Path) -> Measurement:
+    def reference(self, target: Target, tree: Path) -> Measurement | None:
+        """The compiler baseline on this actor's device (the spec says which op)."""
+        return self.measure(target, tree, op="reference")
+
+    def measure(self, target: Target, tree: Path, op: str = "measure") -> Measurement:
         ray = require_ray()
-        spec = dict(target.spec())
+        spec = {**target.spec(), **({"op": op} if op != "measure" else {})}
         timeout = float(spec.get("timeout_s", 600.0)) + self.call_timeout_s
         packed = None if Path(tree) in self.trees else tar_tree(Path(tree))
         try:

@@ -16,6 +16,7 @@ from kernelopt import ledger
 from kernelopt.decide import Outcome, Verdict, update_counters
 from kernelopt.history import LEDGER, AttemptRecord, RunRepo, RunState
 from kernelopt.judge import Judgement
+from kernelopt.measurement import SKIPPED, Measurement
 from kernelopt.note import NoteContext, build_note, now, regression_summary
 from kernelopt.program import Program
 from kernelopt.records import AttemptResult, Pair, Pending, measured_on
@@ -41,8 +42,11 @@ class Recorder:
         reused_from: int | None = None,
         measure_s: float | None = None,
         reset: bool = True,
+        reference: Measurement | None = None,
     ) -> tuple[AttemptResult, RunState]:
-        """Note, then keep or revert; the decided attempt and the run's state after it."""
+        """Note, then keep or revert; the decided attempt and the run's state after it.
+        ``reference``: the compiler baseline measured with a baseline attempt (else the
+        target measures it here)."""
         verdict = judgement.verdict
         assert verdict is not None
         cfg = self.program.decide
@@ -65,7 +69,7 @@ class Recorder:
             content_key=self.repo.content_key(att.sha, self.target.device),
             files=files,
             reused_from=reused_from,
-            reference=self._reference() if verdict == Verdict.BASELINE else None,
+            reference=self._reference(reference) if verdict == Verdict.BASELINE else None,
             measure_s=measure_s,
             time=time,
         )
@@ -150,10 +154,11 @@ class Recorder:
         self.repo.set_ref("best", head)
         return self.repo.load_state()
 
-    def _reference(self) -> dict[str, Any] | None:
-        """The compiler's own result for the same math, measured once per run
-        (where it cannot be measured, the row says why instead of a number)."""
-        m = self.target.reference(self.repo.worktree)
+    def _reference(self, measured: Measurement | None = None) -> dict[str, Any] | None:
+        """The compiler's own result for the same math, measured once per run (with the
+        baseline, on its device, when ``measured``; else here), where it cannot be
+        measured, the row says why instead of a number."""
+        m = measured or self.target.reference(self.repo.worktree)
         if m is None:
             return None
         value = m.value(self.program.metric_key) if m.ok else None
@@ -161,6 +166,7 @@ class Recorder:
             "what": m.extra.get("what", "compiler baseline"),
             "metric": value,
             "why": m.extra.get("why", "") if m.ok else m.error,
+            "skipped": m.status == SKIPPED,
             "measurement": m.to_json(),
         }
 

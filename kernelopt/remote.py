@@ -32,7 +32,12 @@ def main() -> int:
         target = target_from_spec(spec)
         env = {k: v for k, v in spec.get("env", {}).items()}
         os.environ.update(env)
-        measurement = target.measure(Path.cwd(), env=env)
+        if spec.get("op") == "reference":
+            # The compiler baseline, on the device the caller leased (targets that have one).
+            found = target.reference(Path.cwd(), env=env)
+            measurement = found or Measurement.failure(FAILED, "this target has no reference")
+        else:
+            measurement = target.measure(Path.cwd(), env=env)
     except Exception as exc:  # everything becomes data for the runner
         measurement = Measurement.failure(
             FAILED, f"remote measurement failed: {type(exc).__name__}: {exc}"

@@ -7,7 +7,9 @@ failed are measured once. Several attempts are sampled at once on as many
 devices. A host fault is retried once on another device, then it is a ``Fault``
 (kernelopt's, not the candidate's: the attempt stays pending); when no device
 frees up within device.max_wait, the result is ``NoDevice``: a status, not an
-exception through the loop.
+exception through the loop. BEST failing its re-measure beside a candidate is such a
+host fault: BEST was measured fine before, so the device or host failed (a transient
+NRT_FAILURE, a compiler left running), never the candidate.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Protocol
 
 from kernelopt.decide import Verdict
 from kernelopt.executor import Device, Executor, HostFault, NoIdleDeviceError
-from kernelopt.measurement import Fault, Measurement
+from kernelopt.measurement import FAILED, Fault, Measurement
 from kernelopt.records import Pair, Pending
 from kernelopt.targets.base import Target
 
@@ -69,6 +71,10 @@ class Sampler:
         self.reporter = reporter
         self.best_tree = best_tree
         self.check = check  # turns a nonsense metric into a failed measurement
+        # The compiler baseline, measured on the lease that measured the run's baseline
+        # (targets whose baseline runs on a device): it is the same run, so it never
+        # waits for, or fails on, a device of its own.
+        self.reference: Measurement | None = None
 
     def sample(self, att: Pending, tree: Path, decided: Decided) -> Sampled:
         """Judge on one device; a host fault is retried once on another device."""
@@ -109,9 +115,21 @@ class Sampler:
             out[att.n] = job.value
         return out
 
+    def _reference(self, device: Device, tree: Path) -> Measurement | None:
+        """The compiler baseline on ``device`` while it is held, where the target's runs
+        on a device; its failure is its row's, never the baseline's."""
+        if not getattr(self.target, "reference_on_device", False):
+            return None
+        try:
+            return device.reference(self.target, tree)
+        except HostFault as exc:
+            return Measurement.failure(FAILED, f"the compiler baseline was not measured: {exc}")
+
     def _on(self, device: Device, att: Pending, tree: Path, decided: Decided) -> list[Pair]:
         """The candidate's samples, paired with BEST's on the same device when noisy."""
         first = self.check(device.measure(self.target, tree))
+        if att.kind == Verdict.BASELINE and first.ok:
+            self.reference = self._reference(device, tree)
         if att.kind == Verdict.BASELINE or not first.ok or self.target.deterministic:
             return [(first, None)]
         best_tree = self.best_tree()
@@ -119,6 +137,13 @@ class Sampler:
         candidate = first
         while True:
             best = self.check(device.measure(self.target, best_tree))
+            if not best.ok:
+                # Not the candidate's failure: re-gated and retried once (sample), then a
+                # Fault that leaves the attempt pending.
+                raise HostFault(
+                    f"{device.host_name}/{device.name}: re-measuring BEST failed "
+                    f"({best.status}): {best.error.strip()[:400]}"
+                )
             samples.append((candidate, best))
             if not (candidate.ok and best.ok) or decided(samples):
                 return samples

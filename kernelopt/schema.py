@@ -196,9 +196,15 @@ SCHEMA = Section(
                         ),
                         "sdk_path": Key(
                             "str",
-                            "the measuring path: auto (probe the host), nrtpy (SDK >= 2.32: nki compile, nrtpy runs and times) or capture (SDK 2.22-2.31: the profiler's capture of the NEFF fed the seeded inputs, timed from total_time over several executions)",
+                            "the measuring path: auto (probe the host), nrtpy (SDK >= 2.32: nki compile, nrtpy runs and times), capture (SDK 2.22-2.31: the profiler's capture of the NEFF fed the seeded inputs, timed from total_time over several executions) or baremetal (SDK 2.22-2.27: neuronxcc.nki.baremetal compiles and runs the beta-1 kernel on the leased core, nki.benchmark and the profiler's captures time it)",
                             default="auto",
-                            choices=("auto", "nrtpy", "capture"),
+                            choices=("auto", "nrtpy", "capture", "baremetal"),
+                        ),
+                        "kernel_api": Key(
+                            "str",
+                            "the NKI namespace of the kernel shipped to the host: auto (the kernel's own where the host has it, else the other rendering of a KernelIR kernel whose kernel.py is exactly the rendering of its knobs.json), nki (the current namespace) or neuronxcc (NKI beta 1, SDK 2.27 and before)",
+                            default="auto",
+                            choices=("auto", "nki", "neuronxcc"),
                         ),
                         "runtime_activate": Key(
                             "str",

@@ -42,7 +42,12 @@ def gemm(lhs, rhs, loop_order="MNK", k_blocks=1, m_blocks=1, n_blocks=1, transpo
     def load(which, k_tile0, k_tiles, o0, width):
         """An operand block: K tiles [k_tile0, +k_tiles) x columns [o0, +width) of M or N."""
         src = rhs if which == "rhs" else lhs
-        block = nl.ndarray((k_tiles, nl.par_dim(P), width), dtype=src.dtype, buffer=nl.sbuf)
+        # One allocation per operand, as the template's lhs and rhs buffers are
+        # distinct tensors: each rotates through its own physical copies.
+        if which == "rhs":
+            block = nl.ndarray((k_tiles, nl.par_dim(P), width), dtype=rhs.dtype, buffer=nl.sbuf)
+        else:
+            block = nl.ndarray((k_tiles, nl.par_dim(P), width), dtype=lhs.dtype, buffer=nl.sbuf)
         for kt in nl.affine_range(k_tiles):
             k0 = (k_tile0 + kt) * P
             if which == "rhs" or transposed_lhs:

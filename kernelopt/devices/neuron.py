@@ -31,6 +31,7 @@ from kernelopt.devices.base import (
     tool_failure,
     tool_line,
 )
+from kernelopt.devices.own_compiles import in_flight
 from kernelopt.devices.own_pids import own_pids
 from kernelopt.hosts.base import CommandResult, Host
 from kernelopt.hosts.local import LocalHost
@@ -190,7 +191,9 @@ class NeuronGate:
                 found.append(
                     ProcessInfo(int(pid), command.strip(), "leftover compiler (process table)")
                 )
-        return tuple(found)
+        # A compile kernelopt runs on this host right now is not a leftover.
+        ours = in_flight(host, [p.pid for p in found], self.timeout)
+        return tuple(p for p in found if p.pid not in ours)
 
     def _list_devices(self, host: Host) -> tuple[list[dict[str, Any]], str]:
         result = run_tool(host, NEW_ARGS, search_path=self.search_path, timeout=self.timeout)

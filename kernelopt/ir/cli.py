@@ -16,7 +16,7 @@ from kernelopt.ir.knobs_io import (
     read_knobs,
 )
 from kernelopt.ir.model import KernelIR
-from kernelopt.ir.render import render_ir
+from kernelopt.ir.render import APIS, render_ir
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
 from kernelopt.ir.sample import SampleError, knob_signature, sample
 from kernelopt.ir.start import INIT_POOL, init_paths, initial_state
@@ -113,12 +113,20 @@ def validate(knobs: Path, workload: Path, as_json: bool) -> None:
 @click.option(
     "--workload", "-w", type=_FILE, required=True, help="The workload.py the knobs are for."
 )
-def render(knobs: Path, workload: Path) -> None:
+@click.option(
+    "--api",
+    type=click.Choice(APIS),
+    default="nki",
+    show_default=True,
+    help="nki (the current namespace) or beta1 (neuronxcc.nki, Neuron SDKs before 2.28).",
+)
+def render(knobs: Path, workload: Path, api: str) -> None:
     """Print the NKI kernel a valid knobs.json renders to.
 
     \b
     Example:
         kernelopt ir render ir/matmul/knobs.json --workload ir/matmul/workload.py > ir/matmul/kernel.py
+        kernelopt ir render ir/matmul/knobs.json -w ir/matmul/workload.py --api beta1
     """
     ir = _with_knobs(knobs, workload)
     report = validity_report(ir)
@@ -127,7 +135,7 @@ def render(knobs: Path, workload: Path) -> None:
             f"  {f.check}({f.buffer}): {f.detail} (fix: {f.fix_hint})" for f in report
         )
         raise click.ClickException(f"{knobs} is not a valid knob state:\n{problems}")
-    click.echo(render_ir(ir), nl=False)
+    click.echo(render_ir(ir, api=api), nl=False)
 
 
 @ir_group.command("sample")

@@ -10,14 +10,14 @@ loops of its own (``l<i>``), so the text never grows with the tile count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kernelopt.ir.derive import Placement, derive, scope_of
 from kernelopt.ir.engines import drain_adds as _drain_adds
 from kernelopt.ir.engines import engine_plan
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
+from kernelopt.ir.render_text import Lin, Writer, slice_text, var
 
-LINE = 100  # the project's formatter line length; rendered text is already formatted
 DTYPES = {
     "bfloat16": "nl.bfloat16",
     "float16": "nl.float16",
@@ -29,85 +29,6 @@ DTYPES = {
 
 class RenderError(ValueError):
     """Only a valid IR renders; the message lists what validity_report reports."""
-
-
-@dataclass(frozen=True)
-class Lin:
-    """An integer linear expression over loop variables, printed canonically."""
-
-    terms: tuple[tuple[str, int], ...] = ()
-    const: int = 0
-
-    def __add__(self, other: Lin | int) -> Lin:
-        if isinstance(other, int):
-            return Lin(self.terms, self.const + other)
-        merged = dict(self.terms)
-        for v, c in other.terms:
-            merged[v] = merged.get(v, 0) + c
-        return Lin(tuple((v, c) for v, c in merged.items() if c), self.const + other.const)
-
-    def __mul__(self, k: int) -> Lin:
-        return Lin(tuple((v, c * k) for v, c in self.terms if c * k), self.const * k)
-
-    def __str__(self) -> str:
-        parts = [v if c == 1 else f"{v} * {c}" for v, c in self.terms]
-        if self.const or not parts:
-            parts.append(str(self.const))
-        return " + ".join(parts)
-
-    @property
-    def simple(self) -> bool:
-        return len(self.terms) + (1 if self.const else 0) <= 1 and all(
-            c == 1 for _, c in self.terms
-        )
-
-
-def var(name: str) -> Lin:
-    return Lin(((name, 1),))
-
-
-def _slice(lo: Lin, width: int) -> str:
-    hi = lo + width
-    sep = ":" if lo.simple and hi.simple else " : "
-    return f"{lo}{sep}{hi}"
-
-
-@dataclass
-class _Writer:
-    lines: list[str] = field(default_factory=list)
-
-    def line(self, indent: int, text: str) -> None:
-        self.lines.append(" " * indent + text)
-
-    def call(self, indent: int, head: str, args: list[str]) -> None:
-        """A call formatted the way the formatter would: one line, one body line, or exploded."""
-        pad = " " * indent
-        one = f"{pad}{head}({', '.join(args)})"
-        if len(one) <= LINE:
-            self.lines.append(one)
-            return
-        self.lines.append(f"{pad}{head}(")
-        body = f"{pad}    {', '.join(args)}"
-        if len(body) <= LINE:
-            self.lines.append(body)
-        else:
-            for a in args:
-                self._argument(indent + 4, a)
-        self.lines.append(f"{pad})")
-
-    def _argument(self, indent: int, arg: str) -> None:
-        """One exploded argument; a too-long subscript breaks inside its brackets."""
-        pad = " " * indent
-        if len(pad) + len(arg) + 1 <= LINE or not arg.endswith("]") or "[" not in arg:
-            self.lines.append(f"{pad}{arg},")
-            return
-        head, inner = arg[:-1].split("[", 1)
-        self.lines.append(f"{pad}{head}[")
-        if len(pad) + 4 + len(inner) <= LINE:
-            self.lines.append(f"{pad}    {inner}")
-        else:
-            self.lines.extend(f"{pad}    {part.strip()}," for part in inner.split(","))
-        self.lines.append(f"{pad}],")
 
 
 @dataclass(frozen=True)
@@ -194,10 +115,21 @@ def buffer_shape(ir: KernelIR, buf: PhysicalBuffer) -> tuple[int, int, int]:
 
 
 class _Renderer:
+    """The current API (``nki``); ``render_beta1.Beta1Renderer`` prints the same kernel
+    in the beta-1 API through the ``HEADER`` and ``isa`` hooks."""
+
+    HEADER = (
+        "# Re-render after editing knobs.json, or edit this file by hand.",
+        "import nki",
+        "import nki.isa as nisa",
+        "import nki.language as nl",
+    )
+    ZEROS: str | None = None  # a constructor that allocates zeroed, instead of a memset
+
     def __init__(self, ir: KernelIR, placement: Placement) -> None:
         self.ir, self.p = ir, placement
         self.engines = engine_plan(ir)
-        self.w = _Writer()
+        self.w = Writer()
         used = list(placement.emission.values()) + list(placement.fire.values())
         self.max_depth = max(used)
         self.sequential = {
@@ -207,10 +139,8 @@ class _Renderer:
     def render(self) -> str:
         ir, w = self.ir, self.w
         w.line(0, f"# {ir.func_name}: rendered from its KernelIR (variant {ir.variant}).")
-        w.line(0, "# Re-render after editing knobs.json, or edit this file by hand.")
-        w.line(0, "import nki")
-        w.line(0, "import nki.isa as nisa")
-        w.line(0, "import nki.language as nl")
+        for text in self.HEADER:
+            w.line(0, text)
         w.line(0, "")
         w.line(0, "")
         w.line(0, "@nki.jit")
@@ -264,18 +194,23 @@ class _Renderer:
         ir = self.ir
         shape = ", ".join(str(s) for s in buffer_shape(ir, buf))
         dtype = DTYPES[buffer_dtype(ir, buf)]
-        self.w.call(
-            indent,
-            f"{buf.name} = nl.ndarray",
-            [f"({shape})", f"dtype={dtype}", f"buffer=nl.{buf.memory}"],
-        )
         producer = ir.producers.get(buf.name)
         zero = bool(buf.lifetime_dims) or (
             producer is not None and producer.kind == "drain" and _drain_adds(ir, producer)
         )
-        if zero:
+        make = self.ZEROS if zero and self.ZEROS else "nl.ndarray"
+        self.w.call(
+            indent,
+            f"{buf.name} = {make}",
+            [f"({shape})", f"dtype={dtype}", f"buffer=nl.{buf.memory}"],
+        )
+        if zero and make == "nl.ndarray":
             # Accumulators start from zero: matmuls and block drains add into them.
-            self.w.call(indent, "nisa.memset", [f"dst={buf.name}", "value=0.0"])
+            self.isa(indent, "memset", [f"dst={buf.name}", "value=0.0"])
+
+    def isa(self, indent: int, name: str, args: list[str]) -> None:
+        """One ISA call; ``args`` name the destination first (``dst=...``)."""
+        self.w.call(indent, f"nisa.{name}", args)
 
     def local_loops(self, site: _Site, dims: tuple[str, ...], indent: int) -> int:
         for d in dims:
@@ -305,7 +240,7 @@ class _Renderer:
         if df == wide:
             _, start, count = site.wide_free(buf, df)
         f = self._offset(indent, f"f_{buf.name}", start * tf)
-        return f"{buf.name}[:, {site.buffer_index(buf, dp)}, {_slice(f, count * tf)}]"
+        return f"{buf.name}[:, {site.buffer_index(buf, dp)}, {slice_text(f, count * tf)}]"
 
     def _dma(self, site: _Site, buf: PhysicalBuffer, hbm: str, indent: int, load: bool) -> None:
         ir = self.ir
@@ -316,10 +251,10 @@ class _Renderer:
         row = self._offset(indent, "row", site.tile_index(dp)[0] * tp)
         col = self._offset(indent, "col", g_f * tf)
         f = self._offset(indent, f"f_{buf.name}", b_f * tf)
-        sb = f"{buf.name}[:, {site.buffer_index(buf, dp)}, {_slice(f, count * tf)}]"
-        hb = f"{hbm}[{_slice(row, tp)}, {_slice(col, count * tf)}]"
+        sb = f"{buf.name}[:, {site.buffer_index(buf, dp)}, {slice_text(f, count * tf)}]"
+        hb = f"{hbm}[{slice_text(row, tp)}, {slice_text(col, count * tf)}]"
         args = [f"dst={sb}", f"src={hb}"] if load else [f"dst={hb}", f"src={sb}"]
-        self.w.call(indent, "nisa.dma_copy", args)
+        self.isa(indent, "dma_copy", args)
 
     def op_load(self, op: Operator, site: _Site, indent: int) -> None:
         self._dma(site, self.ir.buffer[op.dst], op.srcs[0], indent, load=True)
@@ -336,14 +271,14 @@ class _Renderer:
         col = self._offset(indent, "col", site.tile_index(dp)[0] * tp)
         args = [
             f"dst={self.view(site, buf, indent)}",
-            f"src={op.srcs[0]}[{_slice(row, tf)}, {_slice(col, tp)}]",
+            f"src={op.srcs[0]}[{slice_text(row, tf)}, {slice_text(col, tp)}]",
         ]
-        self.w.call(indent, "nisa.dma_transpose", args)
+        self.isa(indent, "dma_transpose", args)
 
     def op_sbuf_transpose(self, op: Operator, site: _Site, indent: int) -> None:
         b = self.ir.buffer
         dst, src = self.view(site, b[op.dst], indent), self.view(site, b[op.srcs[0]], indent)
-        self.w.call(indent, "nisa.dma_transpose", [f"dst={dst}", f"src={src}"])
+        self.isa(indent, "dma_transpose", [f"dst={dst}", f"src={src}"])
 
     def op_matmul(self, op: Operator, site: _Site, indent: int) -> None:
         b = self.ir.buffer
@@ -352,13 +287,13 @@ class _Renderer:
             f"stationary={self.view(site, b[op.srcs[0]], indent)}",
             f"moving={self.view(site, b[op.srcs[1]], indent)}",
         ]
-        self.w.call(indent, "nisa.nc_matmul", args)
+        self.isa(indent, "nc_matmul", args)
 
     def op_transpose(self, op: Operator, site: _Site, indent: int) -> None:
         b = self.ir.buffer
         dst, data = self.view(site, b[op.dst], indent), self.view(site, b[op.srcs[0]], indent)
         args = [f"dst={dst}", f"data={data}"]
-        self.w.call(indent, "nisa.nc_transpose", args)
+        self.isa(indent, "nc_transpose", args)
 
     def _elementwise(
         self, op: Operator, site: _Site, indent: int, head: str, args: list[str]
@@ -374,7 +309,7 @@ class _Renderer:
         indent = self.local_loops(site, (dp,) if wide else (dp, df), indent)
         buffers = (op.dst, *op.srcs)
         views = {name: self.view(site, self.ir.buffer[name], indent, wide) for name in buffers}
-        self.w.call(indent, head, [a.format(**{k: v for k, v in views.items()}) for a in args])
+        self.isa(indent, head.removeprefix("nisa."), [a.format(**views) for a in args])
 
     def op_copy(self, op: Operator, site: _Site, indent: int) -> None:
         self._elementwise(
@@ -439,7 +374,7 @@ class _Renderer:
         ]
         if op.attr("negate"):
             args.append("negate=True")
-        self.w.call(indent, "nisa.tensor_reduce", args)
+        self.isa(indent, "tensor_reduce", args)
 
     def op_activation(self, op: Operator, site: _Site, indent: int) -> None:
         args = [f"dst={{{op.dst}}}", f"op=nl.{op.attr('op')}", f"data={{{op.srcs[0]}}}"]
@@ -451,10 +386,23 @@ class _Renderer:
         self._elementwise(op, site, indent, "nisa.activation", args)
 
 
-def render_ir(ir: KernelIR) -> str:
-    """NKI source for a valid IR; the same IR always gives byte-identical text."""
+APIS = ("nki", "beta1")
+
+
+def render_ir(ir: KernelIR, api: str = "nki") -> str:
+    """NKI source for a valid IR; the same IR always gives byte-identical text.
+
+    ``api="beta1"`` prints the same kernel in the NKI beta-1 API (``neuronxcc.nki``,
+    SDKs before 2.28): the same loops and the same instructions (render_beta1.py).
+    """
+    if api not in APIS:
+        raise ValueError(f"render_ir: api must be one of {', '.join(APIS)}, not {api!r}")
     placement, failures = derive(ir)
     if placement is None:
         problems = "; ".join(f"{f.check}({f.buffer}): {f.detail}" for f in failures)
         raise RenderError(f"cannot render an invalid KernelIR: {problems}")
+    if api == "beta1":
+        from kernelopt.ir.render_beta1 import Beta1Renderer
+
+        return Beta1Renderer(ir, placement).render()
     return _Renderer(ir, placement).render()

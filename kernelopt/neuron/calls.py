@@ -110,13 +110,16 @@ class DriverCalls:
         found = plan(probes[0], probes[-1], split=self.split, forced=self.settings.sdk_path)
         return found, (probes[0], probes[-1])
 
-    def compile(self, host: Host, sdk: SdkPlan, directory: str) -> dict[str, Any]:
-        """The candidate's kernel to a NEFF with the compile API the probe found."""
+    def compile(
+        self, host: Host, sdk: SdkPlan, directory: str, api: str | None = None
+    ) -> dict[str, Any]:
+        """The candidate's kernel to a NEFF with ``api`` (default: the compile API the
+        probe found)."""
         s = self.settings
         args = [
             "compile",
             "--api",
-            str(sdk.compile_api),
+            str(api or sdk.compile_api),
             "--kernel",
             f"{directory}/{TREE}/{self.kernel}",
             *self._common(directory),
@@ -134,10 +137,18 @@ class DriverCalls:
         return self.run(host, directory, args, self.settings.compile_timeout_s + SLACK_S)
 
     def measure(
-        self, host: Host, sdk: SdkPlan, directory: str, macs: int, binding: dict[str, str]
+        self,
+        host: Host,
+        sdk: SdkPlan,
+        directory: str,
+        macs: int,
+        binding: dict[str, str],
+        path: str | None = None,
     ) -> dict[str, Any]:
-        """Run, check, time and profile the NEFF in ``directory`` on the bound core."""
+        """Run, check, time and profile the NEFF in ``directory`` on the bound core; on the
+        baremetal path, compile and run the kernel there first."""
         s = self.settings
+        path = path or sdk.path or "nrtpy"
         args = [
             "measure",
             *self._common(directory),
@@ -153,10 +164,22 @@ class DriverCalls:
             str(s.tolerance),
             "--profiler",
             sdk.profiler or "",
+            f"--profiler-version={sdk.profiler_version or ''}",
             "--path",
-            sdk.path or "nrtpy",
+            path,
         ]
         timeout = s.compile_timeout_s + SLACK_S
+        if path == "baremetal":
+            # baremetal and benchmark each compile the kernel on the device host.
+            args += [
+                "--kernel",
+                f"{directory}/{TREE}/{self.kernel}",
+                "--opt",
+                str(s.opt),
+                *(["--func", self.func] if self.func else []),
+                *[f"--compiler-arg={a}" for a in s.compiler_args],
+            ]
+            timeout += 2 * s.compile_timeout_s
         return self.run(host, directory, args, timeout, env=binding, runtime=True)
 
     def _common(self, directory: str) -> list[str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from kernelopt.neuron.sdk import PATHS
 from kernelopt.testing.fake_trn2 import DEFAULT_HOME, SDK_ALIASES, SDK_STYLES, FakeTrn2
 
 _HOME = click.option(
@@ -120,7 +121,7 @@ def show_command(home: Path | None) -> None:
 @click.option("--lnc", type=click.IntRange(1, 2), default=None, help="the LNC kernels run with")
 @click.option(
     "--sdk-path",
-    type=click.Choice(("auto", "nrtpy", "capture")),
+    type=click.Choice(("auto", *PATHS)),
     default=None,
     help="force a measuring path, as device.neuron.sdk_path does",
 )
@@ -147,8 +148,9 @@ def doctor_command(
 ) -> None:
     """Say, for each step of a Trainium2 measurement (gate, compile, run, time,
     profile, baseline, check), what HOST has, which path kernelopt will take and
-    what is missing, with the fix. HOST is an ssh alias or localhost (default).
-    Exits 1 when a required step has no path.
+    what is missing, with the fix; with --program also whether the program's kernel
+    can be shipped in an NKI namespace the host has (kernel). HOST is an ssh alias or
+    localhost (default). Exits 1 when a required step has no path.
 
     \b
     Example:
@@ -163,7 +165,7 @@ def doctor_command(
     from kernelopt.neuron.doctor import diagnose
     from kernelopt.program import NeuronConfig, ProgramError, load_program
 
-    settings, default_python = NeuronConfig(), "python3"
+    settings, default_python, program = NeuronConfig(), "python3", None
     if program_path is not None:
         if not program_path.is_file():
             raise click.ClickException(f"{program_path}: no such program file")
@@ -187,7 +189,7 @@ def doctor_command(
         raise click.ClickException(str(exc)) from None
     try:
         gate = NeuronGate(search_path=tools_dir) if tools_dir else NeuronGate()
-        report = diagnose(opened, settings, python or default_python, gate)
+        report = diagnose(opened, settings, python or default_python, gate, program)
     finally:
         close = getattr(opened, "close", None)
         if callable(close):

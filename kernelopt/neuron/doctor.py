@@ -1,8 +1,9 @@
 """`kernelopt doctor`: what a Trainium2 host offers for each step of a measurement,
 which path kernelopt will take, and what is missing with the fix.
 
-Steps: gate (find an idle device), compile, run, time, profile, baseline (the
-compiler-baseline row), check (the numerics checks). Each finding is a Finding:
+Steps: gate (find an idle device), compile, kernel (with a program: its kernel's
+NKI namespace against the host's, doctor_kernel.py), run, time, profile, baseline
+(the compiler-baseline row), check (the numerics checks). Each finding is a Finding:
 ``has`` (what the host has), ``path`` (what kernelopt will use, None: no way),
 ``missing`` and ``fix``; ``status`` is "ok", "warn" (a path, with a caveat),
 "missing" (a required step has no path: the command exits non-zero) or
@@ -21,11 +22,12 @@ from typing import Any
 
 from kernelopt.devices.base import GateError
 from kernelopt.devices.neuron import NeuronGate, parse_neuron_ls
+from kernelopt.devices.own_compiles import in_flight
 from kernelopt.hosts.base import Host, HostError
 from kernelopt.neuron.calls import DriverCalls, ProbeError
 from kernelopt.neuron.facts import NEURON_BIN, NRTPY_LIBRARY, PROFILERS
 from kernelopt.neuron.sdk import SdkPlan
-from kernelopt.program import NeuronConfig
+from kernelopt.program import NeuronConfig, Program
 
 STEPS = ("gate", "compile", "run", "time", "profile", "baseline", "check")
 REQUIRED = ("gate", "compile", "run", "time", "check")
@@ -93,7 +95,8 @@ class Report:
 
 def leftover_compilers(host: Host) -> list[tuple[int, str]]:
     """neuronx-cc / walrus processes in the host's process table (neuron-ls lists only
-    processes that use a device, so a residual compiler never shows there)."""
+    processes that use a device, so a residual compiler never shows there), except the
+    compiles kernelopt itself is running there (own_compiles.py)."""
     result = host.run(["ps", "-eo", "pid=,args="], timeout=30)
     if not result.ok:
         return []
@@ -103,7 +106,8 @@ def leftover_compilers(host: Host) -> list[tuple[int, str]]:
         words = [w.rsplit("/", 1)[-1] for w in args.split()[:2]]
         if pid.isdigit() and any(w in COMPILERS for w in words):
             found.append((int(pid), args.strip()))
-    return found
+    ours = in_flight(host, [pid for pid, _ in found], 30)  # kernelopt's own compiles
+    return [(pid, args) for pid, args in found if pid not in ours]
 
 
 def _gate(host: Host, gate: NeuronGate, lnc: int) -> Finding:
@@ -167,8 +171,7 @@ def _gate(host: Host, gate: NeuronGate, lnc: int) -> Finding:
 
 def _compile(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
     modules = probe.get("modules") or {}
-    new_nki = bool((modules.get("nki") or {}).get("ok"))
-    if not plan.compile_api:
+    if not plan.compile_api and not plan.baremetal:
         return Finding(
             "compile",
             "missing",
@@ -179,6 +182,20 @@ def _compile(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
             "install the Neuron SDK's nki wheel (pip install nki neuronx-cc) into the "
             "environment device.neuron.activate sources, or point device.neuron.activate at it",
         )
+    if plan.path == "baremetal":
+        shapes = ((modules.get("neuronxcc.nki") or {}).get("shapes")) or {}
+        shape = ", ".join(f"{n}{tuple(p or ())}" for n, p in shapes.items() if p is not None)
+        has = f"neuronxcc.nki (NKI beta 1) {plan.compile_api_version or ''}".strip()
+        return Finding(
+            "compile",
+            "warn",
+            f"{has}; neuronx-cc {plan.compiler_version}",
+            f"neuronxcc.nki.baremetal compiles on the device host inside the lease: {shape}",
+            "the nki.* namespace (import nki): only neuronxcc.nki here (SDK before 2.27), so "
+            "kernels are shipped in beta 1: a KernelIR kernel as the beta-1 rendering of its "
+            "knobs, a hand-written nki.* kernel fails before it is shipped",
+            "upgrade the host to Neuron 2.27 or later (pip install nki) to run nki.* kernels",
+        )
     key = (
         "nki.compiler.driver" if plan.compile_api == "nki.compiler" else "neuronxcc.nki_standalone"
     )
@@ -188,45 +205,80 @@ def _compile(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
         f"{key} {plan.compile_api_version or ''}".strip() + f"; neuronx-cc {plan.compiler_version}"
     )
     path = f"{plan.compile_api}: {shape}" if shape else plan.compile_api
-    if not new_nki:
-        return Finding(
-            "compile",
-            "warn",
-            has,
-            path,
-            "the nki.* namespace (import nki): only neuronxcc.nki here (SDK before 2.27), so "
-            "kernels written against nki.* do not import",
-            "upgrade the host to Neuron 2.27 or later (pip install nki)",
-        )
+    if plan.baremetal:
+        path = f"{path}; beta-1 kernels: neuronxcc.nki.baremetal (inside the lease)"
     return Finding("compile", "ok", has, path)
 
 
-def _run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding, Finding]:
+def _libnrt_fix(error: str, script: str | None) -> tuple[str, str] | None:
+    """(missing, fix) when nrtpy is installed but its import cannot load libnrt: the run
+    environment lacks the runtime's libraries on LD_LIBRARY_PATH (nrtpy-getting-started)."""
+    if "libnrt" not in error:
+        return None
+    where = script or "the nrtpy environment's activate script (device.neuron.runtime_activate)"
+    return (
+        f"{NRTPY_LIB} on LD_LIBRARY_PATH in the run environment: nrtpy is installed but "
+        f"cannot load libnrt ({error.splitlines()[0][:160]})",
+        f"add 'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to {where}",
+    )
+
+
+def _nrtpy_run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding, Finding]:
+    """Run and time on the nrtpy path: the runtime, its libraries, its device benchmark."""
     nrtpy = (runtime_probe.get("modules") or {}).get("nrtpy") or {}
     env = runtime_probe.get("env") or {}
+    has = f"nrtpy {plan.runtime_version} ({runtime_probe.get('python')})"
+    library = env.get("LD_LIBRARY_PATH") or ""
+    run = Finding("run", "ok", has, "nrtpy.NrtpyModel: load, run, device-side output check")
+    if NRTPY_LIB not in library.split(":"):
+        run = Finding(
+            "run",
+            "warn",
+            has,
+            run.path,
+            f"LD_LIBRARY_PATH in the run environment does not hold {NRTPY_LIB}",
+            f"add 'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to the script "
+            "device.neuron.runtime_activate names",
+        )
+    bench = (nrtpy.get("shapes") or {}).get("NrtpyModel.benchmark")
+    time = Finding(
+        "time",
+        "ok" if bench else "warn",
+        "NrtpyModel.benchmark"
+        + (f"{tuple(p for p in bench if p != 'self')}" if bench else ": absent"),
+        "benchmark(mode='device'): min and median of device.neuron.iterations"
+        if bench
+        else f"the profiler's total_time ({plan.profiler})",
+    )
+    return run, time
+
+
+def _run_and_time(
+    plan: SdkPlan, runtime_probe: dict[str, Any], script: str | None = None
+) -> tuple[Finding, Finding]:
+    nrtpy = (runtime_probe.get("modules") or {}).get("nrtpy") or {}
     if plan.path == "nrtpy" and plan.runtime:
-        has = f"nrtpy {plan.runtime_version} ({runtime_probe.get('python')})"
-        library = env.get("LD_LIBRARY_PATH") or ""
-        run = Finding("run", "ok", has, "nrtpy.NrtpyModel: load, run, device-side output check")
-        if NRTPY_LIB not in library.split(":"):
-            run = Finding(
-                "run",
-                "warn",
-                has,
-                run.path,
-                f"LD_LIBRARY_PATH in the run environment does not hold {NRTPY_LIB}",
-                f"add 'export LD_LIBRARY_PATH={NRTPY_LIB}:$LD_LIBRARY_PATH' to the script "
-                "device.neuron.runtime_activate names",
-            )
-        bench = (nrtpy.get("shapes") or {}).get("NrtpyModel.benchmark")
+        return _nrtpy_run_and_time(plan, runtime_probe)
+    if plan.path == "baremetal" and plan.baremetal:
+        profiler = plan.profiler
+        run = Finding(
+            "run",
+            "ok" if profiler else "missing",
+            f"neuronxcc.nki.baremetal, no nrtpy ({str(nrtpy.get('error', 'absent'))[:80]})",
+            "neuronxcc.nki.baremetal on the leased core: compiles, runs on the seeded inputs, "
+            "returns the outputs",
+        )
         time = Finding(
             "time",
-            "ok" if bench else "warn",
-            "NrtpyModel.benchmark"
-            + (f"{tuple(p for p in bench if p != 'self')}" if bench else ": absent"),
-            "benchmark(mode='device'): min and median of device.neuron.iterations"
-            if bench
-            else f"the profiler's total_time ({plan.profiler})",
+            "ok" if profiler else "missing",
+            f"{profiler} {plan.profiler_version}; neuronxcc.nki.benchmark",
+            f"{profiler} capture total_time of baremetal's NEFF, the minimum over up to 5 "
+            "captures; nki.benchmark's neuron-bench percentiles beside it (they include "
+            "host-device transfers)"
+            if profiler
+            else None,
+            "" if profiler else "a profiler CLI to time the NEFF",
+            "" if profiler else f"install aws-neuronx-tools (neuron-profile, in {NEURON_BIN})",
         )
         return run, time
     if plan.path == "capture":
@@ -254,8 +306,12 @@ def _run_and_time(plan: SdkPlan, runtime_probe: dict[str, Any]) -> tuple[Finding
         )
         return run, time
     problem = plan.runtime_problem() or "; ".join(plan.problems)
-    missing = Finding("run", "missing", problem[:300], None, "a way to run a NEFF", NRTPY_FIX)
-    return missing, Finding("time", "missing", "nothing runs a NEFF", None, "see run", NRTPY_FIX)
+    need, fix = _libnrt_fix(str(nrtpy.get("error") or ""), script) or (
+        "a way to run a NEFF",
+        NRTPY_FIX,
+    )
+    missing = Finding("run", "missing", problem[:300], None, need, fix)
+    return missing, Finding("time", "missing", "nothing runs a NEFF", None, "see run", fix)
 
 
 def _profile(plan: SdkPlan) -> Finding:
@@ -279,18 +335,20 @@ def _profile(plan: SdkPlan) -> Finding:
 def _baseline(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
     modules = probe.get("modules") or {}
     if plan.baseline:
-        found = (
-            "nkipy.core.compile"
-            if (modules.get("nkipy.core.compile") or {}).get("ok")
-            else ("nkipy.runtime.execute")
+        found = next(
+            m
+            for m in ("nkipy.core.compile", "nkipy.runtime.execute", "neuronpy.core.compile")
+            if (modules.get(m) or {}).get("ok")
         )
         shapes = (modules.get(found) or {}).get("shapes") or {}
         shape = ", ".join(f"{k}{tuple(v)}" for k, v in shapes.items() if v)
-        return Finding("baseline", "ok", f"{found}: {shape}", "nkipy, timed like the candidates")
+        return Finding(
+            "baseline", "ok", f"{found}: {shape}", f"{plan.baseline}, timed like the candidates"
+        )
     return Finding(
         "baseline",
         "optional",
-        "no nkipy in the compile environment",
+        "neither nkipy nor neuronpy in the compile environment: the baseline row is skipped",
         None,
         "nkipy (only for the compiler-baseline row)",
         "pip install nkipy into the environment device.neuron.activate sources",
@@ -298,6 +356,13 @@ def _baseline(plan: SdkPlan, probe: dict[str, Any]) -> Finding:
 
 
 def _check(plan: SdkPlan) -> Finding:
+    if plan.path == "baremetal" and plan.baremetal:
+        return Finding(
+            "check",
+            "ok",
+            "kernelopt's CPU simulator (beta-1 kernels too); baremetal returns the outputs",
+            "CPU check of the shipped kernel, then baremetal's outputs against f_numpy",
+        )
     if plan.path == "nrtpy":
         return Finding(
             "check",
@@ -305,13 +370,23 @@ def _check(plan: SdkPlan) -> Finding:
             "kernelopt's CPU simulator; nrtpy returns the device's outputs",
             "CPU check before compiling, then the device's output against f_numpy",
         )
+    if plan.path == "capture" and plan.profiler:
+        # The option and its log line follow the public runner (awslabs/nki-autotune);
+        # the Neuron docs are silent, so a profiler may save nothing: then it says so.
+        return Finding(
+            "check",
+            "ok",
+            f"kernelopt's CPU simulator; {plan.profiler} capture --save-output",
+            "CPU check before compiling, then the outputs a capture saves against f_numpy "
+            "(where the profiler saves none, the record says so and the CPU check is the gate)",
+        )
     return Finding(
         "check",
-        "warn" if plan.path else "missing",
-        "kernelopt's CPU simulator; no device outputs without nrtpy",
-        "CPU check only (the device's output is not read on this path)" if plan.path else None,
-        "a device-side output check (nrtpy, SDK >= 2.32)",
-        ("nrtpy ships from Neuron 2.32: upgrade the host, then " + NRTPY_FIX) if plan.path else "",
+        "missing",
+        "kernelopt's CPU simulator; nothing runs a NEFF to read its outputs",
+        None,
+        "a device-side output check (nrtpy, SDK >= 2.32; or a profiler's capture)",
+        "",
     )
 
 
@@ -320,8 +395,10 @@ def diagnose(
     settings: NeuronConfig,
     python: str,
     gate: NeuronGate | None = None,
+    program: Program | None = None,
 ) -> Report:
-    """Every step's finding on ``host`` for these settings."""
+    """Every step's finding on ``host`` for these settings (and, with ``program``, its
+    kernel's namespace against the host's)."""
     gate = gate or NeuronGate()
     findings = [_gate(host, gate, settings.lnc)]
     calls = DriverCalls(settings, python, workload="", kernel="")
@@ -339,7 +416,12 @@ def diagnose(
         return Report(host.name, tuple(findings), None)
     compile_probe, runtime_probe = probes
     findings.append(_compile(plan, compile_probe))
-    findings.extend(_run_and_time(plan, runtime_probe))
+    if program is not None:
+        from kernelopt.neuron.doctor_kernel import kernel_finding
+
+        findings.append(kernel_finding(program, plan))
+    script = settings.runtime_activate or settings.activate
+    findings.extend(_run_and_time(plan, runtime_probe, script))
     findings.append(_profile(plan))
     findings.append(_baseline(plan, compile_probe))
     findings.append(_check(plan))

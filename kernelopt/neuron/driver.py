@@ -10,8 +10,9 @@ happened to the kernel: failures are records with a status and the error.
     python -m kernelopt.neuron.driver compile-reference --workload W --out DIR [--lnc 1]
         [--timeout 600]
     python -m kernelopt.neuron.driver measure --workload W --out DIR --profiler TOOL
-        [--warmup 10] [--iterations 100] [--macs N] [--lnc 1] [--seed 0]
-        [--tolerance 0.01] [--timeout 600] [--path nrtpy|capture]
+        [--profiler-version V] [--warmup 10] [--iterations 100] [--macs N] [--lnc 1]
+        [--seed 0] [--tolerance 0.01] [--timeout 600] [--path nrtpy|capture|baremetal]
+        [--kernel K [--func F] [--opt 2] [--compiler-arg=ARG ...]]
 
 `probe` says what this environment has (compile APIs, runtime, profilers).
 The compile commands run in the NKI environment with
@@ -23,7 +24,10 @@ baseline alike, by the SDK path the probe chose (``--path``): ``nrtpy`` (SDK >=
 2.32) runs the runtime's device-side benchmark, checks the device's output against
 f_numpy and profiles one execution; ``capture`` (SDK 2.22-2.31, no nrtpy) times the
 profiler's capture of the NEFF fed the seeded inputs, several times, from its
-total_time. MFU at 78.64e12 FLOP/s per physical core. `measure` is measure.py,
+total_time; ``baremetal`` (SDK 2.22-2.27, beta-1 kernels) compiles and runs the
+kernel with neuronxcc.nki.baremetal on the bound core (its outputs checked), adds
+nki.benchmark's percentiles and times the saved NEFF as ``capture`` does. MFU at
+78.64e12 FLOP/s per physical core. `measure` is measure.py (measure_baremetal.py),
 the profiler's capture capture.py.
 """
 
@@ -51,6 +55,7 @@ from kernelopt.neuron.facts import (
 )
 from kernelopt.neuron.measure import measure_kernel
 from kernelopt.neuron.processes import python_step, run, step_record, tail
+from kernelopt.neuron.sdk import PATHS
 
 
 def probe(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
@@ -130,15 +135,17 @@ def compile_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
 
 
 def compile_reference(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
-    """The compiler baseline's NEFF: f_numpy traced by nkipy, compiled by neuronx-cc."""
+    """The compiler baseline's NEFF: f_numpy traced by nkipy (or neuronpy), compiled by
+    neuronx-cc; "skipped" where neither exists."""
     import importlib.util
 
-    if importlib.util.find_spec("nkipy") is None:
+    if all(importlib.util.find_spec(name) is None for name in ("nkipy", "neuronpy")):
         return {
             "stage": "compile",
-            "status": "failed",
-            "error": "nkipy is not importable in this host's Neuron environment, so f_numpy "
-            "cannot be compiled by neuronx-cc; install nkipy there to get the baseline row",
+            "status": "skipped",
+            "error": "neither nkipy nor its predecessor neuronpy is importable in this host's "
+            "Neuron environment, so f_numpy cannot be compiled by neuronx-cc; install nkipy "
+            "there to get the baseline row",
         }
     argv = python_step(
         "compile-reference",
@@ -178,7 +185,13 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--workload", required=True)
     m.add_argument("--out", required=True)
     m.add_argument("--profiler", default="")
-    m.add_argument("--path", choices=("nrtpy", "capture"), default="nrtpy")
+    m.add_argument("--profiler-version", default="")
+    m.add_argument("--path", choices=PATHS, default="nrtpy")
+    # The baremetal path compiles the kernel itself (neuronxcc.nki.baremetal).
+    m.add_argument("--kernel")
+    m.add_argument("--func")
+    m.add_argument("--opt", type=int, default=2)
+    m.add_argument("--compiler-arg", action="append", default=[])
     m.add_argument("--warmup", type=int, default=10)
     m.add_argument("--iterations", type=int, default=100)
     m.add_argument("--macs", type=int, default=0)

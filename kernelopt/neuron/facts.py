@@ -53,8 +53,12 @@ SUMMARY_NAME = "summary.json"
 TENSORS_NAME = "tensors.json"
 # The compile API's own artifacts folder inside out/ (neuronx-cc wants it empty).
 ARTIFACTS_DIR = "nki-artifacts"
-# The seeded inputs a profiler capture is fed, one NAME.npy each, inside out/.
+# The seeded inputs a profiler capture is fed, one raw-bytes file NAME.bin each (no .npy
+# header: the public runner writes them with ndarray.tofile), inside out/.
 INPUTS_DIR = "inputs"
+# The working folder of the capture that saves the NEFF's outputs (--save-output writes
+# them there, named in its log as: saved output "NAME" as "FILE"), inside out/.
+OUTPUTS_DIR = "outputs"
 # Without a device-side benchmark (SDK 2.22-2.31), the device time is the minimum of
 # total_time over this many captures (at most device.neuron.iterations).
 CAPTURE_RUNS = 5

@@ -1,8 +1,9 @@
 """`measure`: the one timing path for candidates and the compiler baseline alike,
 by the SDK path the probe chose: ``nrtpy`` (the runtime's device-side benchmark,
 the device's output checked against f_numpy, one execution profiled) or
-``capture`` (the profiler's capture of the NEFF fed the seeded inputs, timed from
-its total_time). Every outcome is a record; MFU from the device time."""
+``capture`` (the outputs a capture saves checked against f_numpy, then the
+profiler's capture of the NEFF fed the seeded inputs, timed from its total_time).
+Every outcome is a record; MFU from the device time."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kernelopt.neuron.capture import capture_timing, profile_execution, seeded_inputs
+from kernelopt.neuron.capture import (
+    capture_timing,
+    device_outputs,
+    profile_execution,
+    seeded_inputs,
+)
 from kernelopt.neuron.facts import (
     LNC_ENV,
     NEFF_NAME,
@@ -44,47 +50,66 @@ def measure_kernel(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str
         "peak_flops": peak_flops(args.lnc),
         "profiler": args.profiler,
     }
+    args.profile_warnings = []  # units assumed for profiler versions not on record
     if not env.get(VISIBLE_CORES_ENV):
-        return _failed(record, f"{VISIBLE_CORES_ENV} is not set: measure needs a leased NeuronCore")
-    if not neff.is_file():
-        return _failed(record, f"no NEFF at {neff}: compile first")
+        return failed(record, f"{VISIBLE_CORES_ENV} is not set: measure needs a leased NeuronCore")
     env = {**env, LNC_ENV: str(args.lnc)}
+    if args.path == "baremetal":
+        # Its own module, built on this one's helpers (imported here, not at the top).
+        from kernelopt.neuron.measure_baremetal import measure_baremetal
+
+        return _with_warnings(args, measure_baremetal(args, env, record, out))
+    if not neff.is_file():
+        return failed(record, f"no NEFF at {neff}: compile first")
     if args.path == "capture":
-        return _measure_by_capture(args, env, record, out)
-    return _measure_with_nrtpy(args, env, record, out)
+        return _with_warnings(args, measure_by_capture(args, env, record, out))
+    return _with_warnings(args, _measure_with_nrtpy(args, env, record, out))
 
 
-def _failed(record: dict[str, Any], error: str, status: str = "failed") -> dict[str, Any]:
+def _with_warnings(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
+    if args.profile_warnings:
+        record["profile_warnings"] = list(args.profile_warnings)
+    return record
+
+
+def failed(record: dict[str, Any], error: str, status: str = "failed") -> dict[str, Any]:
     return {**record, "status": status, "error": error, "measure_finished": time.time()}
 
 
-def _measure_by_capture(
+def measure_by_capture(
     args: argparse.Namespace, env: Mapping[str, str], record: dict[str, Any], out: Path
 ) -> dict[str, Any]:
-    """SDK 2.22-2.31: device time from the profiler's captures; no device-side check."""
+    """SDK 2.22-2.31: the device-side check from the outputs a capture saves (unless the
+    baremetal path already made one: ``device_check`` in ``record``), then device time
+    from the profiler's captures."""
     neff, ntff = out / NEFF_NAME, out / NTFF_NAME
     if not args.profiler:
-        return _failed(
+        return failed(
             record, "the capture path needs a profiler (neuron-explorer or neuron-profile)"
         )
-    captured, problem = capture_timing(args, env, neff, ntff)
+    words, problem = seeded_inputs(args, env)
+    if problem:
+        return failed(record, problem)
+    if "device_check" not in record:
+        check = device_outputs(args, env, neff, words)
+        record["device_check"] = check
+        if check.get("passed") is False:
+            record.update(check="device", worst=check.get("worst"))
+            record["max_abs_error"] = check.get("max_abs_error")
+            return failed(
+                record,
+                f"the device's output (saved by {args.profiler} capture) differs from f_numpy "
+                f"on the inputs of seed {args.seed} (atol = rtol = {args.tolerance:g}): "
+                f"{check['message']}",
+                "incorrect",
+            )
+    captured, problem = capture_timing(args, env, neff, ntff, words)
     if captured is None:
-        return _failed(record, problem or "the capture gave no device time")
+        return failed(record, problem or "the capture gave no device time")
     profile = captured.pop("profile")
     record.update(captured)
-    record.update(
-        neff=str(neff),
-        ntff=str(ntff),
-        summary=str(out / SUMMARY_NAME),
-        device_check={
-            "passed": None,
-            "status": "not available",
-            "seed": args.seed,
-            "message": "a profiler capture returns no output tensors kernelopt can read "
-            "on this SDK path (no nrtpy): the CPU check is the numerics gate",
-        },
-    )
-    return _finished(record, args, profile)
+    record.update(neff=str(neff), ntff=str(ntff), summary=str(out / SUMMARY_NAME))
+    return finished(record, args, record.pop("baremetal_profile", None) or profile)
 
 
 def _measure_with_nrtpy(
@@ -99,7 +124,7 @@ def _measure_with_nrtpy(
         env = {**env, "LD_LIBRARY_PATH": ":".join(p for p in (NRTPY_LIBRARY, library) if p)}
     ran, (error, status) = _run_neff(args, env, neff)
     if ran is None:
-        return _failed(record, error, status)
+        return failed(record, error, status)
     check = ran["check"]
     record.update(
         runtime=ran.get("runtime"),
@@ -112,7 +137,7 @@ def _measure_with_nrtpy(
     if not check["passed"]:
         record.update(check="device", worst=check.get("worst"))
         record["max_abs_error"] = check.get("max_abs_error")
-        return _failed(
+        return failed(
             record,
             f"the device's output differs from f_numpy on the inputs of seed {args.seed} "
             f"(atol = rtol = {args.tolerance:g}): {check['message']}",
@@ -122,21 +147,21 @@ def _measure_with_nrtpy(
     if args.profiler:
         words, problem = seeded_inputs(args, env)
         if problem:
-            return _failed(record, problem)
+            return failed(record, problem)
         found, problem = profile_execution(args, env, neff, ntff, words)
         if found is None:
-            return _failed(record, problem or "the profiler gave no summary")
+            return failed(record, problem or "the profiler gave no summary")
         profile = found
         record.update(ntff=str(ntff), summary=str(out / SUMMARY_NAME))
     timing = _device_time(args, ran, profile)
     if timing is None:
-        return _failed(
+        return failed(
             record,
             "no device time: the runtime has no device-side benchmark and the profiler "
             "reported no total_time",
         )
     record.update(timing)
-    return _finished(record, args, profile)
+    return finished(record, args, profile)
 
 
 def _run_neff(
@@ -149,14 +174,7 @@ def _run_neff(
         str(neff),
         "--workload",
         args.workload,
-        "--warmup",
-        str(args.warmup),
-        "--iterations",
-        str(args.iterations),
-        "--seed",
-        str(args.seed),
-        "--tolerance",
-        str(args.tolerance),
+        *check_words(args),
     )
     done = run(argv, env, args.timeout)
     if done.timed_out:
@@ -166,6 +184,14 @@ def _run_neff(
         error = tail(done.stderr or done.stdout) or f"run exit code {done.returncode}"
         return None, (error, "failed")
     return ran, ("", "ok")
+
+
+def check_words(args: argparse.Namespace) -> list[str]:
+    """The timed runs and the device check's seed and tolerance, as a step's words."""
+    return [
+        *("--warmup", str(args.warmup), "--iterations", str(args.iterations)),
+        *("--seed", str(args.seed), "--tolerance", str(args.tolerance)),
+    ]
 
 
 def _device_time(
@@ -214,7 +240,7 @@ def _mfu(macs: int, seconds: float, peak: float, profile: Mapping[str, Any]) -> 
     }
 
 
-def _finished(
+def finished(
     record: dict[str, Any], args: argparse.Namespace, profile: dict[str, Any]
 ) -> dict[str, Any]:
     return {

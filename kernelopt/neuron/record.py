@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelopt.measurement import FAILED, INCORRECT, OK, Measurement
+from kernelopt.measurement import FAILED, INCORRECT, OK, SKIPPED, Measurement
 from kernelopt.neuron.facts import peak_flops
-from kernelopt.neuron.summary import mfu_percent
+from kernelopt.neuron.summary import mfu_percent, unit_cross_check
 
 # Record fields copied into Measurement.extra when present (compile record first,
 # the measure record overriding).
@@ -40,6 +40,11 @@ EXTRA_FIELDS = (
     "sdk_path",
     "run_call_shape",
     "output_dtypes",
+    "kernel_api",
+    "neuron_bench",
+    "profile_warnings",
+    "device_time_figure",
+    "compile_in_lease",
 )
 _TIMES = ("compile_started", "compile_finished", "measure_started", "measure_finished")
 
@@ -119,6 +124,9 @@ def to_measurement(
             extra=info,
             **common,
         )
+    if status == SKIPPED:
+        info["stage"] = final.get("stage", "driver")
+        return Measurement(status=SKIPPED, error=str(final.get("error")), extra=info, **common)
     if status != OK:
         info["stage"] = final.get("stage", "driver")
         info["timed_out"] = bool(status == "timeout" or final.get("timed_out"))
@@ -132,10 +140,24 @@ def to_measurement(
     metrics = metrics_of(final)
     if "mfu" not in metrics:
         info["mfu_source"] = "none: the workload's MAC count is unknown (no f_nkigym)"
+    sdk = extra.get("sdk") or {}
+    disagreement = unit_cross_check(
+        metrics.get("profiler_mfu_estimated_percent"),
+        metrics.get("mfu"),
+        sdk.get("profiler") or final.get("profiler"),
+        sdk.get("profiler_version"),
+    )
+    if disagreement:
+        info["profile_warnings"] = [*(info.get("profile_warnings") or []), disagreement]
+    profile = dict(final.get("profile") or {})
+    # The roofline of the device time, as the sim device reports it for its estimate.
+    roofline = final.get("roofline") or {}
+    profile.update(roofline)
+    metrics.update({k: float(v) for k, v in roofline.items() if isinstance(v, int | float)})
     return Measurement(
         status=OK,
         metrics=metrics,
-        profile=dict(final.get("profile") or {}),
+        profile=profile,
         extra=info,
         **common,
     )

@@ -28,18 +28,26 @@ TREE = "tree"
 OUT = "out"
 
 
-def pack_tree(tree: Path) -> bytes:
+def pack_tree(tree: Path, replace: Mapping[str, str] | None = None) -> bytes:
     """The tree under ``tree/`` plus an empty ``out/``, as tar bytes, without git
-    metadata or caches."""
+    metadata or caches; ``replace`` maps relative paths to the text shipped instead
+    of the file's (a kernel rendered for the host's SDK)."""
+    swapped = {f"{TREE}/{Path(k).as_posix()}": v for k, v in (replace or {}).items()}
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        return None if _SKIP & set(Path(info.name).parts) else info
+        skip = _SKIP & set(Path(info.name).parts) or info.name in swapped
+        return None if skip else info
 
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for child in sorted(Path(tree).iterdir()):
             if child.name not in _SKIP:
                 tar.add(child, arcname=f"{TREE}/{child.name}", filter=keep)
+        for name, text in swapped.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
         out = tarfile.TarInfo(OUT)
         out.type, out.mode = tarfile.DIRTYPE, 0o755
         tar.addfile(out)

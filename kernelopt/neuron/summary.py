@@ -10,10 +10,19 @@ here per tool (and version), never guessed from a value:
   kernel's ``vector_engine_active_time_percent`` 0.90, a matmul's
   ``hfu_estimated_percent`` 0.36; awslabs/nki-autotune scales its
   ``*_percent`` fields by 100 itself).
-* ``neuron-explorer``: percent, the unit its schema gives every ``*_percent``
-  field of the Summary table (aws-neuron/aws-neuron-sdk
-  tools/neuron-explorer/profile-schema-reference.rst, schema 7.4.0, SDK 2.31).
-  The same page warns the summary-json output "may change between versions".
+* ``neuron-explorer``: fractions in [0, 1] too. Its public outputs show them: a Trn2
+  run log of ``neuron-explorer view --output-format summary-json`` in a Neuron 2.30
+  environment (June 2026) has ``tensor_engine_active_time_percent`` 0.1806 =
+  ``tensor_engine_active_time`` 0.5657 s / ``total_time`` 3.132 s and
+  ``mfu_estimated_percent`` 0.0628; public scripts reading Explorer's summary-json
+  multiply its ``*_percent`` by 100, and the migration guide calls Explorer's
+  capture/view interface that of neuron-profile. The "percent" of
+  tools/neuron-explorer/profile-schema-reference.rst is the unit of the Parquet
+  tables (Summary.parquet) Explorer writes for its UI, not of summary-json.
+
+The unit is looked up per tool and version (``PERCENT_UNITS``); a version the record
+does not cover (or an unknown one) is read in the tool's documented unit, and the
+measurement records a warning saying so.
 
 Every consumer downstream sees percent in 0-100 and missing fields as absent.
 A value outside the tool's range (a fraction above 1) means the unit table is
@@ -24,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -62,12 +72,46 @@ def _number(value: Any) -> float | None:
 
 FRACTION = "fraction"
 PERCENT = "percent"
-# (tool, first version it applies from, unit of its *_percent fields); the last
-# matching row wins, so a release that changes the unit is one more row.
-PERCENT_UNITS: tuple[tuple[str, tuple[int, ...], str], ...] = (
-    ("neuron-profile", (0,), FRACTION),
-    ("neuron-explorer", (0,), PERCENT),
+
+
+@dataclass(frozen=True)
+class UnitRecord:
+    """Where the public record documents a tool's ``*_percent`` unit: from ``since``
+    (a version, as the tool prints it) up to ``until`` (None: no end known)."""
+
+    tool: str
+    since: tuple[int, ...]
+    until: tuple[int, ...] | None
+    unit: str
+    source: str
+
+
+# The documented rows; a release that changes the unit is one more row. Neuron
+# Explorer's summary-json is on record in fractions from Neuron 2.30 (a public run log);
+# what 2.27-2.29 printed is not on record. Tool versions are compared as printed by
+# `--version` (the aws-neuronx-tools release, which follows the SDK's: unverified).
+# Where the record is wrong for a version, the cross-check of the profiler's MFU with
+# the device-time MFU of the same NEFF says so (``unit_cross_check``).
+PERCENT_UNITS: tuple[UnitRecord, ...] = (
+    UnitRecord(
+        "neuron-profile",
+        (0,),
+        None,
+        FRACTION,
+        "zhang677/AccelOpt profile_results.csv; awslabs/nki-autotune profiler_percent",
+    ),
+    UnitRecord(
+        "neuron-explorer",
+        (2, 30),
+        None,
+        FRACTION,
+        "a public Trn2 run log of neuron-explorer summary-json under Neuron 2.30 "
+        "(tensor_engine_active_time_percent = active time / total_time); public scripts "
+        "that multiply Explorer's *_percent by 100",
+    ),
 )
+# Each tool's unit where its version is not on record: the one its public outputs show.
+DEFAULT_UNITS = {"neuron-profile": FRACTION, "neuron-explorer": FRACTION}
 
 
 def _version_key(version: str | None) -> tuple[int, ...]:
@@ -80,22 +124,33 @@ def _version_key(version: str | None) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def percent_unit(tool: str, version: str | None = None) -> str:
-    """The unit ``tool`` (at ``version``, when known) prints ``*_percent`` fields in."""
+def unit_and_warning(tool: str, version: str | None = None) -> tuple[str, str | None]:
+    """The unit ``tool`` at ``version`` prints ``*_percent`` fields in, and a warning when
+    the public record does not document that version (or the version is unknown): then
+    the tool's documented unit is assumed."""
     name = tool.rsplit("/", 1)[-1]
-    have = _version_key(version)
-    # An unknown version takes the newest row of the tool.
-    found = [
-        unit
-        for known, since, unit in PERCENT_UNITS
-        if known == name and (not have or have >= since)
-    ]
-    if not found:
-        known = ", ".join(sorted({t for t, _, _ in PERCENT_UNITS}))
+    if name not in DEFAULT_UNITS:
+        known = ", ".join(sorted(DEFAULT_UNITS))
         raise SummaryError(
             f"no known unit for the *_percent fields of {tool!r} (known tools: {known})"
         )
-    return found[-1]
+    have = _version_key(version)
+    for row in reversed(PERCENT_UNITS):
+        inside = have and have >= row.since and (row.until is None or have <= row.until)
+        if row.tool == name and inside:
+            return row.unit, None
+    unit = DEFAULT_UNITS[name]
+    source = next(r.source for r in PERCENT_UNITS if r.tool == name and r.unit == unit)
+    said = f"version {version}" if have else "an unknown version"
+    return unit, (
+        f"{name} {said}: no public record of its *_percent unit at this version; read as "
+        f"{unit}, the unit on record for this tool ({source})"
+    )
+
+
+def percent_unit(tool: str, version: str | None = None) -> str:
+    """The unit ``tool`` (at ``version``, when known) prints ``*_percent`` fields in."""
+    return unit_and_warning(tool, version)[0]
 
 
 def convert_fields(flat: dict[str, Any], unit: str, *, source: str = "summary") -> dict[str, Any]:
@@ -137,10 +192,18 @@ def roofline_efficiency(profile: dict[str, Any]) -> float | None:
 
 
 def parse_summary(
-    text: str, *, tool: str, version: str | None = None, source: str = "summary-json"
+    text: str,
+    *,
+    tool: str,
+    version: str | None = None,
+    source: str = "summary-json",
+    warnings: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The profile record from ``tool``'s stdout (percent in 0-100, missing dropped)."""
-    unit = percent_unit(tool, version)
+    """The profile record from ``tool``'s stdout (percent in 0-100, missing dropped);
+    a unit assumed for an undocumented version is appended to ``warnings``."""
+    unit, warning = unit_and_warning(tool, version)
+    if warning and warnings is not None and warning not in warnings:
+        warnings.append(warning)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -160,3 +223,49 @@ def mfu_percent(macs: int, seconds: float, peak_flops: float) -> float | None:
     if macs <= 0 or seconds <= 0 or peak_flops <= 0:
         return None
     return 100.0 * 2.0 * macs / (seconds * peak_flops)
+
+
+# How far the profiler's MFU may be from the device-time MFU of the same NEFF before the
+# record says so: the two differ by design (one traced execution against the minimum of
+# the timed ones; the profiler's own FLOP count and peak), but not tenfold. A factor
+# near 100 is the signature of a *_percent unit read wrongly.
+CROSS_CHECK_FACTOR = 10.0
+UNIT_FACTOR_BAND = (30.0, 300.0)
+
+
+def unit_cross_check(
+    profiler_mfu: float | None,
+    device_mfu: float | None,
+    tool: str | None,
+    version: str | None = None,
+) -> str | None:
+    """A warning when the profiler's ``mfu_estimated_percent`` (as converted) and the
+    device-time MFU of the same NEFF disagree more than tenfold, naming the factor and,
+    near 100, the unit read for ``tool`` at ``version``; None when they agree or either
+    is missing. The profile is never rescaled: the warning is the record."""
+    if not profiler_mfu or not device_mfu or profiler_mfu <= 0 or device_mfu <= 0:
+        return None
+    ratio = profiler_mfu / device_mfu
+    factor = max(ratio, 1.0 / ratio)
+    if factor < CROSS_CHECK_FACTOR:
+        return None
+    name = (tool or "the profiler").rsplit("/", 1)[-1]
+    said = f"{name} {version}" if version else name
+    text = (
+        f"{said}: the profiler's mfu_estimated_percent ({profiler_mfu:.4g}) is {ratio:.3g} "
+        f"times the device-time MFU of the same NEFF ({device_mfu:.4g})"
+    )
+    low, high = UNIT_FACTOR_BAND
+    if low <= factor <= high:
+        try:
+            unit = percent_unit(name, version)
+        except SummaryError:
+            unit = "an unknown unit"
+        text += (
+            f": a factor near 100 means its *_percent fields are not in {unit}, the unit "
+            "kernelopt read them in; they are recorded as read, not rescaled "
+            "(kernelopt.neuron.summary.PERCENT_UNITS)"
+        )
+    else:
+        text += ": the profile is recorded as read"
+    return text

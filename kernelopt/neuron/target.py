@@ -18,85 +18,55 @@ binding on this machine and skips the gate.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from kernelopt.devices.acquire import Lease, NoIdleDevice, acquire
 from kernelopt.devices.base import Gate
 from kernelopt.devices.locks import DEFAULT_LOCK_DIR
-from kernelopt.devices.neuron import LNC_ENV, BindingError, for_lnc, read_binding
+from kernelopt.devices.neuron import LNC_ENV
 from kernelopt.hosts.base import Host, HostError
 from kernelopt.hosts.local import LocalHost
-from kernelopt.measurement import FAILED, Measurement
+from kernelopt.measurement import FAILED, SKIPPED, Measurement
 from kernelopt.neuron import remote
-from kernelopt.neuron.builds import Build, Builds, build_key
+from kernelopt.neuron.building import Compiled, Prepared, build
+from kernelopt.neuron.builds import Builds
 from kernelopt.neuron.calls import SLACK_S, DriverCalls, ProbeError, artifact_paths
-from kernelopt.neuron.cpu_check import CheckSpec, in_record, run_cpu_check
 from kernelopt.neuron.facts import VISIBLE_CORES_ENV
+from kernelopt.neuron.held import NO_GATE, CallersDevice, HeldDevice, bind
 from kernelopt.neuron.pipeline import compile_while_measuring
 from kernelopt.neuron.record import to_measurement
 from kernelopt.neuron.sdk import SdkPlan
+from kernelopt.neuron.shipping import KernelApiError, for_host, scratch_dir
+from kernelopt.neuron.work import device_roofline, mac_count, roofline_work
 from kernelopt.program import NeuronConfig, Program
 from kernelopt.targets.base import Target
 from kernelopt.workload import WorkloadError, load_workload
 
-
-class HeldDevice(Protocol):
-    """What measuring needs from a device: where it is and how to bind to it."""
-
-    @property
-    def host(self) -> Host: ...
-
-    @property
-    def binding(self) -> dict[str, str]: ...
-
-    @property
-    def device(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class _CallersDevice:
-    """A device the caller leased and will release; used here as it is."""
-
-    host: Host
-    binding: dict[str, str]
-    device: str = "neuron"
-
-    def __enter__(self) -> _CallersDevice:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    tree: Path
-    data: bytes
-    key: str
-    macs: int
-    digest: str  # of the kernel and workload sources
-
-
-@dataclass(frozen=True)
-class _Compiled:
-    directory: str | None
-    record: dict[str, Any]
-    build: str | None = None  # the key to keep a fresh build under, once its NEFF is fetched
+NO_BASELINE = (
+    "not measured: this host's Neuron environment has neither nkipy nor its predecessor "
+    "neuronpy, so f_numpy cannot be compiled by neuronx-cc for the compiler-baseline row; "
+    "install nkipy there (device.neuron.activate) to get it"
+)
 
 
 @dataclass(frozen=True)
 class NeuronTarget(Target):
     kind: ClassVar[str] = "nki-neuron"
+    # The compiler baseline runs on a device: measured on the lease that measured the
+    # run's baseline (sampling.py), never gated anew.
+    reference_on_device: ClassVar[bool] = True
     workload: str  # relative to the tree root
     kernel: str
     hosts: tuple[Host, ...]
     gate: Gate
     results_dir: Path
     func: str | None = None
+    knobs: str | None = None  # a KernelIR target's knobs.json: renders the kernel per host
     settings: NeuronConfig = field(default_factory=NeuronConfig)
     python: str = "python3"
     poll_s: float = 600.0
@@ -139,6 +109,7 @@ class NeuronTarget(Target):
             workload=t.workload,
             kernel=t.kernel,
             func=t.func,
+            knobs=t.knobs.file if t.knobs else None,
             hosts=tuple(hosts),
             gate=gate,
             results_dir=base / (run or program.name),
@@ -166,8 +137,9 @@ class NeuronTarget(Target):
             workload=spec["workload"],
             kernel=spec["kernel"],
             func=spec.get("func"),
+            knobs=spec.get("knobs"),
             hosts=(LocalHost(),),
-            gate=_NO_GATE,
+            gate=NO_GATE,
             results_dir=results,
             settings=NeuronConfig(**settings),
             python=spec.get("python") or "python3",
@@ -188,6 +160,7 @@ class NeuronTarget(Target):
             "workload": self.workload,
             "kernel": self.kernel,
             "func": self.func,
+            "knobs": self.knobs,
             "settings": {
                 **asdict(s),
                 "compiler_args": list(s.compiler_args),
@@ -200,8 +173,9 @@ class NeuronTarget(Target):
                 "rel_l2": self.rel_l2,
             },
             "python": self.python,
-            # compile, then run and profile, each bounded by compile_timeout.
-            "timeout_s": 2 * s.compile_timeout_s + SLACK_S,
+            # compile, then run and profile, each bounded by compile_timeout; on the
+            # baremetal path the measure step compiles twice more (baremetal, benchmark).
+            "timeout_s": 4 * s.compile_timeout_s + SLACK_S,
         }
 
     def measure(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
@@ -215,8 +189,8 @@ class NeuronTarget(Target):
         With ``env`` holding NEURON_RT_VISIBLE_CORES the caller has leased the
         device and this process runs on its host: no gate, this machine.
         """
-        prepared: list[_Prepared | Measurement] = [self._prepare(Path(t)) for t in trees]
-        ready = [p for p in prepared if isinstance(p, _Prepared)]
+        prepared: list[Prepared | Measurement] = [self._prepare(Path(t)) for t in trees]
+        ready = [p for p in prepared if isinstance(p, Prepared)]
         done: dict[int, Measurement] = {}
         if ready:
             lease = self._lease(env)
@@ -240,28 +214,40 @@ class NeuronTarget(Target):
             done = {id(p): m for p, m in zip(ready, results, strict=True)}
         return [p if isinstance(p, Measurement) else done[id(p)] for p in prepared]
 
-    def reference(self, tree: Path) -> Measurement:
-        """The compiler baseline: f_numpy through nkipy and neuronx-cc, measured on a
-        leased device through exactly the candidates' path (`_measure`)."""
-        what = {"what": "f_numpy compiled by neuronx-cc (nkipy)"}
+    def reference(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
+        """The compiler baseline: f_numpy through nkipy (or neuronpy) and neuronx-cc,
+        measured on a leased device through exactly the candidates' path (`_measure`);
+        a skipped row, with the reason, where the host has neither tracer. With ``env``
+        holding the caller's binding (the lease that measured the run's baseline) it is
+        measured there, with no gate."""
         prepared = self._prepare(Path(tree))
         if isinstance(prepared, Measurement):
             return prepared
         prepared = replace(prepared, key=f"reference-{prepared.key}")
-        lease = self._lease()
+        lease = self._lease(env)
         if isinstance(lease, Measurement):
             return lease
         with lease:
             host = lease.host
+            what = {"what": "f_numpy compiled by neuronx-cc (nkipy)"}
             try:
                 sdk = self._plan(host)
+                what = {"what": f"f_numpy compiled by neuronx-cc ({sdk.baseline or 'nkipy'})"}
+                if sdk.baseline is None:
+                    return Measurement.failure(
+                        SKIPPED, NO_BASELINE, device=self.device, host=host.name, extra=what
+                    )
                 directory = remote.ship_tree(host, prepared.data)
             except (HostError, ProbeError) as exc:
                 return Measurement.failure(
                     FAILED, str(exc), device=self.device, host=host.name, extra=what
                 )
             record = self.calls.compile_reference(host, directory)
-            measured = self._measure(lease, sdk, prepared, _Compiled(directory, record))
+            # A NEFF is timed like the candidates' NEFFs: on the baremetal path, by the
+            # profiler's captures (nki.benchmark takes a kernel, not a NEFF).
+            path = "capture" if sdk.path == "baremetal" else sdk.path
+            compiled = Compiled(directory, record, path=path)
+            measured = self._measure(lease, sdk, prepared, compiled)
         return replace(measured, extra={**measured.extra, **what})
 
     @property
@@ -269,10 +255,10 @@ class NeuronTarget(Target):
         """The driver commands for this target's kernel and settings."""
         return DriverCalls(self.settings, self.python, self.workload, self.kernel, self.func)
 
-    def _lease(self, env: Mapping[str, str] | None = None) -> Lease | _CallersDevice | Measurement:
+    def _lease(self, env: Mapping[str, str] | None = None) -> Lease | CallersDevice | Measurement:
         if env and env.get(VISIBLE_CORES_ENV):
             kept = {k: env[k] for k in (VISIBLE_CORES_ENV, LNC_ENV) if k in env}
-            return _CallersDevice(LocalHost(), kept)
+            return CallersDevice(LocalHost(), kept)
         lease = acquire(
             self.gate,
             self.hosts,
@@ -288,7 +274,7 @@ class NeuronTarget(Target):
 
     # -- steps ---------------------------------------------------------------
 
-    def _prepare(self, tree: Path) -> _Prepared | Measurement:
+    def _prepare(self, tree: Path) -> Prepared | Measurement:
         """Pack the tree and count the workload's MACs here, before any host work."""
         try:
             workload = load_workload(tree / self.workload, require=("f_numpy", "INPUT_SPECS"))
@@ -303,7 +289,8 @@ class NeuronTarget(Target):
             digest.update((tree / rel).read_bytes())
         hexdigest = digest.hexdigest()
         key = f"{hexdigest[:12]}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 10**6:06d}"
-        return _Prepared(tree, remote.pack_tree(tree), key, _mac_count(workload), hexdigest)
+        packed = remote.pack_tree(tree)
+        return Prepared(tree, packed, key, mac_count(workload), hexdigest, roofline_work(workload))
 
     def _plan(self, host: Host) -> SdkPlan:
         """The host's SDK path, probed once per host for this target (a run, a try)."""
@@ -311,81 +298,34 @@ class NeuronTarget(Target):
             self._plans[host.name] = self.calls.probe(host)
         return self._plans[host.name]
 
-    def _check(self, p: _Prepared) -> dict[str, Any]:
-        """The CPU simulator's numerics check of the candidate, on this machine."""
-        spec = CheckSpec(
-            kernel=str(p.tree / self.kernel),
-            workload=str(p.tree / self.workload),
-            func=self.func,
-            seeds=self.seeds,
-            atol=self.atol,
-            rtol=self.rtol,
-            rel_l2=self.rel_l2,
-            mac_count=p.macs or None,
-        )
-        return run_cpu_check(spec, cwd=p.tree, timeout=self.settings.compile_timeout_s)
-
-    def _compile(self, host: Host, sdk: SdkPlan, p: _Prepared) -> _Compiled:
-        """The CPU check, then (when it does not stop the candidate) the compile; or
-        the NEFF of an identical build made before (`builds.py`)."""
-        key = self._build_key(sdk, p)
-        build = self.builds.get(key)
-        reused = self._reuse(host, p, build) if build is not None else None
-        if reused is not None:
-            return reused
-        found, incorrect = in_record(self._check(p))
-        if incorrect is not None:
-            return _Compiled(None, incorrect)
-        problem = sdk.compile_problem()
-        if problem:
-            return _Compiled(
-                None, {**found, "stage": "compile", "status": "failed", "error": problem}
-            )
+    def _compile(self, host: Host, sdk: SdkPlan, p: Prepared) -> Compiled:
+        """The kernel in the namespace the host takes, its CPU check, then (when that
+        does not stop the candidate) the compile; or the NEFF of an identical build
+        made before (`builds.py`). On the baremetal path the device compiles."""
+        scratch = scratch_dir()
         try:
-            directory = remote.ship_tree(host, p.data)
-        except HostError as exc:
-            return _Compiled(
-                None, {**found, "stage": "ship", "status": "failed", "error": str(exc)}
-            )
-        record = {**found, **self.calls.compile(host, sdk, directory)}
-        return _Compiled(directory, record, key)
+            try:
+                ship = for_host(
+                    p.tree,
+                    self.kernel,
+                    self.workload,
+                    self.knobs,
+                    self.settings.kernel_api,
+                    sdk,
+                    p.data,
+                    scratch,
+                )
+            except KernelApiError as exc:
+                return Compiled(None, {"stage": "ship", "status": "failed", "error": str(exc)})
+            return build(self, host, sdk, p, ship)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     @property
     def builds(self) -> Builds:
         return Builds(self.results_dir / "builds")
 
-    def _build_key(self, sdk: SdkPlan, p: _Prepared) -> str:
-        """Everything the CPU check and the compile depend on."""
-        s = self.settings
-        return build_key(
-            p.digest,
-            [self.kernel, self.workload, self.func],
-            [self.seeds, self.atol, self.rtol, self.rel_l2],
-            sdk.to_json(),
-            [s.activate, s.lnc, s.opt, list(s.compiler_args), list(s.pipeline_options)],
-        )
-
-    def _reuse(self, host: Host, p: _Prepared, build: Build) -> _Compiled | None:
-        """The tree shipped with the build's NEFF (and compile log) already in out/;
-        None when the kept files cannot be read (the caller builds afresh)."""
-        try:
-            files = {name: path.read_bytes() for name, path in build.files.items()}
-        except OSError:
-            return None
-        try:
-            directory = remote.ship_tree(host, p.data)
-        except HostError as exc:
-            return _Compiled(None, {"stage": "ship", "status": "failed", "error": str(exc)})
-        try:
-            for name, path in artifact_paths(directory).items():
-                if name in files:
-                    host.put_bytes(files[name], path)
-        except HostError as exc:
-            host.remove_tree(directory)
-            return _Compiled(None, {"stage": "ship", "status": "failed", "error": str(exc)})
-        return _Compiled(directory, build.as_reused())
-
-    def _measure(self, lease: HeldDevice, sdk: SdkPlan, p: _Prepared, c: _Compiled) -> Measurement:
+    def _measure(self, lease: HeldDevice, sdk: SdkPlan, p: Prepared, c: Compiled) -> Measurement:
         """Run, check, time and profile one compiled NEFF: the one path for candidates
         and the compiler baseline alike."""
         started = time.monotonic()
@@ -393,13 +333,15 @@ class NeuronTarget(Target):
         measured: dict[str, Any] | None = None
         artifacts: dict[str, str] = {}
         compiled = c.directory is not None and c.record.get("status") == "ok"
-        binding, where = _bind(lease, self.settings.lnc)
+        binding, where = bind(lease, self.settings.lnc)
         try:
             problem = sdk.runtime_problem() or where.get("error")
             if compiled and problem:
                 measured = {"stage": "measure", "status": "failed", "error": problem}
             elif compiled and c.directory is not None:
-                measured = self.calls.measure(host, sdk, c.directory, p.macs, binding)
+                measured = self.calls.measure(
+                    host, sdk, c.directory, p.macs, binding, c.path or sdk.path
+                )
             if c.directory is not None:
                 wanted = artifact_paths(c.directory)
                 artifacts = remote.fetch(host, wanted, self.results_dir / p.key)
@@ -409,6 +351,8 @@ class NeuronTarget(Target):
             if c.directory is not None:
                 host.remove_tree(c.directory)
         s = self.settings
+        if measured and measured.get("status") == "ok" and p.work is not None:
+            measured["roofline"] = device_roofline(p.work, float(measured["min_s"]), s.lnc)
         return to_measurement(
             c.record,
             measured,
@@ -427,48 +371,3 @@ class NeuronTarget(Target):
                 "bound": where,
             },
         )
-
-
-def _bind(lease: HeldDevice, lnc: int) -> tuple[dict[str, str], dict[str, Any]]:
-    """The lease's core renumbered for the LNC the kernel runs with (same chip), and
-    what the record says about it: chip, logical core, physical cores, and the
-    numbering the lease came in; or the lease's binding and why it cannot be used."""
-    try:
-        leased = read_binding(lease.binding, default_lnc=lnc)
-        binding = for_lnc(lease.binding, lnc)
-        bound = read_binding(binding)
-    except BindingError as exc:
-        error = f"cannot bind device {lease.device} for LNC {lnc}: {exc}"
-        return dict(lease.binding), {"error": error}
-    return binding, {
-        **bound.describe(),
-        "leased_cores": str(leased.core),
-        "leased_lnc": leased.lnc,
-    }
-
-
-def _mac_count(workload: Any) -> int:
-    """MACs from the op graph (f_nkigym) when the IR can count them, else 0 (the
-    record then carries the profiler's MFU)."""
-    if workload.f_nkigym is None:
-        return 0
-    try:
-        from kernelopt.ir import compute_mac_count
-    except ImportError:
-        return 0
-    try:
-        return int(compute_mac_count(workload.f_nkigym, workload.input_specs))
-    except Exception:  # the op graph is user code; MFU then comes from the profiler
-        return 0
-
-
-class _NoGate:
-    """The gate of a target whose caller holds the device: asked, it finds none."""
-
-    kind = "neuron"
-
-    def survey(self, host: Host) -> list[Any]:
-        return []
-
-
-_NO_GATE = _NoGate()

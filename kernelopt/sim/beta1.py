@@ -39,10 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from kernelopt.sim.beta1_ops import HighLevelOps
+from kernelopt.sim import indexing
+from kernelopt.sim.beta1_ops import HighLevelOps, LoopReduction
 from kernelopt.sim.beta1_tiles import BlockArray, ParDim
 from kernelopt.sim.language import BUFFERS
-from kernelopt.sim.tensor import Buffer, Tile
+from kernelopt.sim.tensor import Buffer, PlacedBuffer, Tile
 from kernelopt.sim.trace import Instruction
 
 _TENSOR_OPS = frozenset({"nc_matmul", "nc_transpose"})
@@ -80,9 +81,19 @@ class Beta1(HighLevelOps):
                 self.m.site(),
                 fill,
             )
-        tile = self.m.allocate(tuple(int(d) for d in shape), resolved, buffer, name or None)
+        address = (0, buffer.base) if isinstance(buffer, PlacedBuffer) else None
+        tile = self.m.allocate(
+            tuple(int(d) for d in shape), resolved, buffer, name or None, address=address
+        )
         self.initialise(tile, fill)
         return tile
+
+    def device_print(self, prefix: Any, x: Any = None, **_: Any) -> None:
+        """``nl.device_print``: print the tile's values (nothing in trace-only runs)."""
+        if isinstance(x, Tile) and self.m.compute:
+            print(prefix, self.m.read(x, "nl.device_print"))
+        elif not isinstance(x, Tile):
+            print(prefix, x)
 
     def initialise(self, tile: Tile, fill: float | str | None) -> None:
         """``nl.zeros``/``nl.full`` on chip is a memset; ``lazy_initialization`` zeros
@@ -150,36 +161,66 @@ class Beta1(HighLevelOps):
                     free=dst.free_size,
                 )
             return dst
-        psum = self.new(shape, np.dtype(np.float32), "psum")
-        m.write(psum, data)
-        self.isa._emit(
-            "nc_matmul",
-            "tensor",
-            [src],
-            [psum],
-            partitions=src.partitions,
-            free=psum.free_size,
-            stationary_free=shape[0],
-            wide=src.dtype.itemsize >= 4,
-            macs=0,
-        )
-        self._copy(dst, psum)
+        # One matmul per PSUM bank of columns (a matmul writes at most 512 fp32 per
+        # partition), each copied out of PSUM into its part of the result.
+        chunk = m.params.psum_bank_bytes // 4
+        if len(shape) != 2 and dst.free_size > chunk:
+            m.fail("isa", f"broadcast_to: a {shape} broadcast across partitions must be 2-D")
+        columns = dst.free_size if len(shape) != 2 else shape[1]
+        for c0 in range(0, columns, chunk):
+            c1 = min(columns, c0 + chunk)
+            part_src = src if len(shape) != 2 else src[:, c0:c1]
+            part_dst = dst if len(shape) != 2 else dst[:, c0:c1]
+            psum = self.new(part_dst.shape, np.dtype(np.float32), "psum")
+            m.write(psum, None if data is None else np.reshape(data, shape)[:, c0:c1])
+            self.isa._emit(
+                "nc_matmul",
+                "tensor",
+                [part_src],
+                [psum],
+                partitions=src.partitions,
+                free=psum.free_size,
+                stationary_free=shape[0],
+                wide=src.dtype.itemsize >= 4,
+                macs=0,
+            )
+            self._copy(part_dst, psum)
         return dst
 
     # --- assignment ----------------------------------------------------------------------
 
     def _fresh(self, value: Any) -> bool:
-        """Whether ``value`` is a whole temporary written by the last instruction alone."""
-        if not isinstance(value, Tile) or not self.m.trace:
+        """Whether ``value`` is a whole temporary that the last instruction alone wrote
+        (all of it, or the part a ``mask=`` kept) without reading it."""
+        if not isinstance(value, Tile) or not self.m.trace or value.view_map is not None:
+            return False
+        if value.coords is not None:
             return False
         last = self.m.trace[-1]
-        whole = value.bounds == tuple((0, n) for n in value.alloc.shape)
+        aid = value.alloc.id
         return (
-            whole
-            and last.writes == (value.region,)
-            and value.region not in last.reads
-            and value.alloc.id in self._temps
+            value.bounds == tuple((0, n) for n in value.alloc.shape)
+            and len(last.writes) == 1
+            and last.writes[0][0] == aid
+            and all(r[0] != aid for r in last.reads)
+            and aid in self._temps
         )
+
+    def _written_part(self, dst: Tile, value: Tile) -> Tile | None:
+        """The part of ``dst`` that matches what the last instruction wrote of
+        ``value`` (all of ``dst``, or the rows and columns a mask kept); None if
+        the two do not line up axis by axis."""
+        box = self.m.trace[-1].writes[0][1]
+        if box == value.bounds:
+            return dst
+        if value.ndim != dst.ndim or value.shape != dst.shape:
+            return None
+        keep = {
+            axis: (lo, hi)
+            for axis, ((lo, hi), n) in enumerate(zip(box, value.shape, strict=True))
+            if (lo, hi) != (0, n)
+        }
+        return dst.clip(indexing.Mask(dst.ndim, keep))
 
     def _can_retarget(self, dst: Tile, value: Tile) -> bool:
         last = self.m.trace[-1]
@@ -199,20 +240,27 @@ class Beta1(HighLevelOps):
         written PSUM tile does)."""
         m = self.m
         last = m.trace.pop()
-        src = None if value.alloc.data is None else value.alloc.data[value.index]
-        if src is not None and src.shape != dst.shape:
+        box = last.writes[0][1]
+        src = None
+        if value.alloc.data is not None:
+            src = value.alloc.data[tuple(slice(lo, hi) for lo, hi in box)]
             src = src.reshape(dst.shape)
         reads = last.reads
         written = dst.alloc.written[dst.index] if accumulate else None
         if written is not None and written.any():
             reads = reads + (dst.region,)
             if src is not None:
-                old = dst.alloc.data[dst.index]
+                old = m.read(dst, "accumulate") if written.all() else dst.alloc.data[dst.index]
                 src = old + src if written.all() else np.where(written, old + src, src)
         fields = {f: getattr(last, f) for f in _INSTRUCTION_FIELDS}
         fields.update(writes=(dst.region,), shape=dst.shape, reads=reads)
-        if last.engine == "dma":
+        if len(reads) > len(last.reads) and dst.buffer.kind == "psum":
+            fields["psum_read"] = True  # the accumulation reads dst's PSUM bank
+        if last.op == "dma_copy":
+            # A copy's rows are as long as the shorter of source and destination rows;
+            # a transpose moves fixed blocks whatever the destination (isa_dma.py).
             fields["row_bytes"] = min(last.row_bytes, dst.row_bytes())
+        if last.engine == "dma":
             fields["hbm_write"] = dst.nbytes if dst.buffer.kind == "hbm" else 0
         m.trace.append(Instruction(**fields))
         m.write(dst, src)
@@ -225,10 +273,15 @@ class Beta1(HighLevelOps):
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
             self.isa.memset(dst, float(value))
             return
+        if isinstance(value, LoopReduction):
+            self.reduce_into(dst, value)
+            return
         value = self._tile("assignment", value)
         if self._fresh(value) and self._can_retarget(dst, value):
-            self._retarget(dst, value)
-            return
+            part = self._written_part(dst, value)
+            if part is not None:
+                self._retarget(part, value)
+                return
         if dst.buffer.on_chip and value.buffer.on_chip:
             src = value if value.shape == dst.shape else self._reshaped(value, dst)
             self.isa.tensor_copy(dst, src)
@@ -256,8 +309,9 @@ class Beta1(HighLevelOps):
             and self._fresh(other)
             and self.m.trace[-1].op == "nc_matmul"
             and self._can_retarget(dst, other)
+            and (part := self._written_part(dst, other)) is not None
         ):
-            self._retarget(dst, other, accumulate=True)
+            self._retarget(part, other, accumulate=True)
             return dst
         self.binary(op, dst, other, out=dst)
         return dst

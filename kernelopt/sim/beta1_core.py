@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernelopt.sim.beta1_tiles import BlockArray, BlockView
-from kernelopt.sim.language import BUFFERS, OPS, resolve_dtype
+from kernelopt.sim.language import BUFFERS, resolve_dtype
+from kernelopt.sim.ops import OPS
 from kernelopt.sim.tensor import Tile
 
 if TYPE_CHECKING:
@@ -21,8 +22,10 @@ class Beta1Core:
 
     def __init__(self, machine: Machine, isa: Isa) -> None:
         self.m, self.isa = machine, isa
-        # loop_reduce accumulators, per call site.
+        # loop_reduce accumulators per call site, and the reductions made there that no
+        # assignment took (kernelopt.sim.beta1_ops.LoopReduction).
         self._reduce: dict[tuple[int, ...], Tile] = {}
+        self._pending: dict[tuple[int, ...], list[Any]] = {}
         # Allocations made for results (not declared by the kernel): the ones an
         # assignment may retarget.
         self._temps: set[int] = set()
@@ -47,6 +50,8 @@ class Beta1Core:
     # --- tiles as operands -------------------------------------------------------------
 
     def _tile(self, what: str, value: Any) -> Tile:
+        if hasattr(value, "first") and hasattr(value, "src"):
+            return self.reduced(value)  # type: ignore[attr-defined]  # an nl.loop_reduce
         if isinstance(value, BlockArray | BlockView):
             self.m.fail("isa", f"{what}: index the block array {value!r} down to one block")
         if not isinstance(value, Tile):

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernelopt.sim import indexing
+from kernelopt.sim.beta1_isa_fused import BETA1_FUSED_CALLS, Beta1FusedIsa, column
+from kernelopt.sim.beta1_isa_fused import masked as _masked
 from kernelopt.sim.beta1_tiles import dtype_of
 from kernelopt.sim.enums import engine_of
 from kernelopt.sim.tensor import Tile
@@ -29,13 +31,8 @@ BETA1_ISA_CALLS = (
     "tensor_reduce",
     "memset",
     "reciprocal",
-    "iota",
     "dma_copy",
 )
-
-
-def _masked(tile: Tile, mask: Any) -> Tile:
-    return tile.clip(mask) if mask is not None else tile
 
 
 class Beta1Isa:
@@ -48,7 +45,17 @@ class Beta1Isa:
     def nc_matmul(self, stationary: Any, moving: Any, *, mask: Any = None, **kwargs: Any) -> Tile:
         s, mv = self.beta._tile("nc_matmul", stationary), self.beta._tile("nc_matmul", moving)
         dst = self.beta.new((s.shape[-1], mv.shape[-1]), np.dtype(np.float32), "psum")
-        self.isa.nc_matmul(dst, s, mv, **{k: v for k, v in kwargs.items() if k != "dtype"})
+        out = dst
+        if mask is not None:
+            # The mask is over the result [M, N]: M is the stationary's free axis,
+            # N the moving's.
+            out = dst.clip(mask)
+            keep = getattr(mask, "keep", {})
+            if 0 in keep:
+                s = s.clip(indexing.Mask(2, {1: keep[0]}))
+            if 1 in keep:
+                mv = mv.clip(indexing.Mask(2, {1: keep[1]}))
+        self.isa.nc_matmul(out, s, mv, **{k: v for k, v in kwargs.items() if k != "dtype"})
         return dst
 
     def nc_transpose(
@@ -71,6 +78,7 @@ class Beta1Isa:
         dtype: Any = None,
         reduce_op: Any = None,
         reduce_res: Any = None,
+        reduce_cmd: Any = None,
         **_: Any,
     ) -> Tile:
         src = self.beta._tile("activation", data)
@@ -79,10 +87,11 @@ class Beta1Isa:
             _masked(dst, mask),
             op,
             _masked(src, mask),
-            bias=bias,
-            scale=scale,
+            bias=column(bias, mask),
+            scale=column(scale, mask),
             reduce_op=reduce_op,
-            reduce_res=reduce_res,
+            reduce_res=column(reduce_res, mask),
+            reduce_cmd=reduce_cmd,
         )
         return dst
 
@@ -106,9 +115,9 @@ class Beta1Isa:
             op,
             _masked(src, mask),
             reduce_op,
-            reduce_res,
-            bias=bias,
-            scale=scale,
+            column(reduce_res, mask),
+            bias=column(bias, mask),
+            scale=column(scale, mask),
         )
         return dst
 
@@ -151,10 +160,10 @@ class Beta1Isa:
             _masked(dst, mask),
             _masked(src, mask),
             op0,
-            operand0,
+            column(operand0, mask),
             reverse0,
             op1,
-            operand1,
+            column(operand1, mask),
             reverse1,
             engine=engine,
         )
@@ -180,7 +189,7 @@ class Beta1Isa:
             _masked(dst, mask),
             _masked(src, mask),
             op0,
-            operand0,
+            column(operand0, mask),
             op1,
             _masked(self.beta._tile("scalar_tensor_tensor", operand1), mask),
             reverse0=reverse0,
@@ -226,22 +235,7 @@ class Beta1Isa:
         src = self.beta._tile("reciprocal", data)
         dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
         s, d = _masked(src, mask), _masked(dst, mask)
-        values = self.beta.m.read(s, "reciprocal")
-        self.beta.m.write(d, None if values is None else 1.0 / values)
-        self.isa._emit("reciprocal", "vector", [s], [d], partitions=d.partitions, free=d.free_size)
-        return dst
-
-    def iota(self, expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tile:
-        """The values of an index expression as a tile (GpSimd)."""
-        if not isinstance(expr, indexing.IndexExpr):
-            self.beta.m.fail(
-                "isa", f"iota: expected an nl.arange/nl.mgrid expression, got {expr!r}"
-            )
-        shape = expr.shape if expr.ndim > 1 else (expr.size, 1)
-        dst = self.beta.new(shape, self.beta._dtype(dtype, np.dtype(np.int32)))
-        values = (expr.start + np.arange(expr.size)).reshape(shape)
-        self.beta.m.write(dst, values.astype(np.float32) if self.beta.m.compute else None)
-        self.isa._emit("iota", "gpsimd", [], [dst], partitions=dst.partitions, free=dst.free_size)
+        self.isa.reciprocal(d, s)
         return dst
 
     def dma_copy(self, *, dst: Any, src: Any, mask: Any = None, **kwargs: Any) -> None:
@@ -257,3 +251,6 @@ def add_isa(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:
     calls = Beta1Isa(beta, isa)
     for name in BETA1_ISA_CALLS:
         setattr(nisa, name, getattr(calls, name))
+    fused = Beta1FusedIsa(beta, isa)
+    for name in BETA1_FUSED_CALLS:
+        setattr(nisa, name, getattr(fused, name))

@@ -4,6 +4,7 @@ machine's beta-1 tile semantics."""
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,10 +14,12 @@ import numpy as np
 
 from kernelopt.sim import indexing
 from kernelopt.sim.beta1 import Beta1
+from kernelopt.sim.beta1_compiler import build_compiler
 from kernelopt.sim.beta1_isa import add_isa
 from kernelopt.sim.beta1_tiles import ParDim
 from kernelopt.sim.enums import add_enums
-from kernelopt.sim.language import BUFFERS, OPS, Op
+from kernelopt.sim.language import BUFFERS
+from kernelopt.sim.ops import OPS, Op
 from kernelopt.sim.tensor import Tile
 
 if TYPE_CHECKING:
@@ -39,20 +42,14 @@ class CallableOp(Op):
         return f"nl.{self.name}"
 
 
-def _passthrough(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
-    """``nki.baremetal``/``benchmark``/``simulate_kernel``: on the simulator, the kernel itself."""
-    from kernelopt.sim.namespace import JitKernel
+def _passthrough(jit: Callable[..., Any]) -> Callable[..., Any]:
+    """``nki.baremetal``/``benchmark``/``simulate_kernel``: on the simulator, the kernel itself
+    (``@nki.baremetal``, ``@nki.baremetal(...)`` or ``nki.baremetal(kernel)``)."""
 
-    if func is None:
-        return JitKernel
-    return func if isinstance(func, JitKernel) else JitKernel(func)
+    def wrap(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
+        return jit() if func is None else jit(func)
 
-
-def _directive(*args: Any, **_: Any) -> Any:
-    """A compiler directive: ``@directive``, ``@directive(...)`` or a plain call."""
-    if len(args) == 1 and callable(args[0]):
-        return args[0]
-    return lambda func=None, *rest, **kw: func
+    return wrap
 
 
 class _AnyType:
@@ -77,18 +74,14 @@ def build_beta1_modules(
         nisa.nc_version.gen2 if machine.params.name == "trn1" else nisa.nc_version.gen3
     )
 
-    compiler = types.ModuleType("neuronxcc.nki.compiler", "nki.compiler (beta 1) as simulated")
-    # Compiler directives (skip_middle_end_transformations, enable_stack_allocator,
-    # ...) change how the kernel is compiled, not what it computes: decorators
-    # and calls that hand back what they were given.
-    compiler.__getattr__ = lambda name: _directive  # type: ignore[attr-defined]
+    compiler = build_compiler()
 
     typing = types.ModuleType("neuronxcc.nki.typing", "nki.typing (beta 1) as simulated")
     typing.tensor = _AnyType()
     nki = types.ModuleType("neuronxcc.nki", "neuronxcc.nki as simulated by kernelopt")
     nki.jit = jit
     for name in ("baremetal", "benchmark", "simulate_kernel", "profile", "trace"):
-        setattr(nki, name, _passthrough)
+        setattr(nki, name, _passthrough(jit))
     nki.language, nki.isa, nki.typing, nki.compiler = nl, nisa, typing, compiler
     root = types.ModuleType("neuronxcc", "neuronxcc as simulated by kernelopt")
     root.nki = nki
@@ -128,10 +121,38 @@ def _language(beta: Beta1, nl2: types.ModuleType) -> types.ModuleType:
     nl.matmul = beta.matmul
     nl.transpose = beta.transpose
     nl.loop_reduce = beta.loop_reduce
-    nl.program_id = lambda axis=0: 0
-    nl.num_programs = lambda axes=None: 1
-    nl.device_print = lambda *args, **kwargs: None
+    _add_spmd(nl, beta)
+    nl.broadcast_to = lambda x, shape, **_: beta.broadcast_to(x, tuple(shape))
+    nl.where = lambda condition, x, y, dtype=None, mask=None, **_: beta.where(
+        condition, x, y, dtype, mask
+    )
+    nl.var = lambda x, axis, dtype=None, mask=None, **_: beta.var(x, axis, dtype, mask)
+    nl.device_print = beta.device_print
     return nl
+
+
+def _add_spmd(nl: types.ModuleType, beta: Beta1) -> None:
+    """``nl.program_id``, ``num_programs``, ``program_ndim`` of the running SPMD program
+    (``kernelopt.sim.spmd``), and the grid helpers ``nl.spmd_dim``/``nl.nc``."""
+    m = beta.m
+
+    def program_id(axis: int = 0) -> int:
+        program = m.program
+        return program.ids[axis] if program is not None and axis < len(program.ids) else 0
+
+    def num_programs(axes: Any = None) -> int:
+        grid = m.program.grid if m.program is not None else ()
+        if axes is None:
+            return int(np.prod(grid)) if grid else 1
+        picked = axes if isinstance(axes, tuple | list) else (axes,)
+        return int(np.prod([grid[a] if a < len(grid) else 1 for a in picked]))
+
+    nl.program_id = program_id
+    nl.num_programs = num_programs
+    nl.program_ndim = lambda: len(m.program.grid) if m.program is not None else 0
+    # One simulated core: a logical NeuronCore dimension is a plain grid axis.
+    nl.spmd_dim = lambda size, *_args, **_kw: int(size)
+    nl.nc = lambda size: int(size)
 
 
 def _add_ops(nl: types.ModuleType, beta: Beta1) -> None:
@@ -143,7 +164,8 @@ def _add_ops(nl: types.ModuleType, beta: Beta1) -> None:
         return beta.binary(op.name, args[0], args[1], dtype, mask)
 
     for name, op in OPS.items():
-        setattr(nl, name, CallableOp(op.name, op.arity, op.fn, op.reduce, impl=op_call))
+        fields = {f.name: getattr(op, f.name) for f in dataclasses.fields(Op)}
+        setattr(nl, name, CallableOp(**fields, impl=op_call))
     nl.true_divide = nl.divide
 
     def reducer(kind: str) -> Callable[..., Tile]:
@@ -158,6 +180,10 @@ def _add_ops(nl: types.ModuleType, beta: Beta1) -> None:
             return beta.reduce(kind, x, axis, dtype, keepdims, mask)
 
         reduce.__name__ = kind
+        # nl.max etc. also name the operator of an ISA reduction (op=nl.max).
+        base = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "multiply"}
+        if kind in base:
+            reduce.nki_op = OPS[base[kind]]  # type: ignore[attr-defined]
         return reduce
 
     for kind in ("sum", "mean", "max", "min", "prod"):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernelopt.sim import indexing
-from kernelopt.sim.tensor import Buffer, Tile
+from kernelopt.sim.tensor import Buffer, PlacedBuffer, Tile
 
 if TYPE_CHECKING:
     from kernelopt.sim.beta1 import Beta1
@@ -66,11 +66,32 @@ class BlockArray:
             flat = int(np.ravel_multi_index(index, self.blocks))
             label = f"{self.name}{list(index)}"
             tile = m.allocate(
-                self.tile_shape, self.dtype, self.buffer, label, site=self.site + (-1 - flat,)
+                self.tile_shape,
+                self.dtype,
+                self.buffer,
+                label,
+                site=self.site + (-1 - flat,),
+                address=self._address(index),
             )
             self.beta.initialise(tile, self.fill)
             self._tiles[index] = tile
         return tile
+
+    def _address(self, index: tuple[int, ...]) -> tuple[int, int] | None:
+        """Where a hand-placed block lives (``PlacedBuffer``): its physical copy is
+        the block index modulo the copies per axis, each copy one block apart."""
+        buffer = self.buffer
+        if not isinstance(buffer, PlacedBuffer):
+            return None
+        tiles = buffer.tiles + (1,) * (len(index) - len(buffer.tiles))
+        copy = 0
+        for i, n in zip(index, tiles, strict=False):
+            copy = copy * n + i % n
+        per_partition = int(np.prod(self.tile_shape[1:])) * self.dtype.itemsize
+        if buffer.kind == "psum":
+            bank = self.beta.m.params.psum_bank_bytes
+            per_partition = -(-per_partition // bank) * bank
+        return (0, buffer.base + copy * per_partition)
 
     def __getitem__(self, key: Any) -> Any:
         key = key if isinstance(key, tuple) else (key,)

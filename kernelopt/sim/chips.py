@@ -24,6 +24,10 @@ public record says differs; each number names its source:
   in 35.20 ms. The model follows [arch].)
 - [nc3] hardware descriptor generation (0.6 us DMAs) and the TensorE
   warm-up throttle are NeuronCore-v3 features (NEURON.md); v2 has neither.
+- [profiles] zhang677/AccelOpt @2dbeab4
+  ``experiments/full_complete_local/profile_results.csv``: latency and per-engine
+  active time of NKIBench's baseline kernels on trn1.32xlarge; the arithmetic
+  next to each value reads them against that kernel's instruction counts.
 """
 
 from __future__ import annotations
@@ -56,6 +60,19 @@ TRN1_PARAMS: Trn2Params = replace(
     # [nc3]: software descriptor generation only, so every DMA pays the
     # 1.3 us fixed cost.
     dma_hwdge_fixed_ns=DEFAULT_PARAMS.dma_fixed_ns,
+    # [profiles] The compiler runs a tensor_scalar left to it on ScalarE when ScalarE
+    # implements its operators: adamw's eight ScalarE instructions per 512-element
+    # half (seven multiply/add tensor_scalars and a sqrt) take 344 x 8 x (512 + 100)
+    # cycles at 1.4 GHz = 1.20 ms, its measured ScalarE time 1.23 ms (61.6 % of
+    # 2.000 ms); silu's two (exp and 1 + e): 0.39 ms against 0.42 ms (31.5 %).
+    tensor_scalar_on_scalar_engine=True,
+    # [profiles] nki.isa.reciprocal on VectorE: the docs' 8N cycles would keep silu's
+    # VectorE busy 2.1 ms, longer than the whole measured 1.333 ms. What the profiles
+    # leave for it once their other VectorE work (an fp32 multiply, 2N, per 512
+    # elements; swiglu also one with a PSUM operand, N) is subtracted: silu 2.42,
+    # swiglu 2.89 cycles per element (VectorE 73.9 % of 1.333 ms over 448 halves;
+    # 13.5 % of 4.222 ms over 192). Their mean; each predicts the other within 10 %.
+    reciprocal_cycles_per_element=2.65,
 )
 
 CHIPS: dict[str, Trn2Params] = {"trn2": DEFAULT_PARAMS, "trn1": TRN1_PARAMS}

@@ -32,10 +32,23 @@ def duration_ns(ins: Instruction, p: Trn2Params) -> float:
         clock = p.gpsimd_clock_hz if engine == "gpsimd" else p.vector_clock_hz
         fill = ins.free / ins.elements_per_cycle
         return (p.engine_static_cycles + max(p.engine_min_cycles, fill)) / clock * 1e9
+    if ins.cycles:
+        clock = {"vector": p.vector_clock_hz, "scalar": p.scalar_clock_hz}.get(
+            engine, p.gpsimd_clock_hz
+        )
+        return ins.cycles / clock * 1e9
     stream = ins.free * ins.inputs
     if ins.psum_read:
-        # VectorE and ScalarE stream a PSUM operand at half their SBUF rate.
-        stream = stream * p.psum_read_cycles_per_element
+        # VectorE (and GpSimd) stream a PSUM operand at half their SBUF rate;
+        # ScalarE at its full rate.
+        per_element = (
+            p.scalar_psum_read_cycles_per_element
+            if engine == "scalar"
+            else p.psum_read_cycles_per_element
+        )
+        stream = stream * per_element
+    if ins.strided:
+        stream = stream * 2
     if engine == "vector":
         clock = p.vector_clock_hz
     elif engine == "scalar":
@@ -43,5 +56,5 @@ def duration_ns(ins: Instruction, p: Trn2Params) -> float:
     else:
         clock = p.gpsimd_clock_hz
         stream = stream * p.gpsimd_slowdown
-    cycles = p.engine_static_cycles + max(p.engine_min_cycles, stream)
+    cycles = p.engine_static_cycles + max(p.engine_min_cycles, stream) + ins.extra_cycles
     return cycles / clock * 1e9

@@ -2,18 +2,33 @@
 
 In the ``neuronxcc.nki`` API a tile is addressed with affine expressions
 over iota ranges: ``a[i * 128 + nl.arange(128)[:, None], nl.arange(512)[None, :]]``.
-The simulator keeps every tile a box of its allocation, so an expression
-is one stride-1 range (``start`` .. ``start + size``) placed on one axis
-(``axis``) of an ``ndim``-axis index space; integers shift it. A
-comparison of an expression with an integer is a mask: per index-space
-axis, the positions ``[lo, hi)`` it keeps. Anything else (a stride, a
-product of two ranges) is reported, not approximated.
+An expression here is ``const + sum(coef * k_axis)`` where each ``k_axis``
+runs over ``range(size)`` on one axis of an ``ndim``-axis index space
+(``nl.arange(n)[:, None]`` puts its range on axis 0 of two). Integers shift
+and scale it; two expressions add term by term.
+
+Used to index a tensor axis, an expression must address a contiguous run
+of it: one term with coefficient 1, or several whose coefficients nest
+(``128 * nl.arange(8)[None, :, None] + nl.arange(128)[None, None, :]``
+covers 1,024 consecutive elements as an 8 x 128 block). Strides, reversed
+or repeated elements are reported, not approximated: the simulator keeps
+every tile a box of its allocation (``kernelopt.sim.access``).
+
+A comparison is a mask. One with a single range (``t * 128 + i_p < n``,
+``-1 * i_f + 10943 >= 0``) keeps an interval of that index-space axis and
+can cut an access back; one over several ranges (``i_q - i_k >= 0``, a
+causal predicate) is kept as a predicate that ``nisa.affine_select`` and
+``nl.where`` evaluate element by element.
 """
 
 from __future__ import annotations
 
 import operator
 from typing import Any
+
+import numpy as np
+
+Term = tuple[int, int, int]  # (index-space axis, coefficient, size)
 
 
 class IndexError_(ValueError):
@@ -28,89 +43,160 @@ def _int(value: Any, what: str) -> int:
 
 
 class IndexExpr:
-    """``start + k`` for k in ``range(size)``, on axis ``axis`` of an ``ndim``-D index space."""
+    """``const + sum(coef * k)`` over the index-space axes named in ``terms``."""
 
-    __slots__ = ("start", "size", "axis", "ndim")
+    __slots__ = ("const", "terms", "ndim", "placed")
 
-    def __init__(self, start: int, size: int, axis: int = 0, ndim: int = 1) -> None:
-        self.start, self.size, self.axis, self.ndim = start, size, axis, ndim
+    def __init__(self, const: int, terms: tuple[Term, ...], ndim: int, placed: bool) -> None:
+        self.const, self.terms, self.ndim, self.placed = const, terms, ndim, placed
 
     def __repr__(self) -> str:
-        return f"IndexExpr({self.start}+[0:{self.size}] on axis {self.axis} of {self.ndim})"
+        parts = [f"{c}*k{a}[{n}]" for a, c, n in self.terms]
+        return f"IndexExpr({' + '.join(parts + [str(self.const)])} in {self.ndim}-D)"
+
+    # --- the single-range view older code relies on -----------------------------------
+
+    @property
+    def start(self) -> int:
+        return self.const
+
+    @property
+    def size(self) -> int:
+        return int(np.prod([n for _, _, n in self.terms])) if self.terms else 1
+
+    @property
+    def axis(self) -> int:
+        return self.terms[0][0] if self.terms else 0
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.size if a == self.axis else 1 for a in range(self.ndim))
+        sizes = dict.fromkeys(range(self.ndim), 1)
+        for a, _, n in self.terms:
+            sizes[a] = n
+        return tuple(sizes[a] for a in range(self.ndim))
+
+    def values(self, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        """The expression's value at every point of its index space (or of ``shape``)."""
+        out = np.full(shape or self.shape, self.const, dtype=np.int64)
+        for a, c, n in self.terms:
+            idx = [1] * out.ndim
+            idx[a] = n
+            out = out + c * np.arange(n, dtype=np.int64).reshape(idx)
+        return out
+
+    # --- placement and arithmetic -----------------------------------------------------
 
     def __getitem__(self, key: Any) -> IndexExpr:
         # nl.arange(n)[:, None] / [None, :]: place the range on one axis.
         key = key if isinstance(key, tuple) else (key,)
         slices = [i for i, k in enumerate(key) if isinstance(k, slice)]
         if (
-            self.ndim != 1
+            self.placed
+            or len(self.terms) != 1
             or len(slices) != 1
             or any(k is not None for i, k in enumerate(key) if i != slices[0])
         ):
             raise IndexError_(
                 f"index expressions are placed with [:, None] or [None, :], got {key!r}"
             )
-        whole = key[slices[0]]
-        if whole != slice(None):
-            raise IndexError_(f"slicing an nl.arange is not supported, got {whole!r}")
-        return IndexExpr(self.start, self.size, slices[0], len(key))
+        if key[slices[0]] != slice(None):
+            raise IndexError_(f"slicing an nl.arange is not supported, got {key[slices[0]]!r}")
+        (_, coef, size) = self.terms[0]
+        return IndexExpr(self.const, ((slices[0], coef, size),), len(key), True)
 
-    def _shift(self, other: Any, sign: int) -> IndexExpr:
-        if isinstance(other, IndexExpr):
+    def _combine(self, other: IndexExpr) -> IndexExpr:
+        if self.terms and other.terms and self.ndim != other.ndim:
             raise IndexError_(
-                "the sum of two nl.arange ranges is not a box; index with one range per axis"
+                f"index expressions over {self.ndim}-D and {other.ndim}-D index spaces "
+                "do not add; place every range with the same number of axes"
             )
-        return IndexExpr(
-            self.start + sign * _int(other, "index offset"), self.size, self.axis, self.ndim
-        )
+        merged: dict[int, tuple[int, int]] = {}
+        for a, c, n in self.terms + other.terms:
+            if a in merged:
+                c0, n0 = merged[a]
+                if n0 != n:
+                    raise IndexError_(f"two ranges of sizes {n0} and {n} on index axis {a}")
+                c += c0
+            merged[a] = (c, n)
+        terms = tuple((a, c, n) for a, (c, n) in sorted(merged.items()) if c != 0)
+        ndim = max(self.ndim, other.ndim)
+        return IndexExpr(self.const + other.const, terms, ndim, self.placed or other.placed)
+
+    def _lift(self, other: Any, what: str) -> IndexExpr:
+        if isinstance(other, IndexExpr):
+            return other
+        return IndexExpr(_int(other, what), (), self.ndim, False)
 
     def __add__(self, other: Any) -> IndexExpr:
-        return self._shift(other, 1)
+        if isinstance(other, int):  # the common case, kept cheap: i * 128 + i_p
+            return IndexExpr(self.const + other, self.terms, self.ndim, self.placed)
+        return self._combine(self._lift(other, "index offset"))
 
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> IndexExpr:
-        return self._shift(other, -1)
+        return self._combine(self._lift(other, "index offset") * -1)
+
+    def __rsub__(self, other: Any) -> IndexExpr:
+        return (self * -1)._combine(self._lift(other, "index offset"))
+
+    def __neg__(self) -> IndexExpr:
+        return self * -1
 
     def __mul__(self, other: Any) -> IndexExpr:
-        if _int(other, "index stride") != 1:
-            raise IndexError_(
-                f"strided index expressions (nl.arange * {other}) are not supported yet"
-            )
-        return self
+        if isinstance(other, IndexExpr):
+            raise IndexError_("the product of two nl.arange ranges is not an affine expression")
+        k = _int(other, "index coefficient")
+        terms = tuple((a, c * k, n) for a, c, n in self.terms if c * k != 0)
+        return IndexExpr(self.const * k, terms, self.ndim, self.placed)
 
     __rmul__ = __mul__
 
-    def _mask(self, lo: int, hi: int) -> Mask:
-        # Positions k with lo <= start + k < hi, clipped to the range.
-        first = max(0, lo - self.start)
-        last = min(self.size, hi - self.start)
-        return Mask(self.ndim, {self.axis: (first, max(first, last))})
+    # --- comparisons: masks -------------------------------------------------------------
 
-    def __lt__(self, other: Any) -> Mask:
-        return self._mask(-(1 << 62), _int(other, "mask bound"))
-
-    def __le__(self, other: Any) -> Mask:
-        return self._mask(-(1 << 62), _int(other, "mask bound") + 1)
-
-    def __gt__(self, other: Any) -> Mask:
-        return self._mask(_int(other, "mask bound") + 1, 1 << 62)
+    def _at_least_zero(self) -> Mask:
+        """The mask of ``self >= 0``."""
+        if not self.terms:
+            keep = {} if self.const >= 0 else {0: (0, 0)}
+            return Mask(self.ndim, keep)
+        if len(self.terms) > 1:
+            return Mask(self.ndim, {}, preds=(self,))
+        (a, c, n) = self.terms[0]
+        if c > 0:
+            lo, hi = -(self.const // c), n  # k >= ceil(-const / c)
+        else:
+            lo, hi = 0, self.const // -c + 1  # k <= floor(const / -c)
+        lo, hi = max(lo, 0), min(hi, n)
+        return Mask(self.ndim, {a: (lo, max(lo, hi))})
 
     def __ge__(self, other: Any) -> Mask:
-        return self._mask(_int(other, "mask bound"), 1 << 62)
+        return (self - other)._at_least_zero()
+
+    def __gt__(self, other: Any) -> Mask:
+        return (self - other - 1)._at_least_zero()
+
+    def __le__(self, other: Any) -> Mask:
+        return (self._lift(other, "mask bound") - self)._at_least_zero()
+
+    def __lt__(self, other: Any) -> Mask:
+        return (self._lift(other, "mask bound") - self - 1)._at_least_zero()
 
 
 class Mask:
-    """A conjunction of range conditions: per index-space axis, positions [lo, hi)."""
+    """Where a beta-1 predicate holds: per index-space axis an interval ``keep[axis]``,
+    and, for predicates over several ranges, ``preds`` (each expression >= 0) and
+    ``alternatives`` (``a | b``). Only an interval mask can cut an access back."""
 
-    __slots__ = ("ndim", "keep")
+    __slots__ = ("ndim", "keep", "preds", "alternatives")
 
-    def __init__(self, ndim: int, keep: dict[int, tuple[int, int]]) -> None:
-        self.ndim, self.keep = ndim, keep
+    def __init__(
+        self,
+        ndim: int,
+        keep: dict[int, tuple[int, int]],
+        preds: tuple[IndexExpr, ...] = (),
+        alternatives: tuple[Mask, ...] = (),
+    ) -> None:
+        self.ndim, self.keep, self.preds, self.alternatives = ndim, keep, preds, alternatives
 
     def __and__(self, other: Any) -> Mask:
         if not isinstance(other, Mask):
@@ -120,13 +206,63 @@ class Mask:
             if axis in keep:
                 lo, hi = max(lo, keep[axis][0]), min(hi, keep[axis][1])
             keep[axis] = (lo, max(lo, hi))
-        return Mask(max(self.ndim, other.ndim), keep)
+        alternatives = self.alternatives + other.alternatives
+        return Mask(max(self.ndim, other.ndim), keep, self.preds + other.preds, alternatives)
+
+    def __or__(self, other: Any) -> Mask:
+        if not isinstance(other, Mask):
+            raise IndexError_(f"a mask combines with another mask, got {other!r}")
+        return Mask(max(self.ndim, other.ndim), {}, (), (_Either(self, other),))
 
     def __repr__(self) -> str:
-        return f"Mask({self.keep})"
+        return f"Mask({self.keep}{', preds' if self.preds or self.alternatives else ''})"
+
+    @property
+    def is_box(self) -> bool:
+        return not self.preds and not self.alternatives
 
     def empty(self) -> bool:
         return any(hi <= lo for lo, hi in self.keep.values())
+
+    def evaluate(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The predicate at every point of an index space of ``shape``."""
+        ok = np.ones(shape, dtype=bool)
+        for axis, (lo, hi) in self.keep.items():
+            if axis < len(shape):
+                k = np.arange(shape[axis])
+                idx = [1] * len(shape)
+                idx[axis] = shape[axis]
+                ok &= ((k >= lo) & (k < hi)).reshape(idx)
+        for expr in self.preds:
+            ok &= _spread(expr.values(), shape) >= 0
+        for alt in self.alternatives:
+            ok &= alt.evaluate(shape)
+        return ok
+
+
+class _Either(Mask):
+    """``a | b``."""
+
+    def __init__(self, a: Mask, b: Mask) -> None:
+        super().__init__(max(a.ndim, b.ndim), {})
+        self.a, self.b = a, b
+
+    def evaluate(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self.a.evaluate(shape) | self.b.evaluate(shape)
+
+
+def _spread(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """An index-space array broadcast over a tile of ``shape`` (axes aligned from the
+    partition axis, as beta-1 index spaces are)."""
+    if values.ndim > len(shape):
+        raise IndexError_(f"a {values.ndim}-D predicate does not fit a tile of shape {shape}")
+    values = values.reshape(values.shape + (1,) * (len(shape) - values.ndim))
+    try:
+        return np.broadcast_to(values, shape)
+    except ValueError:
+        raise IndexError_(
+            f"a predicate over {values.shape} does not fit a tile of shape {shape}"
+        ) from None
 
 
 def arange(start: int, stop: int | None = None) -> IndexExpr:
@@ -136,7 +272,7 @@ def arange(start: int, stop: int | None = None) -> IndexExpr:
     start, stop = _int(start, "nl.arange"), _int(stop, "nl.arange")
     if stop <= start:
         raise IndexError_(f"nl.arange({start}, {stop}) is empty")
-    return IndexExpr(start, stop - start)
+    return IndexExpr(start, ((0, 1, stop - start),), 1, False)
 
 
 class Grid(tuple):
@@ -162,7 +298,7 @@ class _Mgrid:
             stop = _int(k.stop, "nl.mgrid")
             if stop <= start:
                 raise IndexError_(f"nl.mgrid range {start}:{stop} is empty")
-            exprs.append(IndexExpr(start, stop - start, axis, len(key)))
+            exprs.append(IndexExpr(start, ((axis, 1, stop - start),), len(key), True))
         return Grid(exprs)
 
 

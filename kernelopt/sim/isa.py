@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from kernelopt.sim.isa_dma import DmaCalls
 from kernelopt.sim.isa_engines import EngineCalls
+from kernelopt.sim.isa_fused import FusedCalls
 from kernelopt.sim.isa_tensor import TensorCalls
 
 
-class Isa(TensorCalls, DmaCalls, EngineCalls):
+class Isa(TensorCalls, DmaCalls, EngineCalls, FusedCalls):
     """The ISA calls, bound to one machine."""
 
 
@@ -30,4 +31,10 @@ ISA_CALLS = (
     "tensor_reduce",
     "memset",
     "reciprocal",
+    "tensor_tensor_scan",
+    "tensor_scalar_reduce",
+    "affine_select",
+    "iota",
+    "bn_stats",
+    "bn_aggr",
 )

@@ -11,10 +11,8 @@ from __future__ import annotations
 import numbers
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from kernelopt.sim.enums import engine_of
-from kernelopt.sim.language import NUMPY_OPS, Op
+from kernelopt.sim.ops import NUMPY_OPS, Op
 from kernelopt.sim.tensor import Tile
 from kernelopt.sim.trace import Instruction
 
@@ -47,8 +45,10 @@ class IsaCore:
             self.m.fail("isa", f"{op}: shape mismatch: dst {dst.shape} vs {role} {other.shape}")
 
     def _op(self, name: str, value: Any, arity: int) -> Op:
-        if isinstance(value, np.ufunc):
-            value = NUMPY_OPS.get(value, value)  # beta-1 kernels pass op=np.add
+        # Beta-1 kernels pass op=np.add, np.max, or a reduction such as nl.max.
+        value = getattr(value, "nki_op", value)
+        if callable(value) and not isinstance(value, Op):
+            value = NUMPY_OPS.get(value, value)
         if not isinstance(value, Op) or value.arity != arity:
             kind = (
                 "a binary nl op (nl.add, nl.multiply, ...)"
@@ -64,7 +64,8 @@ class IsaCore:
             return float(value)
         tile = self._tile(op, role, value)
         self._in(op, role, tile, "sbuf", "psum")
-        if tile.shape != (partitions, 1):
+        # One element per partition: [P, 1], or [P] as a beta-1 reduction returns it.
+        if tile.partitions != partitions or tile.free_size != 1:
             self.m.fail(
                 "isa",
                 f"{op}: {role} must be a scalar or a [{partitions}, 1] tile, got {tile.shape}",
@@ -83,9 +84,14 @@ class IsaCore:
             )
         return engine
 
-    def _value(self, operand: Tile | float, what: str) -> Any:
+    def _value(self, operand: Tile | float, what: str, ndim: int = 2) -> Any:
+        """A scalar operand's value; a column as [P, 1, ...] to broadcast over an
+        ``ndim``-D tile along its free axes."""
         if isinstance(operand, Tile):
-            return self.m.read(operand, what)
+            values = self.m.read(operand, what)
+            if values is None:
+                return None
+            return values.reshape((operand.partitions,) + (1,) * (ndim - 1))
         return operand
 
     def _emit(
@@ -96,10 +102,15 @@ class IsaCore:
                 op=op,
                 engine=engine,
                 line=self.m.line(),
-                reads=tuple(t.region for t in reads),
+                # An indirect access also reads its index tile.
+                reads=tuple(t.region for t in reads)
+                + tuple(t.via.region for t in reads + writes if t.via is not None),
                 writes=tuple(t.region for t in writes),
                 shape=writes[0].shape,
                 psum_read=any(t.buffer.kind == "psum" for t in reads),
+                strided=any(
+                    t.coords is not None and t.minor_stride_bytes > 16 for t in reads + writes
+                ),
                 **cost,
             )
         )

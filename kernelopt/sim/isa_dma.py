@@ -37,7 +37,10 @@ class DmaCalls(IsaCore):
             if values is not None:
                 values = rmw.fn(old, values.reshape(dst.shape))
         m.write(dst, None if values is None else values.reshape(dst.shape))
-        self._emit_dma(op, dst, src, 1.0, reads, software_dge=_software_dge(dge_mode))
+        # Descriptors of an indirect access depend on values read at run time: software
+        # descriptor generation (nki.isa.dma_copy: hardware DGE needs static offsets).
+        runtime = src.via is not None or dst.via is not None
+        self._emit_dma(op, dst, src, 1.0, reads, software_dge=_software_dge(dge_mode) or runtime)
 
     def dma_transpose(
         self,

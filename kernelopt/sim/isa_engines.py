@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from kernelopt.sim.isa_base import IsaCore
+from kernelopt.sim.ops import OPS
 from kernelopt.sim.tensor import Tile
 
 _FAST_VECTOR_OPS = frozenset({"add", "multiply", "subtract"})
@@ -68,7 +69,8 @@ class EngineCalls(IsaCore):
     ) -> None:
         name = "tensor_scalar"
         dst, (src,) = self._elementwise_operands(name, dst, data=data)
-        unit = self._engine(name, engine, "vector", ("vector", "scalar", "gpsimd"))
+        default = self.scalar_default(op0, op1)
+        unit = self._engine(name, engine, default, ("vector", "scalar", "gpsimd"))
         if unit == "gpsimd":
             self._no_psum(name, dst, src)
         steps = [
@@ -89,11 +91,18 @@ class EngineCalls(IsaCore):
         reads = [src] + [operand for _, operand, _ in steps if isinstance(operand, Tile)]
         value = self.m.read(src, name)
         for fn, operand, reverse in steps:
-            other = self._value(operand, name)
+            other = self._value(operand, name, src.ndim)
             if value is not None:
                 value = fn.fn(other, value) if reverse else fn.fn(value, other)
         self.m.write(dst, value)
         self._emit(name, unit, reads, [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def scalar_default(self, op0: Any, op1: Any = None) -> str:
+        """The engine the compiler gives a tensor_scalar left to it: ScalarE when the
+        chip's compiler does so and ScalarE implements the operators, else VectorE."""
+        ops = [self._op("tensor_scalar", o, 2).name for o in (op0, op1) if o is not None]
+        scalar_ok = ops in (["multiply"], ["add"], ["multiply", "add"])
+        return "scalar" if scalar_ok and self.m.params.tensor_scalar_on_scalar_engine else "vector"
 
     def tensor_copy(self, dst: Any, src: Any, engine: Any = None, name: str | None = None) -> None:
         name = "tensor_copy"
@@ -110,9 +119,14 @@ class EngineCalls(IsaCore):
         dst, (src,) = self._elementwise_operands(name, dst, data=data)
         value = self.m.read(src, name)
         self.m.write(dst, None if value is None else 1.0 / value)
-        # max(MIN_II, 8 * N) VectorE cycles (nki.isa.reciprocal, Neuron SDK 2.26 docs).
         self._emit(
-            name, "vector", [src], [dst], partitions=dst.partitions, free=dst.free_size, inputs=8
+            name,
+            "vector",
+            [src],
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            inputs=self.m.params.reciprocal_cycles_per_element,
         )
 
     def _no_psum(self, op: str, *tiles: Tile) -> None:
@@ -132,7 +146,9 @@ class EngineCalls(IsaCore):
         reduce_cmd: Any = None,
         name: str | None = None,
     ) -> None:
-        self._activation("activation", dst, op, data, bias, scale, reduce_op, reduce_res)
+        self._activation(
+            "activation", dst, op, data, bias, scale, reduce_op, reduce_res, reduce_cmd
+        )
 
     def activation_reduce(
         self,
@@ -159,6 +175,7 @@ class EngineCalls(IsaCore):
         scale: Any,
         reduce_op: Any,
         reduce_res: Any,
+        reduce_cmd: Any = None,
     ) -> None:
         """op(data * scale + bias) on ScalarE, optionally also reduced along the free axes."""
         fn = self._op(name, op, 1)
@@ -170,11 +187,7 @@ class EngineCalls(IsaCore):
             if isinstance(operand, Tile):
                 reads.append(operand)
         writes = [dst]
-        reducer = None
         if reduce_res is not None:
-            reducer = self._op(name, reduce_op, 2)
-            if reducer.reduce is None:
-                self.m.fail("isa", f"{name}: {reducer!r} cannot reduce")
             reduce_res = self._tile(name, "reduce_res", reduce_res)
             self._in(name, "reduce_res", reduce_res, "sbuf", "psum")
             if reduce_res.partitions != src.partitions or reduce_res.size != src.partitions:
@@ -184,8 +197,8 @@ class EngineCalls(IsaCore):
                 )
             writes.append(reduce_res)
         value = self.m.read(src, name)
-        sv = self._value(scale_v, name)
-        bv = None if bias_v is None else self._value(bias_v, name)
+        sv = self._value(scale_v, name, src.ndim)
+        bv = None if bias_v is None else self._value(bias_v, name, src.ndim)
         result = None
         if value is not None:
             x = value * sv if sv is not None else value
@@ -193,13 +206,51 @@ class EngineCalls(IsaCore):
                 x = x + bv
             result = fn.fn(x)
         self.m.write(dst, result)
-        if reducer is not None:
-            axes = tuple(range(1, len(src.shape)))
-            reduced = None if result is None else reducer.reduce(result, axis=axes)
-            self.m.write(
-                reduce_res, None if reduced is None else np.reshape(reduced, reduce_res.shape)
-            )
-        self._emit(name, "scalar", reads, writes, partitions=dst.partitions, free=dst.free_size)
+        self._accumulate(name, result, src.partitions, reduce_op, reduce_res, reduce_cmd)
+        # Reading the accumulator out (ActReadAccumulator) costs ~64 ScalarE cycles
+        # (NKI architecture guide, NeuronCore-v2 ScalarE "Pipelined Reduction").
+        extra = 64 if reduce_res is not None else 0
+        self._emit(
+            name,
+            "scalar",
+            reads,
+            writes,
+            partitions=dst.partitions,
+            free=dst.free_size,
+            extra_cycles=extra,
+        )
+
+    def _accumulate(
+        self,
+        name: str,
+        result: np.ndarray | None,
+        partitions: int,
+        reduce_op: Any,
+        reduce_res: Tile | None,
+        reduce_cmd: Any,
+    ) -> None:
+        """ScalarE's per-partition accumulator registers (``reduce_cmd``): ``reset``
+        clears them, ``reduce`` adds this result's reduction, ``reset_reduce`` does
+        both; ``reduce_res`` reads them out (or, with no command, this result's
+        reduction alone, as ``activation_reduce`` does)."""
+        cmd = str(reduce_cmd or "").rpartition(".")[2]
+        if reduce_res is None and cmd in ("", "idle"):
+            return
+        reducer = self._op(name, reduce_op if reduce_op is not None else OPS["add"], 2)
+        if reducer.reduce is None:
+            self.m.fail("isa", f"{name}: {reducer!r} cannot reduce")
+        reduced = None
+        if result is not None:
+            reduced = reducer.reduce(result.reshape(partitions, -1), axis=1)
+        acc = self.m.accumulators.get("scalar")
+        if cmd in ("reset", "reset_reduce"):
+            acc = np.zeros(partitions, np.float32)
+        if cmd in ("reduce", "reset_reduce") and reduced is not None:
+            acc = reduced if acc is None else reducer.fn(acc, reduced)
+        self.m.accumulators["scalar"] = acc
+        if reduce_res is not None:
+            out = reduced if cmd in ("", "idle") else acc
+            self.m.write(reduce_res, None if out is None else np.reshape(out, reduce_res.shape))
 
     def scalar_tensor_tensor(
         self,
@@ -221,7 +272,7 @@ class EngineCalls(IsaCore):
         column = self._column(name, "operand0", operand0, src.partitions)
         reads = [src, other] + ([column] if isinstance(column, Tile) else [])
         value = self.m.read(src, name)
-        scalar = self._value(column, name)
+        scalar = self._value(column, name, src.ndim)
         rhs = self.m.read(other, name)
         if value is not None:
             value = first.fn(scalar, value) if reverse0 else first.fn(value, scalar)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import ml_dtypes
 import numpy as np
 
+from kernelopt.sim.ops import OPS
 from kernelopt.sim.tensor import Buffer, Tile
 
 if TYPE_CHECKING:
@@ -40,100 +41,6 @@ DTYPES: Mapping[str, np.dtype] = MappingProxyType(
 
 
 @dataclass(frozen=True)
-class Op:
-    """An ``nl.*`` function as passed in ``op=``: ``arity`` 1 (activation) or 2."""
-
-    name: str
-    arity: int
-    fn: Callable[..., np.ndarray]
-    reduce: Callable[..., np.ndarray] | None = None
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(
-            f"nl.{self.name} is passed as op= to an nisa call in this simulator; "
-            "tile-level nl.* arithmetic is not supported"
-        )
-
-    def __repr__(self) -> str:
-        return f"nl.{self.name}"
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf.
-    sign = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (
-        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-    )
-    return sign * (1.0 - poly * np.exp(-a * a))
-
-
-def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + _erf(x * np.float32(1.0 / np.sqrt(2.0))))
-
-
-def _gelu_tanh(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + np.tanh(np.float32(np.sqrt(2.0 / np.pi)) * (x + 0.044715 * x**3)))
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-OPS: Mapping[str, Op] = MappingProxyType(
-    {
-        op.name: op
-        for op in (
-            Op("add", 2, np.add, np.sum),
-            Op("subtract", 2, np.subtract),
-            Op("multiply", 2, np.multiply, np.prod),
-            Op("divide", 2, np.divide),
-            Op("maximum", 2, np.maximum, np.max),
-            Op("minimum", 2, np.minimum, np.min),
-            Op("power", 2, np.power),
-            Op("copy", 1, lambda x: x),
-            Op("exp", 1, np.exp),
-            Op("log", 1, np.log),
-            Op("relu", 1, lambda x: np.maximum(x, 0.0)),
-            Op("rsqrt", 1, lambda x: 1.0 / np.sqrt(x)),
-            Op("sqrt", 1, np.sqrt),
-            Op("reciprocal", 1, lambda x: 1.0 / x),
-            Op("negative", 1, np.negative),
-            Op("abs", 1, np.abs),
-            Op("gelu", 1, _gelu),
-            Op("gelu_apprx_tanh", 1, _gelu_tanh),
-            Op("silu", 1, lambda x: x * _sigmoid(x)),
-            Op("square", 1, np.square),
-            Op("tanh", 1, np.tanh),
-            Op("sigmoid", 1, _sigmoid),
-        )
-    }
-)
-
-
-# numpy ufuncs that beta-1 kernels pass as op= (``op=np.add``), as the nl op they mean.
-NUMPY_OPS: Mapping[Any, Op] = MappingProxyType(
-    {
-        np.add: OPS["add"],
-        np.subtract: OPS["subtract"],
-        np.multiply: OPS["multiply"],
-        np.divide: OPS["divide"],
-        np.maximum: OPS["maximum"],
-        np.minimum: OPS["minimum"],
-        np.power: OPS["power"],
-        np.exp: OPS["exp"],
-        np.log: OPS["log"],
-        np.sqrt: OPS["sqrt"],
-        np.tanh: OPS["tanh"],
-        np.abs: OPS["abs"],
-        np.negative: OPS["negative"],
-        np.square: OPS["square"],
-    }
-)
-
-
-@dataclass(frozen=True)
 class TileSize:
     """``nl.tile_size``: the ISA tile limits, from the machine's parameters."""
 
@@ -142,9 +49,12 @@ class TileSize:
     gemm_moving_fmax: int
     psum_bank_fmax: int  # fp32 values per partition in one PSUM bank
     psum_fmax: int  # fp32 values per partition in all of PSUM
+    bn_stats_fmax: int = 512  # nki.isa.bn_stats input free size limit
 
 
-def _range(start: int, stop: int | None = None, step: int = 1) -> range:
+def _range(start: int, stop: int | None = None, step: int = 1, **_options: Any) -> range:
+    # Scheduling hints (directives=nki.compiler.no_reorder(), ...) change the
+    # compiled order, not the iterations.
     return range(start) if stop is None else range(start, stop, step)
 
 

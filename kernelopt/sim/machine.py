@@ -33,6 +33,15 @@ class Machine:
         # that API (kernelopt.sim.beta1); None for the current nki API.
         self.beta1: Any = None
         self.allocations: list[AllocationInfo] = []
+        # Per engine, the accumulator registers an activation(reduce_cmd=...) keeps.
+        self.accumulators: dict[str, Any] = {}
+        # SPMD (kernelopt.sim.spmd): the running program, the HBM tensors the
+        # first program made (by site and occurrence), and numpy arguments bound
+        # to HBM tensors.
+        self.program: Any = None
+        self.spmd_counts: dict[tuple[int, ...], int] = {}
+        self._spmd_hbm: dict[tuple[tuple[int, ...], int], Tile] = {}
+        self.bound_arrays: dict[int, tuple[np.ndarray, Tile]] = {}
         # Per allocation site: trace length at its last allocation and its
         # current generation (allocations with no instruction in between).
         self._generations: dict[tuple[int, ...], tuple[int, int]] = {}
@@ -86,6 +95,11 @@ class Machine:
                 "isa", f"tensor shape must be a non-empty tuple of positive ints, got {shape}"
             )
         shape = tuple(int(d) for d in shape)
+        spmd_key = None
+        if self.program is not None and not buffer.on_chip and data is None and not filled:
+            spmd_key, shared = self._spmd_shared(shape)
+            if shared is not None:
+                return shared
         p = self.params
         alloc_id = len(self.allocations)
         label = name or f"{buffer.kind}@{line}"
@@ -124,50 +138,89 @@ class Machine:
                 site=site,
                 generation=generation,
                 partitions=shape[0] if buffer.on_chip else 0,
+                shape=shape,
             )
         )
-        if filled:
-            written = np.ones(shape, dtype=bool)
-        else:
-            written = np.zeros(shape, dtype=bool)
-            if self.compute:
-                store = np.int32 if dtype.kind in "iu" else np.float32
-                # Poison: an unnoticed uninitialised read shows up as NaN.
-                if poison:
-                    data = np.full(shape, np.nan if store is np.float32 else 0, dtype=store)
-                else:
-                    data = np.empty(shape, dtype=store)
+        written = np.full(shape, filled, dtype=bool)
+        if not filled and self.compute:
+            data = _fresh_data(shape, dtype, poison)
         alloc = Allocation(self, alloc_id, label, buffer, dtype, shape, data, written, line)
-        return Tile.whole(alloc)
+        tile = Tile.whole(alloc)
+        if spmd_key is not None:
+            self._spmd_hbm[spmd_key] = tile
+        return tile
+
+    def _spmd_shared(
+        self, shape: tuple[int, ...]
+    ) -> tuple[tuple[tuple[int, ...], int], Tile | None]:
+        """An SPMD program's HBM tensor: a later program gets the one the first made at
+        the same place (its n-th allocation there)."""
+        site = self.site()
+        key = (site, self.spmd_counts.get(site, 0))
+        self.spmd_counts[site] = key[1] + 1
+        shared = self._spmd_hbm.get(key)
+        return key, shared if shared is not None and shared.alloc.shape == shape else None
 
     # --- data access --------------------------------------------------------------------
 
     def read(self, tile: Tile, what: str) -> np.ndarray | None:
-        """The tile's values as float32 (None in trace-only mode); fails on
-        uninitialised elements."""
+        """The tile's values as float32 (None in trace-only mode). Reading elements
+        never written fails with the current API; a beta-1 kernel reads them as the
+        hardware does, as garbage (NaN here), which fails only if it reaches an
+        output (masked-out rows of a tile the tutorials go on computing with)."""
         alloc = tile.alloc
-        if not alloc.written[tile.index].all():
-            self.fail(
-                "numerics",
-                f"{what} reads uninitialised memory: {alloc.describe()}, region "
-                f"{_box(tile.bounds)}",
-            )
-        if alloc.data is None:
-            return None
-        return alloc.data[tile.index]
+        if tile.coords is not None:
+            flat = tile.flat()
+            written = alloc.written.reshape(-1)[flat]
+            values = None if alloc.data is None else alloc.data.reshape(-1)[flat]
+        else:
+            written = alloc.written[tile.index]
+            values = None if alloc.data is None else alloc.data[tile.index]
+            if values is not None and tile.view_map is not None:
+                # A beta-1 access with an index-space shape of its own (kernelopt.sim.access).
+                values, written = values.reshape(tile.shape), written.reshape(tile.shape)
+        if not written.all():
+            if self.beta1 is None:
+                self.fail(
+                    "numerics",
+                    f"{what} reads uninitialised memory: {alloc.describe()}, region "
+                    f"{_box(tile.bounds)}",
+                )
+            if values is not None:
+                garbage = np.nan if values.dtype.kind == "f" else 0
+                values = np.where(written.reshape(values.shape), values, garbage)
+        return values
 
     def write(self, tile: Tile, values: np.ndarray | float | None) -> None:
         alloc = tile.alloc
+        if tile.coords is not None:
+            flat = tile.flat()
+            alloc.written.reshape(-1)[flat] = True
+            if values is not None and alloc.data is not None:
+                if self.native and alloc.dtype != alloc.data.dtype:
+                    values = np.asarray(values, np.float32).astype(alloc.dtype)
+                alloc.data.reshape(-1)[flat] = np.broadcast_to(values, tile.shape)
+            return
         alloc.written[tile.index] = True
         if values is None or alloc.data is None:
             return
         if self.native and alloc.dtype != alloc.data.dtype:
             # Native precision: store what the declared dtype can hold.
             values = np.asarray(values, dtype=np.float32).astype(alloc.dtype).astype(np.float32)
+        if tile.view_map is not None and np.ndim(values):
+            values = np.broadcast_to(values, tile.shape).reshape(tile.box_shape)
         alloc.data[tile.index] = values
 
     def emit(self, instruction: Instruction) -> None:
         self.trace.append(instruction)
+
+
+def _fresh_data(shape: tuple[int, ...], dtype: np.dtype, poison: bool) -> np.ndarray:
+    store = np.int32 if dtype.kind in "iu" else np.float32
+    if not poison:
+        return np.empty(shape, dtype=store)
+    # Poison: an unnoticed uninitialised read shows up as NaN.
+    return np.full(shape, np.nan if store is np.float32 else 0, dtype=store)
 
 
 def _box(bounds: tuple[tuple[int, int], ...]) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from kernelopt.sim.errors import SimError
+from kernelopt.sim.spill import spill_to_fit
 from kernelopt.sim.trace import AllocationInfo, Instruction
 from kernelopt.sim.trn2 import Trn2Params
 
@@ -38,7 +39,11 @@ class Liveness:
     live: dict[str, np.ndarray]
 
 
-def liveness(trace: Sequence[Instruction], allocations: Sequence[AllocationInfo]) -> Liveness:
+def liveness(
+    trace: Sequence[Instruction],
+    allocations: Sequence[AllocationInfo],
+    only: Sequence[AllocationInfo] | None = None,
+) -> Liveness:
     n_alloc = len(allocations)
     first = np.full(n_alloc, -1, dtype=np.int64)
     last = np.full(n_alloc, -1, dtype=np.int64)
@@ -55,7 +60,7 @@ def liveness(trace: Sequence[Instruction], allocations: Sequence[AllocationInfo]
     n = len(trace)
     for kind in ON_CHIP:
         delta = np.zeros(n + 1, dtype=np.int64)
-        for a in allocations:
+        for a in allocations if only is None else only:
             if a.kind == kind and first[a.alloc_id] >= 0:
                 delta[first[a.alloc_id]] += a.nbytes
                 delta[last[a.alloc_id] + 1] -= a.nbytes
@@ -239,8 +244,18 @@ def plan_memory(
     allocations: Sequence[AllocationInfo],
     params: Trn2Params,
     file: str,
-) -> tuple[AllocationInfo, ...]:
-    """Check capacity, then decide buffer reuse; raises ``SimError`` (capacity)."""
+    spill: bool = False,
+) -> tuple[tuple[Instruction, ...], tuple[AllocationInfo, ...]]:
+    """Spill PSUM and SBUF when asked and needed (``kernelopt.sim.spill``), check
+    capacity, then decide buffer reuse; raises ``SimError`` (capacity). Returns the
+    trace (with any spill transfers) and the allocations."""
     lives = liveness(trace, allocations)
+    limits = {"psum": params.psum_partition_bytes, "sbuf": params.sbuf_partition_bytes}
+    for kind in ("psum", "sbuf") if spill else ():  # PSUM first: its copies go to SBUF
+        if int(lives.live[kind].max(initial=0)) > limits[kind]:
+            placed = [a for a in allocations if a.address is not None]
+            fixed = liveness(trace, allocations, only=placed).live[kind]
+            trace, allocations, _ = spill_to_fit(trace, allocations, limits[kind], fixed, kind)
+            lives = liveness(trace, allocations)
     check_capacity(trace, allocations, lives, params, file)
-    return plan_reuse(allocations, lives, params)
+    return tuple(trace), plan_reuse(allocations, lives, params)

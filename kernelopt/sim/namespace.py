@@ -9,6 +9,7 @@ real ``nki`` installation elsewhere in the process is unaffected.
 from __future__ import annotations
 
 import builtins
+import functools
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -18,26 +19,46 @@ from kernelopt.sim.enums import add_enums
 from kernelopt.sim.isa import ISA_CALLS, Isa
 from kernelopt.sim.language import build_language
 from kernelopt.sim.machine import Machine
+from kernelopt.sim.spmd import grid_of, launch
 
 
 class JitKernel:
-    """What ``@nki.jit`` returns: the function, marked as a kernel entry point."""
+    """What ``@nki.jit`` returns: the function, marked as a kernel entry point.
 
-    def __init__(self, func: Callable[..., Any]) -> None:
+    Called from other kernel code (a wrapper), it runs as one launch
+    (``kernelopt.sim.spmd``): numpy arguments become HBM tensors.
+    ``kernel[gx, gy](...)`` runs it once per program of an SPMD grid.
+    """
+
+    def __init__(self, func: Callable[..., Any], machine: Machine | None = None) -> None:
         self.func = func
+        self.machine = machine
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.func(*args, **kwargs)
+        if self.machine is None:
+            return self.func(*args, **kwargs)
+        return launch(self.machine, self.func, (), args, kwargs)
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        sizes = grid_of(grid)
+        machine = self.machine
+        if machine is None:
+            raise TypeError("an SPMD launch needs the simulator's nki.jit")
+        return lambda *args, **kwargs: launch(machine, self.func, sizes, args, kwargs)
 
 
-def _jit(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
+def _jit(
+    func: Callable[..., Any] | None = None, machine: Machine | None = None, **_options: Any
+) -> Any:
     # Both ``@nki.jit`` and ``@nki.jit(...)`` appear in real kernels; compiler
     # options mean nothing to the simulator.
     if func is None:
-        return JitKernel
-    return JitKernel(func)
+        return functools.partial(_jit, machine=machine)
+    if isinstance(func, JitKernel):
+        return func
+    return JitKernel(func, machine)
 
 
 def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
@@ -48,12 +69,13 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
         setattr(nisa, name, getattr(isa, name))
     add_enums(nisa)
     nki = types.ModuleType("nki", "nki as simulated by kernelopt")
-    nki.jit = _jit
+    jit = functools.partial(_jit, machine=machine)
+    nki.jit = jit
     nki.language = nl
     nki.isa = nisa
     modules = {"nki": nki, "nki.language": nl, "nki.isa": nisa}
     # The beta-1 API (neuronxcc.nki): importing it gives tiles its semantics.
-    beta, beta_modules = build_beta1_modules(machine, isa, nl, _jit)
+    beta, beta_modules = build_beta1_modules(machine, isa, nl, jit)
     modules.update(beta_modules)
 
     def enable_beta1() -> None:

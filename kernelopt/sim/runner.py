@@ -136,6 +136,8 @@ def _collect(machine: Machine, result: Any, fn: Any, native: bool, file: str) ->
     line = fn.__code__.co_firstlineno
     arrays = []
     for i, tile in enumerate(items):
+        if isinstance(tile, np.ndarray) and id(tile) in machine.bound_arrays:
+            tile = machine.bound_arrays[id(tile)][1]  # a numpy output a launch filled
         if not isinstance(tile, Tile) or tile.buffer.kind != "hbm":
             raise SimError(
                 f"the kernel must return HBM tensors; return value {i} is {tile!r}",
@@ -201,17 +203,23 @@ def run_kernel(
         "__builtins__": kernel_builtins(modules),
     }
     try:
-        exec(compile(source, file, "exec"), namespace)
-        name, fn = _pick(namespace, func, file)
-        tiles = _bind_inputs(machine, fn, name, inputs, file, kernel_kwargs)
-        result = fn(**tiles)
-        outputs = _collect(machine, result, fn, precision == "native", file)
+        # The kernel's arithmetic may overflow or take a root of a negative number as
+        # the hardware would; the values (inf, NaN) are the result, not a warning.
+        with np.errstate(all="ignore"):
+            exec(compile(source, file, "exec"), namespace)
+            name, fn = _pick(namespace, func, file)
+            tiles = _bind_inputs(machine, fn, name, inputs, file, kernel_kwargs)
+            result = fn(**tiles)
+            outputs = _collect(machine, result, fn, precision == "native", file)
     except (Exception, SystemExit) as exc:  # user code: every failure becomes a SimError
         raise _as_sim_error(exc, file) from None
     finally:
         namespace.clear()
-    trace = tuple(machine.trace)
-    allocations = plan_memory(trace, machine.allocations, params, file)
+    # A beta-1 kernel is compiled with the compiler's allocator, which spills SBUF
+    # to HBM rather than fail (kernelopt.sim.spill).
+    trace, allocations = plan_memory(
+        tuple(machine.trace), machine.allocations, params, file, spill=machine.beta1 is not None
+    )
     timeline = schedule(trace, allocations, params, in_order=not options.instruction_scheduling)
     # ml_dtypes floats (bfloat16, fp8) report kind "V".
     float_inputs = [a.dtype for a in map(np.asarray, inputs.values()) if a.dtype.kind in "fV"]

@@ -223,7 +223,14 @@ class _Throttle:
         period = (
             start if start - self.last_end >= p.tensor_rethrottle_idle_ns else self.period_start
         )
-        return p.tensor_throttle_factor if start < period + p.tensor_warmup_ns else 1.0
+        # An instruction the list scheduler places in a gap before the current
+        # period began runs at the throttled rate (never below it).
+        elapsed = max(0.0, start - period)
+        if elapsed >= p.tensor_warmup_ns:
+            return 1.0
+        # The rate ramps linearly from the throttled one to full over the window.
+        low = 1.0 / p.tensor_throttle_factor
+        return 1.0 / (low + (1.0 - low) * elapsed / p.tensor_warmup_ns)
 
     def ran(self, start: float, end: float) -> None:
         if start - self.last_end >= self.params.tensor_rethrottle_idle_ns:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kernelopt.sim.access import indirect, resolve
 from kernelopt.sim.indexing import IndexExpr, Mask
 
 if TYPE_CHECKING:
@@ -36,6 +37,17 @@ class Buffer:
     @property
     def on_chip(self) -> bool:
         return self.kind != "hbm"
+
+
+@dataclass(frozen=True)
+class PlacedBuffer(Buffer):
+    """An on-chip buffer placed by hand (beta-1 ``nki.compiler.sbuf.mod_alloc`` /
+    ``psum.mod_alloc``): ``base`` is the byte offset in each partition and
+    ``tiles`` the physical copies per block axis, block ``i`` of an axis taking
+    copy ``i % tiles[axis]``."""
+
+    base: int = 0
+    tiles: tuple[int, ...] = ()
 
 
 class Allocation:
@@ -75,12 +87,26 @@ class Allocation:
 
 
 class Tile:
-    """A view of an allocation, as produced by ``nl.ndarray`` and basic indexing."""
+    """A view of an allocation, as produced by ``nl.ndarray`` and basic indexing.
 
-    __slots__ = ("alloc", "bounds", "kept", "shape", "index", "loose")
+    ``view`` (beta-1 accesses only, see ``kernelopt.sim.access``) gives the
+    tile a shape other than its box's: ``(shape, view_map)`` where
+    ``view_map[i]`` is ``(kept position, step)`` of logical axis ``i`` in the
+    box, or None for a unit axis. The elements are the box's, in row-major
+    order.
+    """
+
+    __slots__ = ("alloc", "bounds", "kept", "shape", "index", "loose", "view_map", "coords", "via")
 
     def __init__(
-        self, alloc: Allocation, bounds: Bounds, kept: tuple[int, ...], loose: bool = False
+        self,
+        alloc: Allocation,
+        bounds: Bounds,
+        kept: tuple[int, ...],
+        loose: bool = False,
+        view: tuple[tuple[int, ...], Any] | None = None,
+        coords: tuple[np.ndarray, ...] | None = None,
+        via: Tile | None = None,
     ) -> None:
         self.alloc = alloc
         # A beta-1 access whose index expressions reach past the tensor: valid
@@ -88,10 +114,44 @@ class Tile:
         self.loose = loose
         self.bounds = bounds
         self.kept = kept
-        self.shape = tuple(bounds[a][1] - bounds[a][0] for a in kept)
+        # A gathered access (kernelopt.sim.access.gather): each element's coordinates
+        # in the allocation, one array per allocation axis, of the tile's shape.
+        self.coords = coords
+        # An indirect access: the on-chip index tile its coordinates came from.
+        self.via = via
+        if view is None:
+            self.shape = tuple(bounds[a][1] - bounds[a][0] for a in kept)
+            self.view_map = None
+        else:
+            self.shape, self.view_map = view
         self.index = tuple(
             slice(lo, hi) if axis in kept else lo for axis, (lo, hi) in enumerate(bounds)
         )
+
+    @property
+    def box_shape(self) -> tuple[int, ...]:
+        """The shape of the region in the allocation (``shape`` unless a view)."""
+        return tuple(self.bounds[a][1] - self.bounds[a][0] for a in self.kept)
+
+    def _view(self) -> tuple[tuple[int, ...], Any] | None:
+        if self.view_map is None and self.coords is None:
+            return None
+        return (self.shape, self.view_map)
+
+    def flat(self) -> np.ndarray:
+        """A gathered tile's elements as flat offsets into its allocation."""
+        assert self.coords is not None
+        return np.ravel_multi_index(self.coords, self.alloc.shape)
+
+    @property
+    def minor_stride_bytes(self) -> int:
+        """Bytes between consecutive elements along the last axis (16 or less streams
+        at full rate; NKI architecture guide, NeuronCore-v2 "Access pattern")."""
+        if self.coords is None or self.shape[-1] < 2:
+            return self.alloc.dtype.itemsize
+        flat = self.flat()
+        step = int(np.abs(np.diff(flat, axis=-1)).max())
+        return step * self.alloc.dtype.itemsize
 
     @classmethod
     def whole(cls, alloc: Allocation) -> Tile:
@@ -140,6 +200,11 @@ class Tile:
         covered whole. On-chip tensors stop at the partition axis: partitions
         are separate memories.
         """
+        if self.coords is not None:
+            # A gathered access moves whole runs only where the last axis is consecutive.
+            step = self.minor_stride_bytes
+            run = self.shape[-1] if step == self.alloc.dtype.itemsize else 1
+            return run * self.alloc.dtype.itemsize
         shape = self.alloc.shape
         stop_axis = 1 if self.alloc.buffer.on_chip else 0
         run = 1
@@ -161,25 +226,22 @@ class Tile:
             at = next(i for i, k in enumerate(key) if k is Ellipsis)
             fill = n - (len(key) - 1)
             key = key[:at] + (slice(None),) * max(fill, 0) + key[at + 1 :]
+        if self.view_map is not None or self.coords is not None:
+            if all(k == slice(None) for k in key):
+                return self
+            self._fail(f"a beta-1 access {self!r} cannot be indexed again; index the tensor once")
         if len(key) > n:
             self._fail(f"too many indices ({len(key)}) for a tile of shape {self.shape}")
         key = key + (slice(None),) * (n - len(key))
+        if any(isinstance(k, Tile) for k in key):
+            return indirect(self, key)
+        if any(isinstance(k, IndexExpr) for k in key):
+            return resolve(self, key)
         bounds = list(self.bounds)
         kept: list[int] = []
-        placed: list[int] = []  # index-space axis of each beta-1 range, in order
-        loose = self.loose
         for pos, (axis, k) in enumerate(zip(self.kept, key, strict=True)):
             lo, hi = self.bounds[axis]
             size = hi - lo
-            if isinstance(k, IndexExpr):
-                # A beta-1 affine range: a box on this axis, which may reach past
-                # the tensor as long as a mask cuts it back before use.
-                placed.append(k.axis)
-                if k.start < 0 or k.start + k.size > size:
-                    loose = True
-                bounds[axis] = (lo + k.start, lo + k.start + k.size)
-                kept.append(axis)
-                continue
             if isinstance(k, slice):
                 if k.step not in (None, 1):
                     self._fail(f"slice step {k.step} on axis {pos}: only step 1 is supported")
@@ -200,12 +262,7 @@ class Tile:
                         f"(axis size {size}, tile shape {self.shape})"
                     )
                 bounds[axis] = (lo + i, lo + i + 1)
-        if placed != sorted(set(placed)):
-            self._fail(
-                f"index expressions on {self.alloc.name!r} place axes in the order {placed}: "
-                "a transposed access is not a view (use nl.load_transpose2d or nisa.nc_transpose)"
-            )
-        return Tile(self.alloc, tuple(bounds), tuple(kept), loose)
+        return Tile(self.alloc, tuple(bounds), tuple(kept), self.loose)
 
     def clip(self, mask: Mask | None) -> Tile:
         """The part of this tile a beta-1 ``mask=`` keeps (index-space axis i is the
@@ -214,16 +271,48 @@ class Tile:
             return self.checked()
         if not isinstance(mask, Mask):
             self._fail(f"mask must be built from nl.arange/nl.mgrid comparisons, got {mask!r}")
+        if not mask.is_box:
+            self._fail(
+                f"mask {mask!r} relates several index ranges, which does not cut a tile to a box; "
+                "use nisa.affine_select or nl.where for such a predicate"
+            )
         if mask.empty():
             self._fail(f"mask {mask!r} keeps no element of {self.alloc.name!r}")
+        if self.coords is not None:
+            return self._clip_gathered(mask)
         bounds = list(self.bounds)
+        shape = list(self.shape)
+        vmap = self.view_map
         for axis, (lo, hi) in mask.keep.items():
-            if axis >= len(self.kept):
+            if axis >= len(shape):
                 continue
-            real = self.kept[axis]
-            start, stop = bounds[real]
-            bounds[real] = (start + lo, min(stop, start + hi))
-        return Tile(self.alloc, tuple(bounds), self.kept, self.loose).checked()
+            lo, hi = max(lo, 0), min(hi, shape[axis])
+            if lo == 0 and hi == shape[axis]:
+                continue
+            if hi <= lo:
+                self._fail(f"mask {mask!r} keeps no element of {self.alloc.name!r}")
+            pos, step = (axis, 1) if vmap is None else (vmap[axis] or (None, 1))
+            outer = vmap is not None and any(
+                m is not None and m[0] == pos and m[1] > step and shape[b] > 1
+                for b, m in enumerate(vmap)
+            )
+            if pos is None or outer:
+                self._fail(f"mask {mask!r} cuts an inner range of a nested access to {self!r}")
+            real = self.kept[pos]
+            start = bounds[real][0]
+            bounds[real] = (start + lo * step, start + hi * step)
+            shape[axis] = hi - lo
+        view = None if vmap is None else (tuple(shape), vmap)
+        return Tile(self.alloc, tuple(bounds), self.kept, self.loose, view).checked()
+
+    def _clip_gathered(self, mask: Mask) -> Tile:
+        cut = tuple(
+            slice(*mask.keep[a]) if a in mask.keep else slice(None) for a in range(self.ndim)
+        )
+        coords = tuple(c[cut] for c in self.coords)
+        bounds = tuple((int(c.min()), int(c.max()) + 1) for c in coords)
+        view = (coords[0].shape, None)
+        return Tile(self.alloc, bounds, self.kept, self.loose, view, coords, self.via).checked()
 
     def checked(self) -> Tile:
         """This tile, failing if its index expressions reach past the tensor."""
@@ -235,7 +324,9 @@ class Tile:
                         f"index expression [{lo}:{hi}] on axis {axis} of {self.alloc.name!r} "
                         f"(size {self.alloc.shape[axis]}) is out of bounds and no mask= cuts it"
                     )
-            return Tile(self.alloc, self.bounds, self.kept)
+            return Tile(
+                self.alloc, self.bounds, self.kept, False, self._view(), self.coords, self.via
+            )
         return self
 
     # --- beta-1 (neuronxcc.nki) tile semantics: assignment and arithmetic ------------

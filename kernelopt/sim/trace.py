@@ -29,7 +29,7 @@ class Instruction:
     free: int = 0
     stationary_free: int = 0
     wide: bool = False
-    inputs: int = 1
+    inputs: float = 1  # streamed passes per element (8 for a reciprocal on Trn2)
     nbytes: int = 0
     row_bytes: int = 0
     hbm_read: int = 0
@@ -39,6 +39,14 @@ class Instruction:
     elements_per_cycle: int = 1  # memset: 2 for a zero fill of a 2-byte dtype
     psum_read: bool = False  # an operand is read from PSUM
     software_dge: bool = False  # DMA descriptors generated in software (dge_mode=swdge/none)
+    # Engine cycles beyond the streamed elements (a reduction read out of ScalarE's
+    # accumulator, ~64 cycles); and a documented whole-instruction cost that
+    # replaces the streaming formula when set (GpSimd iota: 150 + N).
+    extra_cycles: int = 0
+    cycles: int = 0
+    # An operand's most-minor stride exceeds 16 bytes: each read/write interface
+    # streams at half rate (NKI architecture guide, NeuronCore-v2 access patterns).
+    strided: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +73,4 @@ class AllocationInfo:
     site: tuple[int, ...] = ()
     generation: int = 0
     partitions: int = 0  # on chip: the partitions it spans
+    shape: tuple[int, ...] = ()  # of the tensor (a region of all of it is its full box)

@@ -33,9 +33,10 @@ class Trn2Params:
     fp32_matmul_factor: float = 4.0
     # Issue interval floor between TensorE instructions (v2).
     tensor_issue_floor_cycles: int = 64
-    # TensorE starts throttled (~50 %) and ramps over the first ~3 us of a busy
-    # period; it re-throttles after ~3 us of low use. Modelled as 2x cost for
-    # instructions starting within the warm-up window of a busy period.
+    # TensorE starts throttled (~50 %) and ramps to full rate over the first
+    # ~3 us of a busy period; it re-throttles after ~3 us of low use. Modelled
+    # as a rate rising linearly from 1/factor to 1 over the warm-up window, read
+    # at each instruction's start.
     tensor_warmup_ns: float = 3000.0
     tensor_throttle_factor: float = 2.0
     tensor_rethrottle_idle_ns: float = 3000.0
@@ -49,14 +50,29 @@ class Trn2Params:
     engine_min_cycles: int = 64
     # ~100 cycles static overhead per instruction (v2).
     engine_static_cycles: int = 100
-    # Reading a PSUM operand takes VectorE/ScalarE two cycles per element, half
-    # their SBUF rate (NEURON.md: half rate "with a PSUM operand"). The public
+    # Reading a PSUM operand takes VectorE two cycles per element, half its
+    # SBUF rate (NEURON.md: half rate "with a PSUM operand"). The public
     # rung-2 profile agrees: VectorE 18.2 % of ~366 us over 64 drains is
     # ~1.04 us per 512-element fp32 PSUM -> SBUF copy, 2 x 512 cycles at 0.96 GHz.
     psum_read_cycles_per_element: float = 2.0
+    # ScalarE streams a PSUM operand at its full rate, one element per cycle:
+    # the public Trn1 NKIBench bmm profile (16 x 4096 x 4096 fp32 outputs, each
+    # copied out of PSUM by ScalarE in 512-element instructions) shows ScalarE
+    # 37.3 % of 4.611 ms active, ~1.2 cycles per element with the ~100-cycle
+    # instruction overhead; at two cycles it would be busier than the whole run
+    # allows. The Trn2 guide: VectorE and ScalarE access PSUM "at full
+    # bandwidth in parallel" (banks permitting).
+    scalar_psum_read_cycles_per_element: float = 1.0
     # GpSimd processes fewer elements per cycle than VectorE (estimate); not
     # applied to memset, whose cost is documented per engine cycle.
     gpsimd_slowdown: float = 2.0
+    # Where the compiler runs a tensor_scalar left to it (engine unknown) whose
+    # operators ScalarE implements (multiply, add, or multiply then add: the
+    # nki.isa.tensor_scalar docs' ScalarE subset). No public Trn2 profile says;
+    # VectorE, as the NKI docs' cost tables assume.
+    tensor_scalar_on_scalar_engine: bool = False
+    # VectorE cycles per element of nki.isa.reciprocal (the SDK 2.2x docs: 8N).
+    reciprocal_cycles_per_element: float = 8.0
 
     # --- DMA ---
     dma_queues: int = 16  # 16 DMA engines per core

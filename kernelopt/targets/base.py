@@ -39,8 +39,9 @@ class Target(Protocol):
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Target: ...
 
-    def reference(self, tree: Path) -> Measurement | None:
-        """The compiler's baseline for the same math, or None when the target has none."""
+    def reference(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement | None:
+        """The compiler's baseline for the same math, or None when the target has none;
+        ``env`` a device binding the caller holds, as for ``measure``."""
         return None
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kernelopt.measurement import FAILED, INCORRECT, OK, TIMEOUT, Measurement
+from kernelopt.measurement import FAILED, INCORRECT, OK, SKIPPED, TIMEOUT, Measurement
 from kernelopt.program import Program
 from kernelopt.targets.base import Target
 from kernelopt.workload import WorkloadError, load_workload
@@ -85,8 +85,8 @@ class NkiSimTarget(Target):
             chip=str(spec.get("chip") or "trn2"),
         )
 
-    def reference(self, tree: Path) -> Measurement:
-        """The compiler baseline cannot run on sim; the ledger row says so."""
+    def reference(self, tree: Path, env: Mapping[str, str] | None = None) -> Measurement:
+        """The compiler baseline cannot run on sim; the ledger row says so (skipped)."""
         return _sim_reference(tree)
 
     def spec(self) -> dict[str, Any]:
@@ -222,8 +222,10 @@ class NkiSimTarget(Target):
 
 
 def _sim_reference(tree: Path) -> Measurement:
+    # Skipped, as a Neuron host's row without nkipy is: nothing on this device can build
+    # the baseline, which is a reason, not a failure of anything the run tried.
     return Measurement.failure(
-        FAILED,
+        SKIPPED,
         "not measured on sim: the compiler baseline needs neuronx-cc (through nkipy) on a Neuron host",
         device="sim",
         extra={"what": "f_numpy compiled by neuronx-cc"},

@@ -70,6 +70,15 @@ def test_render_prints_the_shipped_kernel() -> None:
     assert result.output == (MATMUL / "kernel.py").read_text()
 
 
+def test_render_prints_the_beta1_kernel_of_the_same_knobs() -> None:
+    result = run("render", MATMUL / "knobs.json", "-w", MATMUL / "workload.py", "--api", "beta1")
+    assert result.exit_code == 0
+    assert "from neuronxcc import nki" in result.output
+    assert "\nimport nki\n" not in result.output
+    loops = "_range("
+    assert result.output.count(loops) == (MATMUL / "kernel.py").read_text().count(loops)
+
+
 def test_render_refuses_an_invalid_state(tmp_path: Path) -> None:
     path = tmp_path / "knobs.json"
     path.write_text(json.dumps({"loop_order": ["d0.tile", "d0.block"]}))

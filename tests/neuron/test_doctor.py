@@ -31,9 +31,10 @@ def _doctor(fake: FakeTrn2, *extra: str, runtime: bool = True) -> tuple[int, dic
     return result.exit_code, json.loads(result.output)
 
 
-def _steps(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _steps(report: dict[str, Any], *, kernel: bool = False) -> dict[str, dict[str, Any]]:
     steps = {s["step"]: s for s in report["steps"]}
-    assert list(steps) == ["gate", "compile", "run", "time", "profile", "baseline", "check"]
+    order = ["gate", "compile", *(["kernel"] if kernel else []), "run", "time", "profile"]
+    assert list(steps) == [*order, "baseline", "check"]
     return steps
 
 
@@ -44,6 +45,8 @@ def _steps(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
         ("2.32", "nrtpy", "compile_bir_to_neff", "benchmark(mode='device')"),
         ("2.30", "capture", "compile_bir_to_neff", "neuron-explorer capture total_time"),
         ("2.27", "capture", "compile_nki_ir_kernel_to_neff", "neuron-explorer capture total_time"),
+        ("2.26", "baremetal", "neuronxcc.nki.baremetal", "neuron-profile capture total_time"),
+        ("2.22", "baremetal", "neuronxcc.nki.baremetal", "neuron-profile capture total_time"),
     ],
 )
 def test_each_layout_names_the_path_of_every_step(
@@ -57,12 +60,18 @@ def test_each_layout_names_the_path_of_every_step(
     assert compile_entry in steps["compile"]["path"]
     assert timing in steps["time"]["path"]
     assert steps["baseline"]["status"] == "ok" and "compile_to_neff" in steps["baseline"]["has"]
-    if sdk == "2.32":
+    if path == "baremetal":
+        # baremetal returns the device's outputs: checked, and named in the path.
+        assert steps["check"]["status"] == "ok" and "baremetal" in steps["check"]["path"]
+        assert "nki.benchmark" in steps["time"]["path"]
+        baseline = "neuronpy" if sdk == "2.22" else "nkipy"
+        assert steps["baseline"]["path"].startswith(baseline)
+    elif sdk == "2.32":
         assert all(s["status"] == "ok" for s in steps.values() if s["step"] != "gate"), steps
         assert report["sdk"]["generation"] == ">=2.32"
     else:
-        # No nrtpy before 2.32: the device's output cannot be read, and doctor says so.
-        assert steps["check"]["status"] == "warn" and "2.32" in steps["check"]["fix"]
+        # No nrtpy before 2.32: the outputs a profiler capture saves are checked.
+        assert steps["check"]["status"] == "ok" and "--save-output" in steps["check"]["has"]
 
 
 @pytest.mark.slow
@@ -72,6 +81,9 @@ def test_no_nrtpy_on_a_2_32_host_is_named_with_the_fix(tmp_path: Path) -> None:
     _, report = _doctor(fake, runtime=False)  # runtime_activate not set: one environment
     run = _steps(report)["run"]
     assert run["status"] == "warn" and "nrtpy" in run["missing"]
+    # The headline agrees with the finding: the nki driver has the >= 2.32 shape.
+    assert report["sdk"]["generation"] == ">=2.32 (no nrtpy environment configured)"
+    assert run["missing"].startswith("nrtpy: this host's nki is SDK >= 2.32")
     assert "device.neuron.runtime_activate" in run["fix"] and "LD_LIBRARY_PATH" in run["fix"]
     # Forcing the nrtpy path on that host leaves run and time without a path: exit 1.
     code, forced = _doctor(fake, "--sdk-path", "nrtpy", runtime=False)
@@ -183,7 +195,8 @@ def test_doctor_reads_the_programs_device_settings(tmp_path: Path) -> None:
     env = {"PATH": f"{fake.bin_dir}:{os.environ['PATH']}"}
     result = CliRunner().invoke(doctor_command, ["--program", str(program), "--json"], env=env)
     report = json.loads(result.output)
-    gate = _steps(report)["gate"]
+    gate = _steps(report, kernel=True)["gate"]
+    assert _steps(report, kernel=True)["kernel"]["path"] == "shipped as written, path capture"
     assert report["sdk"]["path_chosen"] == "forced (device.neuron.sdk_path)"
     assert gate["status"] == "warn" and "device.neuron.lnc is 2" in gate["missing"]
     bad = CliRunner().invoke(doctor_command, ["--program", str(tmp_path / "none.md")])
@@ -196,8 +209,96 @@ def test_a_2_26_host_has_no_nki_namespace_and_doctor_says_so(tmp_path: Path) -> 
     fake.configure(monitor_period_s=0.1)
     code, report = _doctor(fake)
     steps = _steps(report)
-    assert report["sdk"]["generation"] == "2.22-2.26" and report["sdk"]["path"] == "capture"
+    assert report["sdk"]["generation"] == "2.22-2.26" and report["sdk"]["path"] == "baremetal"
+    assert code == 0 and report["sdk"]["namespaces"] == ["neuronxcc"]
     compile_ = steps["compile"]
     assert compile_["status"] == "warn" and "nki.* namespace" in compile_["missing"]
-    assert "2.27" in compile_["fix"] and "compile_nki_ir_kernel_to_neff" in compile_["path"]
+    assert "beta-1 rendering" in compile_["missing"] and "2.27" in compile_["fix"]
+    assert "inside the lease" in compile_["path"]
     assert "neuron-profile capture" in steps["time"]["path"]
+
+
+@pytest.mark.slow
+def test_a_beta1_host_without_a_profiler_names_the_missing_tool(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.26")
+    fake.configure(monitor_period_s=0.1)
+    (fake.bin_dir / "neuron-profile").unlink()
+    code, report = _doctor(fake)
+    steps = _steps(report)
+    assert code == 1 and steps["time"]["status"] == "missing"
+    assert "neuron-profile" in steps["time"]["fix"] and steps["profile"]["status"] == "missing"
+
+
+@pytest.mark.slow
+def test_an_nrtpy_that_cannot_load_libnrt_gets_the_ld_library_path_fix_on_its_line(
+    tmp_path: Path,
+) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.32")
+    fake.configure(monitor_period_s=0.1)
+    script = fake.runtime_activate_path
+    lines = [x for x in script.read_text().splitlines() if "LD_LIBRARY_PATH" not in x]
+    without = tmp_path / "activate-runtime-without-ld"
+    without.write_text("\n".join(lines) + "\n")
+    code, report = _doctor(fake, "--runtime-activate", str(without), runtime=False)
+    run = _steps(report)["run"]
+    assert code == 1 and run["status"] == "missing" and "libnrt" in run["missing"]
+    assert "export LD_LIBRARY_PATH=/opt/aws/neuron/lib" in run["fix"] and str(without) in run["fix"]
+    assert report["sdk"]["generation"].startswith(
+        ">=2.32 (nrtpy does not import: ImportError: libnrt"
+    )
+
+
+def _program_repo(tmp_path: Path, fake: FakeTrn2, *, knobs: bool) -> Path:
+    """A repository with programs/trn.md: a knob program (kernel = the rendering of its
+    knobs) or a hand-written nki.* kernel."""
+    from benchmarks_support.gitrepo import git
+
+    from kernelopt.ir import ir_for_workload, knobs_text, render_ir
+
+    root = tmp_path / "repo"
+    small = root / "ir" / "small"
+    small.mkdir(parents=True)
+    (root / "programs").mkdir()
+    (small / "workload.py").write_text((KERNELS / "workload.py").read_text())
+    if knobs:
+        ir = ir_for_workload(small / "workload.py")
+        (small / "knobs.json").write_text(knobs_text(ir))
+        (small / "kernel.py").write_text(render_ir(ir))
+    else:
+        (small / "kernel.py").write_text((KERNELS / "kernel.py").read_text())
+    knob_line = "\n  knobs: ir/small/knobs.json" if knobs else ""
+    (root / "programs" / "trn.md").write_text(
+        "---\nname: trn\ntarget:\n  kind: nki\n  workload: ir/small/workload.py\n"
+        f"  kernel: ir/small/kernel.py{knob_line}\nmetric: {{name: mfu, better: higher}}\n"
+        "device:\n  kind: neuron\n  hosts: [localhost]\n"
+        f"  python: {sys.executable}\n  neuron:\n    activate: {fake.activate_path}\n"
+        "---\nTune it.\n"
+    )
+    git(root, "init", "-q")
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("knobs", [True, False], ids=["knob-kernel", "hand-written"])
+def test_doctor_with_a_program_checks_its_kernels_namespace_against_the_host(
+    tmp_path: Path, knobs: bool
+) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.26")  # NKI beta 1 only
+    fake.configure(monitor_period_s=0.1)
+    root = _program_repo(tmp_path, fake, knobs=knobs)
+    env = {"PATH": f"{fake.bin_dir}:{os.environ['PATH']}"}
+    args = ["--program", str(root / "programs" / "trn.md"), "--json"]
+    result = CliRunner().invoke(doctor_command, args, env=env)
+    report = json.loads(result.output)
+    kernel = _steps(report, kernel=True)["kernel"]
+    assert "the nki namespace" in kernel["has"] and "neuronxcc.nki" in kernel["has"]
+    if knobs:
+        # Re-rendered in beta 1 from the committed knobs: fine.
+        assert result.exit_code == 0 and kernel["status"] == "ok", kernel
+        assert "rendering of ir/small/knobs.json" in kernel["path"]
+        assert "path baremetal" in kernel["path"]
+    else:
+        # A hand-written nki.* kernel cannot go to this host: a failure with the fix.
+        assert result.exit_code == 1 and kernel["status"] == "missing", kernel
+        assert "which this host's Neuron SDK 2.22-2.26 does not have" in kernel["missing"]
+        assert "kernelopt ir render --api beta1" in kernel["fix"]

@@ -23,13 +23,13 @@ from kernelopt.testing.fake_trn2 import TOOLS, FakeTrn2
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "trn2.md"
 STEPS = ROOT / "kernelopt" / "neuron" / "steps"
-SDK_PACKAGES = ("nki", "nrtpy", "neuronxcc", "nkipy")
+SDK_PACKAGES = ("nki", "nrtpy", "neuronxcc", "nkipy", "neuronpy")
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
 # Which fake environment holds each kind of Python entry point.
 ENVIRONMENTS = {"runtime": ("current", True), "current": ("current", False)}
 ENVIRONMENTS.update({"older": ("older", False), "baseline": ("current", False)})
-ENVIRONMENTS.update({"2.30": ("2.30", False)})
+ENVIRONMENTS.update({"2.30": ("2.30", False), "predecessor": ("2.22", False)})
 
 
 def table(heading: str, width: int) -> list[list[str]]:
@@ -190,6 +190,7 @@ def fakes(tmp_path: Path) -> dict[str, FakeTrn2]:
         "current": FakeTrn2(tmp_path / "current").install(sdk="current"),
         "older": FakeTrn2(tmp_path / "older").install(sdk="older"),
         "2.30": FakeTrn2(tmp_path / "2.30").install(sdk="2.30"),
+        "2.22": FakeTrn2(tmp_path / "2.22").install(sdk="2.22"),
     }
 
 
@@ -269,6 +270,14 @@ def test_tools_take_the_documented_commands_and_print_the_documented_keys(
         assert sorted(document) == sorted(keys)
         return
     neff = _neff(fake, tmp_path)
+    if command == "capture --save-output":
+        args = row["signature"].replace("NEFF", str(neff)).split()
+        done = _tool(fake, tool, *args, cwd=tmp_path, bound=True)
+        assert done.returncode == 0, done.stderr
+        pattern = re.escape(row["keys"]).replace("NAME", '([^"]+)').replace("FILE", '([^"]+)')
+        ((name, file),) = re.findall(pattern, done.stdout)
+        assert name == "output" and (tmp_path / file).stat().st_size == 128 * 512 * 2
+        return
     capture = next(r for r in TOOL_ROWS if r["entry"] == f"{tool} capture")
     argv = capture["signature"].replace("NEFF", str(neff)).replace("NTFF", "p.ntff").split()
     assert _tool(fake, tool, *argv, cwd=tmp_path, bound=True).returncode == 0
@@ -296,7 +305,7 @@ def test_every_fake_sdk_module_names_its_public_source_or_says_unverified() -> N
     """A fake module with public entry points says where their behaviour comes from."""
     pylib = ROOT / "kernelopt" / "testing" / "fake_trn2" / "pylib"
     checked = 0
-    for folder in ("current", "older", "baseline"):
+    for folder in ("current", "older", "baseline", "predecessor"):
         for path in sorted((pylib / folder).rglob("*.py")):
             tree = ast.parse(path.read_text())
             public = [

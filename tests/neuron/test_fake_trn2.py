@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -69,6 +70,8 @@ def test_env_prints_export_lines_that_enable_the_tools_in_a_shell(tmp_path: Path
 
 # What each layout ships, as the release notes say (docs/trn2.md, "SDK generations").
 LAYOUTS = {
+    # Before nki_standalone, with nkipy's predecessor (the fake's oldest layout).
+    "2.22": ({"neuron-profile"}, {"neuronxcc.nki", "neuronpy.core.compile"}),
     "2.26": ({"neuron-profile"}, {"neuronxcc.nki", "neuronxcc.nki_standalone", "nkipy"}),
     "2.27": (
         {"neuron-profile", "neuron-explorer"},
@@ -83,7 +86,14 @@ LAYOUTS = {
         {"nki", "nki.compiler.driver", "neuronxcc.nki_standalone", "nkipy"},
     ),
 }
-MODULES = ("neuronxcc.nki", "nki", "nki.compiler.driver", "neuronxcc.nki_standalone", "nkipy")
+MODULES = (
+    "neuronxcc.nki",
+    "nki",
+    "nki.compiler.driver",
+    "neuronxcc.nki_standalone",
+    "nkipy",
+    "neuronpy.core.compile",
+)
 
 
 @pytest.mark.parametrize("sdk", sorted(LAYOUTS))
@@ -140,7 +150,9 @@ def test_set_and_show_change_the_fakes_settings(tmp_path: Path) -> None:
     assert bad.exit_code != 0 and "unknown fake Trn2 settings ['colour']" in bad.output
     assert runner.invoke(fake_trn2_group, ["set", "--home", home, "oops"]).exit_code != 0
     wrong = runner.invoke(fake_trn2_group, ["set", "--home", home, "sdk=newest"])
-    assert wrong.exit_code != 0 and "sdk must be one of 2.26, 2.27, 2.30, 2.32" in wrong.output
+    assert (
+        wrong.exit_code != 0 and "sdk must be one of 2.22, 2.26, 2.27, 2.30, 2.32" in wrong.output
+    )
 
 
 def test_neuron_ls_new_format_wraps_the_list_and_old_format_refuses_the_new_flag(
@@ -240,12 +252,64 @@ def test_capture_and_view_follow_the_profilers_documented_behaviour(
     flat = doc[key]
     assert key == "k"
     percents = [v for k, v in flat.items() if k.endswith("_percent") and v != -1]
-    # neuron-explorer's unit is percent (its profile schema); neuron-profile's fractions.
-    assert percents and all(0 <= v <= 100 for v in percents) and max(percents) > 1
+    # Fractions, as Explorer's public summary-json outputs print them.
+    assert percents and all(0 <= v <= 1 for v in percents) and max(percents) > 0.01
     assert flat["spill_save_bytes"] == -1 and flat["hfu_estimated_percent"] == -1
     assert flat["total_time"] > 0 and (flat["nd_idx"], flat["nc_idx"]) == (1, 1)
     bad = _run(fake, "neuron-explorer", "capture", "-n", neff, "--no-such-flag", extra=bound)
     assert bad.returncode == 2 and "unknown flags" in bad.stderr
+    # The setting standing for a release that printed percent.
+    fake.configure(explorer_percent_unit="percent")
+    args = ["view", "-n", neff, "-s", str(written), "--output-format", "summary-json"]
+    (again,) = json.loads(_run(fake, "neuron-explorer", *args).stdout).values()
+    assert again["tensor_engine_active_time_percent"] == pytest.approx(
+        100 * flat["tensor_engine_active_time_percent"]
+    )
+
+
+def test_capture_takes_raw_input_files_and_saves_the_outputs_as_the_public_runner_reads_them(
+    fake: FakeTrn2, tmp_path: Path
+) -> None:
+    import ml_dtypes
+    import numpy as np
+
+    assert _compile(fake, tmp_path).returncode == 0
+    neff = str(tmp_path / "k.neff")
+    rng = np.random.default_rng(0)
+    arrays = {
+        "lhsT": rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16),
+        "rhs": rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16),
+    }
+    words = []
+    for name, value in arrays.items():
+        value.tofile(tmp_path / f"{name}.bin")
+        words += [name, str(tmp_path / f"{name}.bin")]
+    bound = {"NEURON_RT_VISIBLE_CORES": "0"}
+    flags = ["--disable-profile", "--save-output", "--num-exec=1", "--profile-nth-exec=0"]
+    done = _run(
+        fake, "neuron-explorer", "capture", "-n", neff, *flags, *words, extra=bound, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    ((name, file),) = re.findall(r'saved output "([^"]+)" as "([^"]+)"', done.stdout)
+    got = np.fromfile(tmp_path / file, dtype=ml_dtypes.bfloat16).reshape(128, 512)
+    as32 = {k: v.astype(np.float32) for k, v in arrays.items()}
+    want = as32["lhsT"].T @ as32["rhs"]
+    assert name == "output" and np.allclose(got.astype(np.float32), want, atol=0.1, rtol=0.02)
+    assert not list(tmp_path.glob("*.ntff"))  # --disable-profile: no trace
+    # A .npy file (128 header bytes more) is not the input's raw bytes: refused.
+    np.save(tmp_path / "lhsT.npy", arrays["lhsT"])
+    npy = ["lhsT", str(tmp_path / "lhsT.npy")]
+    refused = _run(
+        fake, "neuron-explorer", "capture", "-n", neff, *flags, *npy, extra=bound, cwd=tmp_path
+    )
+    assert refused.returncode == 2 and "expected 65536" in refused.stderr
+    # The device's fault shows in the saved outputs too.
+    fake.configure(device_fault={"index": [3, 7], "value": 99.0})
+    done = _run(
+        fake, "neuron-explorer", "capture", "-n", neff, *flags, *words, extra=bound, cwd=tmp_path
+    )
+    faulty = np.fromfile(tmp_path / file, dtype=ml_dtypes.bfloat16).reshape(128, 512)
+    assert float(faulty[3, 7]) == 99.0
 
 
 @pytest.mark.parametrize(
@@ -293,3 +357,55 @@ def test_measurement_noise_is_about_five_hundredths_of_a_point_of_mfu() -> None:
     assert 0.04 < spread_pp < 0.06
     assert hardware.noise(profile, 0.05, "seed", 5) == factors[:5]  # seeded
     assert hardware.noise(profile, 0.05, "other", 5) != factors[:5]
+
+
+BAREMETAL = """
+import json, sys
+import ml_dtypes, numpy as np
+from neuronxcc.nki import baremetal, benchmark
+sys.path.insert(0, sys.argv[1])
+from kernel_beta1 import small_matmul
+rng = np.random.default_rng(0)
+lhsT = rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16)
+rhs = rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16)
+out = baremetal(small_matmul, save_neff_name="file.neff", save_trace_name="profile.ntff",
+                additional_compile_opt="--logical-nc-config=2")(lhsT, rhs)
+want = lhsT.astype(np.float32).T @ rhs.astype(np.float32)
+bench = benchmark(warmup=2, iters=8)(small_matmul)
+bench(lhsT, rhs)
+latency = bench.benchmark_result.nc_latency
+print(json.dumps({
+    "dtype": str(out.dtype), "close": bool(np.allclose(out.astype(np.float32), want, atol=1, rtol=0.05)),
+    "p": [latency.get_latency_percentile(p) for p in (0, 50, 99, 100)],
+}))
+"""
+
+
+def test_beta1_baremetal_and_benchmark_run_the_kernel_on_the_bound_core(tmp_path: Path) -> None:
+    fake = FakeTrn2(tmp_path / "fake").install(sdk="2.26")
+    bound = {"NEURON_RT_VISIBLE_CORES": "4", "NEURON_LOGICAL_NC_CONFIG": "2"}
+    done = _run(fake, sys.executable, "-c", BAREMETAL, str(KERNELS), extra=bound, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["close"] and found["dtype"] == "bfloat16"
+    p0, p50, p99, p100 = found["p"]
+    assert 0 < p0 <= p50 <= p99 <= p100 < 1e4  # microseconds
+    assert (tmp_path / "file.neff").is_file() and (tmp_path / "profile.ntff").is_file()
+    runs = fake.calls("neuronxcc.nki")
+    assert [r["args"][:2] for r in runs] == [["baremetal", "1"], ["benchmark", "10"]]
+    assert all(r["ran_on"]["chip"] == 1 and r["ran_on"]["core"] == 4 for r in runs)
+    # The trace is the profiler's to read: one top-level key, device time in total_time.
+    view = _run(
+        fake,
+        "neuron-profile",
+        "view",
+        "-n",
+        "file.neff",
+        "-s",
+        "profile.ntff",
+        "--output-format",
+        "summary-json",
+        cwd=tmp_path,
+    )
+    (summary,) = json.loads(view.stdout).values()
+    assert 0 < summary["total_time"] < p0 / 1e6  # neuron-bench adds host-device transfers

@@ -81,20 +81,20 @@ def test_kernelopt_always_binds_though_the_runtime_does_not_require_it(
 
 def test_a_callers_binding_is_renumbered_for_the_kernels_lnc_or_refused() -> None:
     from kernelopt.hosts import LocalHost
-    from kernelopt.neuron.target import _bind, _CallersDevice
+    from kernelopt.neuron.held import CallersDevice, bind
 
     # Device 3 leased at the host's LNC=2 (logical core 12): at lnc 1 the same chip is 24.
-    held = _CallersDevice(
+    held = CallersDevice(
         LocalHost(), {"NEURON_RT_VISIBLE_CORES": "12", "NEURON_LOGICAL_NC_CONFIG": "2"}
     )
-    binding, where = _bind(held, 1)
+    binding, where = bind(held, 1)
     assert binding == {"NEURON_RT_VISIBLE_CORES": "24", "NEURON_LOGICAL_NC_CONFIG": "1"}
     assert where["chip"] == 3 and where["physical_cores"] == [24]
     assert (where["leased_cores"], where["leased_lnc"]) == ("12", 2)
     # Physical core 9 is the second half of an LNC-2 core: no LNC-2 core starts there.
-    odd = _CallersDevice(
+    odd = CallersDevice(
         LocalHost(), {"NEURON_RT_VISIBLE_CORES": "9", "NEURON_LOGICAL_NC_CONFIG": "1"}
     )
-    _, where = _bind(odd, 2)
+    _, where = bind(odd, 2)
     assert "cannot bind device neuron for LNC 2" in where["error"]
     assert "physical core 9" in where["error"]

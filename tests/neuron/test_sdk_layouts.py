@@ -65,7 +65,9 @@ def test_candidates_and_the_compiler_baseline_are_measured_on_each_layout(
             first.extra["timing_source"] == f"{profiler} capture total_time (fed the seeded inputs)"
         )
         assert first.extra["iterations"] == 5 and fake.calls("nrtpy") == []
-        assert first.extra["device_check"]["status"] == "not available"
+        # No nrtpy: the outputs a capture saved (--save-output) are checked against f_numpy.
+        assert first.extra["device_check"]["status"] == "checked"
+        assert first.extra["device_check"]["passed"]
     # The compiler baseline: nkipy's compile_to_neff in a folder of its own, its own flags,
     # its outputs' dtypes from the traced program.
     (nkipy,) = fake.calls("nkipy")
@@ -89,13 +91,20 @@ def test_a_forced_capture_path_is_used_where_nrtpy_exists(
 
 
 @pytest.mark.slow
-def test_the_baseline_for_another_lnc_adds_its_flag_after_nkipys(
-    fake: FakeTrn2, make_tree: Callable[..., Path], make_target: Callable[..., NeuronTarget]
+@pytest.mark.parametrize("rule", ["last", "first"])
+def test_the_baseline_for_another_lnc_replaces_nkipys_lnc_whichever_duplicate_wins(
+    fake: FakeTrn2,
+    make_tree: Callable[..., Path],
+    make_target: Callable[..., NeuronTarget],
+    rule: str,
 ) -> None:
-    fake.configure(lnc=2, cores_per_device=4)
+    # Which of two --lnc neuronx-cc honours is not on record: one is never passed.
+    fake.configure(lnc=2, cores_per_device=4, repeated_option=rule)
     m = make_target(lnc=2).reference(make_tree())
     (nkipy,) = fake.calls("nkipy")
-    assert nkipy["args"][1] == "--lnc 1 --internal-tensorizer-opt-level=2 --lnc 2"
+    assert nkipy["args"][1] == "--lnc 2 --internal-tensorizer-opt-level=2"
     (compiled,) = [c for c in fake.calls("neuronx-cc") if c["args"][0] == "compile"]
-    assert compiled["args"][-2:] == ["--lnc", "2"]
+    assert [a for a in compiled["args"] if a.startswith("--lnc")] == ["--lnc"]
+    assert compiled["args"][compiled["args"].index("--lnc") + 1] == "2"
     assert m.status == "ok", m.error
+    assert json.loads(Path(m.artifacts["neff"]).read_text())["lnc"] == 2

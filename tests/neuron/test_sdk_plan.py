@@ -110,3 +110,60 @@ def test_a_broken_nrtpy_is_reported_not_worked_around_and_a_forced_path_wins() -
     none = _probe({"nki.compiler.driver": "0.3", "nrtpy": absent}, {"neuron-explorer": "/x"})
     wants = plan(none, none, split=False, forced="nrtpy")
     assert wants.path == "nrtpy" and "sdk_path nrtpy" in (wants.runtime_problem() or "")
+
+
+BAREMETAL = {
+    "ok": True,
+    "version": "2.21",
+    "shapes": {"baremetal": ["kernel", "**kwargs"], "benchmark": ["kernel", "**kwargs"]},
+}
+NO_NRTPY = {"ok": False, "error": "ModuleNotFoundError: No module named 'nrtpy'"}
+
+
+def test_a_host_without_the_nki_namespace_takes_the_baremetal_path() -> None:
+    beta1 = _probe(
+        {"neuronxcc.nki": BAREMETAL, "neuronxcc.nki_standalone": "2.21", "nrtpy": NO_NRTPY},
+        {"neuron-profile": "/bin/neuron-profile", "neuron-explorer": None},
+    )
+    found = plan(beta1, beta1, split=False)
+    assert (found.path, found.generation, found.namespaces) == (
+        "baremetal",
+        "2.22-2.26",
+        ("neuronxcc",),
+    )
+    assert found.baremetal and found.runtime_problem() is None
+    assert found.route("neuronxcc") == ("baremetal", "neuronxcc.nki.baremetal")
+    # Without nki_standalone the kernels still compile: inside baremetal.
+    bare = _probe({"neuronxcc.nki": BAREMETAL, "nrtpy": NO_NRTPY}, {"neuron-profile": "/x"})
+    alone = plan(bare, bare, split=False)
+    assert alone.compile_api is None and alone.compile_problem() is None
+    assert alone.path == "baremetal"
+
+
+def test_both_namespaces_keep_capture_for_nki_kernels_and_baremetal_for_beta1() -> None:
+    both = _probe(
+        {
+            "nki": "0.1",
+            "neuronxcc.nki": BAREMETAL,
+            "neuronxcc.nki_standalone": "2.21",
+            "nrtpy": NO_NRTPY,
+            "neuronpy.core.compile": "0.1",
+        },
+        {"neuron-explorer": "/bin/neuron-explorer"},
+    )
+    found = plan(both, both, split=False)
+    assert (found.path, found.generation) == ("capture", "2.27-2.29")
+    assert found.namespaces == ("nki", "neuronxcc") and found.baseline == "neuronpy"
+    assert found.route("nki") == ("capture", "nki_standalone")
+    assert found.route("neuronxcc") == ("baremetal", "neuronxcc.nki.baremetal")
+
+
+def test_a_forced_baremetal_path_without_it_says_what_is_missing() -> None:
+    nki_only = _probe(
+        {"nki": "0.1", "nki.compiler.driver": "0.2", "nrtpy": NO_NRTPY},
+        {"neuron-explorer": "/bin/neuron-explorer"},
+    )
+    forced = plan(nki_only, nki_only, split=False, forced="baremetal")
+    assert forced.path == "baremetal" and not forced.baremetal
+    assert "neuronxcc.nki.baremetal" in (forced.runtime_problem() or "")
+    assert forced.route("nki") == (None, None)

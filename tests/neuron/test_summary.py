@@ -15,6 +15,8 @@ from kernelopt.neuron.summary import (
     mfu_percent,
     parse_summary,
     percent_unit,
+    unit_and_warning,
+    unit_cross_check,
     unwrap_summary,
 )
 
@@ -62,15 +64,32 @@ def test_not_json_names_the_source_and_the_start_of_the_output() -> None:
 
 
 def test_the_unit_is_the_tools_not_the_values() -> None:
-    # Below 1 % in percent (explorer's unit) stays below 1 %: no hundredfold inflation.
+    # Below 1 % read in percent stays below 1 %: no hundredfold inflation.
     small = json.dumps({"k": {"mfu_estimated_percent": 0.5, "dma_active_time_percent": 37.5}})
-    explorer = parse_summary(small, tool="neuron-explorer")
-    assert explorer["mfu_estimated_percent"] == pytest.approx(0.5)
-    assert explorer["dma_active_time_percent"] == pytest.approx(37.5)
-    # The same 0.5 from neuron-profile is a fraction: 50 %.
+    assert convert_fields(json.loads(small)["k"], "percent")["mfu_estimated_percent"] == 0.5
+    # The same 0.5 from either profiler is a fraction: 50 %.
     fraction = json.dumps({"k": {"mfu_estimated_percent": 0.5}})
-    assert parse_summary(fraction, tool="neuron-profile")["mfu_estimated_percent"] == 50.0
+    for tool in ("neuron-profile", "neuron-explorer"):
+        assert parse_summary(fraction, tool=tool, version="2.30.1")["mfu_estimated_percent"] == 50
     assert percent_unit("/opt/aws/neuron/bin/neuron-profile", "2.26.0") == "fraction"
+
+
+def test_explorer_reads_the_public_run_logs_summary_as_it_was_meant() -> None:
+    # The public Trn2 run log (Neuron 2.30): active time / total time = the _percent value,
+    # so these are fractions; read as percent they would say 0.18 % for 18 %.
+    logged = {
+        "total_time": 3.132167956813,
+        "tensor_engine_active_time": 0.565739726504,
+        "tensor_engine_active_time_percent": 0.1806224105171051,
+        "vector_engine_active_time": 0.492130449926,
+        "vector_engine_active_time_percent": 0.15712134748570308,
+        "mfu_estimated_percent": 0.06277731969607976,
+    }
+    profile = parse_summary(json.dumps({"h": logged}), tool="neuron-explorer", version="2.30.0")
+    for engine in ("tensor", "vector"):
+        share = 100 * logged[f"{engine}_engine_active_time"] / logged["total_time"]
+        assert profile[f"{engine}_engine_active_time_percent"] == pytest.approx(share, rel=1e-6)
+    assert profile["mfu_estimated_percent"] == pytest.approx(6.2777, rel=1e-4)
 
 
 def test_a_value_outside_the_tools_unit_is_an_error_naming_the_field() -> None:
@@ -120,3 +139,38 @@ def test_conversion_is_once_and_total(fraction: float, missing: float, count: in
     assert converted["dma_transfer_count"] == count
     # Read as percent, the converted record is unchanged: the unit is applied once.
     assert convert_fields(converted, "percent") == converted
+
+
+def test_the_unit_is_looked_up_per_tool_and_version_with_a_warning_off_the_record() -> None:
+    # On record: neuron-explorer in fractions from Neuron 2.30; neuron-profile throughout.
+    assert unit_and_warning("neuron-explorer", "2.31.4.0") == ("fraction", None)
+    assert unit_and_warning("neuron-explorer", "2.30.0.0") == ("fraction", None)
+    assert unit_and_warning("neuron-profile", "2.22.0.0") == ("fraction", None)
+    # Explorer 2.27-2.29 and an unknown version: the unit on record, and a warning.
+    for version in ("2.28.0.0", None, "unknown"):
+        unit, warning = unit_and_warning("neuron-explorer", version)
+        assert unit == "fraction" and warning and "no public record" in warning
+        assert "run log" in warning
+    warnings: list[str] = []
+    text = json.dumps({"k": {"mfu_estimated_percent": 0.4}})
+    parsed = parse_summary(text, tool="neuron-explorer", version="2.29.0", warnings=warnings)
+    assert parsed["mfu_estimated_percent"] == 40.0
+    assert len(warnings) == 1 and "neuron-explorer version 2.29.0" in warnings[0]
+    parse_summary(text, tool="neuron-explorer", version="2.29.0", warnings=warnings)
+    assert len(warnings) == 1  # the same warning once
+
+
+def test_the_profilers_mfu_a_hundredfold_off_the_device_time_mfu_is_a_unit_warning() -> None:
+    # Agreeing within the expected spread (one traced run vs the minimum): no warning.
+    assert unit_cross_check(38.0, 40.0, "neuron-explorer", "2.32.0") is None
+    assert unit_cross_check(None, 40.0, "neuron-explorer", "2.32.0") is None
+    # A release printing percent, read as fractions: 100x too large.
+    high = unit_cross_check(3980.0, 40.0, "neuron-explorer", "2.35.0")
+    assert high and "99.5 times" in high and "not in fraction" in high
+    assert "neuron-explorer 2.35.0" in high and "not rescaled" in high
+    # A fraction read as percent: 100x too small.
+    low = unit_cross_check(0.398, 40.0, "/opt/aws/neuron/bin/neuron-profile", "2.26.0")
+    assert low and "0.00995 times" in low and "not in fraction" in low
+    # Far apart but not near 100: said, without blaming the unit.
+    odd = unit_cross_check(4.0, 80.0, "neuron-explorer", "2.32.0")
+    assert odd and "0.05 times" in odd and "unit" not in odd

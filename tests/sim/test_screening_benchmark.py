@@ -65,3 +65,15 @@ def test_the_agreement_benchmark_compares_model_and_device_per_kernel() -> None:
     assert figures["spearman"] == 1.0 and figures["mean_abs_pp"] == 4.75
     assert figures["mid_range_kernels"] == 1 and figures["mid_range_mean_diff_pp"] == -10.0
     assert figures["ir_states"]["kernels"] == 4
+
+
+def test_the_scoreboard_gap_is_one_host_cost_per_family_and_its_spread_the_error() -> None:
+    agreement = _bench_module("fake_device_agreement")
+    rows = [
+        {"family": "a", "model_ms": m, "device_ms": d, "public_ms": p}
+        for m, d, p in [(0.01, 0.02, 0.06), (1.0, 1.1, 1.14), (2.0, 2.3, 2.34)]
+    ]
+    gaps = agreement.host_gaps(rows)["a"]
+    # The device's gap is 40 us at every shape: a constant host cost, no spread.
+    assert abs(gaps["device_gap_us_median"] - 40.0) < 1e-6 and gaps["device_gap_us_sd"] < 1e-6
+    assert abs(gaps["model_gap_us_median"] - 140.0) < 1e-6 and gaps["model_gap_us_sd"] > 100.0

@@ -270,18 +270,26 @@ def k(x):
 
 
 def test_block_arrays_are_charged_by_liveness(kernel_file) -> None:
-    # Each block dies before the next is loaded: fits.
+    # Each block dies before the next is loaded: fits, nothing spills.
     path, _ = kernel_file(HEADER + BIG_BLOCKS.format(use="nl.store(out, value=big[b])"))
-    run_kernel(path, {"x": np.zeros((128, 8192), np.float32)}, compute=False)
-    # All blocks live at once (each still read at the end): out of memory.
+    r = run_kernel(path, {"x": np.zeros((128, 8192), np.float32)}, compute=False)
+    assert not [i for i in r.trace if i.op.startswith("spill")]
+    # All blocks live at once (each still read at the end): 2 MiB per partition
+    # cannot stay in 192 KiB, so the compiler's allocator spills blocks to HBM
+    # and reloads them before their last read, as the NKIBench profiles show.
     keep = BIG_BLOCKS.replace(
         "    nl.store(out, value=big[63])",
         "    for b in nl.affine_range(64):\n        nl.store(out, value=big[b])",
     )
     path, _ = kernel_file(HEADER + keep.format(use="pass"), name="all_live.py")
-    with pytest.raises(SimError) as err:
-        run_kernel(path, {"x": np.zeros((128, 8192), np.float32)}, compute=False)
-    assert err.value.kind == "capacity" and "Out of memory in sbuf" in str(err.value)
+    r = run_kernel(path, {"x": np.zeros((128, 8192), np.float32)}, compute=False)
+    saves = [i for i in r.trace if i.op == "spill_save"]
+    reloads = [i for i in r.trace if i.op == "spill_reload"]
+    # At most 5 blocks of 32 KiB fit beside each other: the rest go out and back.
+    assert len(saves) == len(reloads) >= 64 - 6
+    assert all(i.nbytes == 128 * 8192 * 4 for i in saves)
+    # The HBM traffic counts them: 64 stores of the output plus the spill stores.
+    assert r.profile["hbm_write_bytes"] == (64 + len(saves)) * 128 * 8192 * 4
 
 
 def test_unknown_engine_and_numpy_ops_are_accepted(kernel_file) -> None:

@@ -142,4 +142,6 @@ def test_hand_placed_addresses_skip_the_rotation(kernel_file):
     # tile i of the previous generation, so a block's loads wait for the
     # previous block's matmuls.
     assert [a.reuses for a in moving[8:]] == [(old.alloc_id,) for old in moving[:-8]]
-    assert placed.profile["total_time"] > 1.2 * rotated.profile["total_time"]
+    # On this kernel the serialised loads cost about a fifth of the time (1.19x with
+    # the linear TensorE warm-up ramp, 1.22x with the older 2x step).
+    assert placed.profile["total_time"] > 1.15 * rotated.profile["total_time"]

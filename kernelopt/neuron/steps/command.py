@@ -7,9 +7,11 @@ import argparse
 import sys
 
 from kernelopt.neuron.facts import PROFILERS
+from kernelopt.neuron.steps.baremetal import baremetal_step
 from kernelopt.neuron.steps.common import StepError
 from kernelopt.neuron.steps.compile_kernel import CURRENT_API, OLDER_API, compile_step
 from kernelopt.neuron.steps.inputs import inputs_step
+from kernelopt.neuron.steps.outputs import check_outputs_step
 from kernelopt.neuron.steps.probe import probe_step
 from kernelopt.neuron.steps.reference import compile_reference_step
 from kernelopt.neuron.steps.run import run_step
@@ -34,10 +36,16 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--workload", required=True)
     b.add_argument("--out", required=True)
     b.add_argument("--lnc", type=int, default=1)
-    i = sub.add_parser("inputs", help="the seeded inputs as NAME.npy files")
+    i = sub.add_parser("inputs", help="the seeded inputs as raw-bytes files")
     i.add_argument("--workload", required=True)
     i.add_argument("--out", required=True)
     i.add_argument("--seed", type=int, default=0)
+    o = sub.add_parser("check-outputs", help="a capture's saved outputs against f_numpy")
+    o.add_argument("--neff", required=True)
+    o.add_argument("--workload", required=True)
+    o.add_argument("--saved", action="append", default=[], help="NAME=FILE, per output")
+    o.add_argument("--seed", type=int, default=0)
+    o.add_argument("--tolerance", type=float, default=1e-2)
     r = sub.add_parser("run", help="run, check and time a NEFF on the bound NeuronCore")
     r.add_argument("--neff", required=True)
     r.add_argument("--workload", required=True)
@@ -45,6 +53,18 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--iterations", type=int, default=100)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--tolerance", type=float, default=1e-2)
+    m = sub.add_parser("baremetal", help="compile, run and check a beta-1 kernel on the core")
+    m.add_argument("--kernel", required=True)
+    m.add_argument("--workload", required=True)
+    m.add_argument("--func")
+    m.add_argument("--out", required=True)
+    m.add_argument("--lnc", type=int, default=1)
+    m.add_argument("--opt", type=int, default=2)
+    m.add_argument("--compiler-arg", action="append", default=[])
+    m.add_argument("--warmup", type=int, default=10)
+    m.add_argument("--iterations", type=int, default=100)
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--tolerance", type=float, default=1e-2)
     return top
 
 
@@ -56,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         "compile-reference": compile_reference_step,
         "run": run_step,
         "inputs": inputs_step,
+        "check-outputs": check_outputs_step,
+        "baremetal": baremetal_step,
     }
     try:
         steps[args.step](args)

@@ -22,6 +22,8 @@ MODULES = {
     "nrtpy": "nrtpy",
     "nkipy.core.compile": "nkipy",
     "nkipy.runtime.execute": "nkipy",
+    # nkipy's predecessor, the baseline's tracer on older SDKs (awslabs/nki-autotune history).
+    "neuronpy.core.compile": "neuronpy",
 }
 
 
@@ -44,6 +46,7 @@ SHAPES = {
     "nrtpy": ("NrtpyModel.load_from_neff", "NrtpyModel.benchmark"),
     "nkipy.core.compile": ("compile_to_neff",),
     "nkipy.runtime.execute": ("_compile_kernel",),
+    "neuronpy.core.compile": ("trace", "compile_to_neff"),
 }
 
 

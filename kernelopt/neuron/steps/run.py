@@ -77,9 +77,9 @@ def output_layout(
             shape = tuple(getattr(meta, "shape", ()) or ())
             count = int(np.prod(shape)) if shape else 1
             width = int(getattr(meta, "size", 0)) // max(count, 1)
-            if width not in _FLOAT_OF_WIDTH:
+            if width not in FLOAT_OF_WIDTH:
                 break
-            found.append((shape, np.dtype(_FLOAT_OF_WIDTH[width])))
+            found.append((shape, np.dtype(FLOAT_OF_WIDTH[width])))
         else:
             return found, "the runtime's output_tensors_info (byte width)"
     raise StepError(
@@ -89,7 +89,7 @@ def output_layout(
 
 
 # A float output's dtype by its width in bytes, where only the width is known.
-_FLOAT_OF_WIDTH = {2: "bfloat16", 4: "float32"}
+FLOAT_OF_WIDTH = {2: "bfloat16", 4: "float32"}
 
 
 def run_step(args: argparse.Namespace) -> None:

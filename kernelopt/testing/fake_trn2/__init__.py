@@ -5,6 +5,11 @@
 that stand for the host's Python environments, in one of the SDK layouts as
 they shipped (ENVIRONMENTS, STYLE_TOOLS; docs/trn2.md "The fake toolchain"):
 
+* ``2.22``: ``neuronxcc.nki`` (NKI Beta 1, with baremetal/benchmark) without
+  ``neuronxcc.nki_standalone``, and ``neuronpy`` (nkipy's predecessor) for the
+  compiler baseline; neuron-profile; no nrtpy. The release that added
+  nki_standalone and the one that renamed neuronpy are not on record: this is the
+  oldest combination kernelopt supports, not a pinned release.
 * ``2.26``: ``neuronxcc.nki`` (NKI Beta 1, with baremetal/benchmark) and
   ``neuronxcc.nki_standalone``; neuron-profile; no nrtpy; one environment.
 * ``2.27``: both ``neuronxcc.nki`` and the new ``nki`` namespace; neuron-profile
@@ -56,6 +61,8 @@ NRTPY_LIBRARY = "/opt/aws/neuron/lib"
 # The Python environments of each SDK layout: the fake package folders each one holds
 # (pylib/README-style notes in each package name its public sources).
 ENVIRONMENTS = {
+    # NKI Beta 1 without nki_standalone; neuronpy instead of nkipy; no nrtpy.
+    "2.22": {"activate": ("older", "predecessor")},
     # NKI Beta 1 (neuronxcc.nki with baremetal/benchmark), nki_standalone, no nrtpy.
     "2.26": {"activate": ("older", "baseline")},
     # Both namespaces (NKI release notes 2.27.0), no nrtpy.
@@ -71,6 +78,7 @@ ENVIRONMENTS = {
 # The tools on PATH: neuron-explorer from 2.27 and neuron-profile unsupported from 2.30
 # (Neuron dev-tools release notes).
 STYLE_TOOLS = {
+    "2.22": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-profile"),
     "2.26": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-profile"),
     "2.27": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-profile", "neuron-explorer"),
     "2.30": ("neuron-ls", "neuron-monitor", "neuronx-cc", "neuron-explorer"),

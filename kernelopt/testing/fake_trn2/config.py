@@ -21,7 +21,7 @@ MONITOR_PIDS_NAME = "monitor.pids"
 
 # The SDK layouts the fake can stand for, each as it shipped (docs/trn2.md, "The fake
 # toolchain"); "older" and "current" are the names earlier versions of the fake used.
-SDK_STYLES = ("2.26", "2.27", "2.30", "2.32")
+SDK_STYLES = ("2.22", "2.26", "2.27", "2.30", "2.32")
 SDK_ALIASES = {"older": "2.27", "current": "2.32"}
 
 
@@ -32,6 +32,11 @@ def canonical(sdk: str) -> str:
         known = ", ".join((*SDK_STYLES, *SDK_ALIASES))
         raise ValueError(f"sdk must be one of {known}, not {sdk!r}")
     return name
+
+
+def tools_version(settings: dict[str, Any]) -> str:
+    """What the fake tools print as their version."""
+    return str(settings["tools_version"] or f"{canonical(str(settings['sdk']))}.0.0+fake")
 
 
 def layout(sdk: str) -> tuple[int, int]:
@@ -73,8 +78,13 @@ DEFAULTS: dict[str, Any] = {
     "compiler_version": "2.21.0.0+fake",
     "nki_version": "0.2.0+fake",
     "runtime_version": "2.28.0.0+fake",
-    "tools_version": "2.28.0.0+fake",
+    # The tools' --version; empty: the layout's release (aws-neuronx-tools follows the SDK's
+    # release numbers: unverified).
+    "tools_version": "",
     "compile_delay_s": 0.0,
+    # Which value of a repeated compiler option neuronx-cc takes ("last" or "first"):
+    # not on record, so tests run both readings.
+    "repeated_option": "last",
     # A message makes every compile fail with it (after the delay).
     "compile_error": "",
     "run_error": "",
@@ -82,6 +92,13 @@ DEFAULTS: dict[str, Any] = {
     # {"index": [row, col, ...], "value": 3.0, "output": 0} overwrites one output element
     # ({"offset": 0.1} instead of "value" moves it from what the kernel computed).
     "device_fault": None,
+    # The unit neuron-explorer prints *_percent fields in: "fraction" (its public outputs),
+    # or "percent", standing for a release that changed it (none is on record).
+    "explorer_percent_unit": "fraction",
+    # Transient bind failures (NRT_FAILURE) of the runtime and the profiler's capture:
+    # {"count": N} fails the next N binds, {"count": N, "neff_sha256": H} the next N binds
+    # of that NEFF. Used failures are counted in HOME/bind-failures.used.
+    "bind_failures": None,
     # Summary fields reported as -1 ("not available").
     "unavailable": ["spill_save_bytes", "spill_reload_bytes", "hfu_estimated_percent"],
     # Measurement noise of the fake device, as a standard deviation in MFU percentage points.

@@ -20,18 +20,33 @@ From the public record (each point is the behaviour of the real runtime):
   reference only says "Target NeuronCore for the model").
 * A core id beyond the host's cores fails to load; the exact error text and
   status are unverified.
+* A transient failure to bind (the ``bind_failures`` setting): the runtime fails
+  with ``NRT_FAILURE`` while, for instance, a residual compiler runs on the host
+  (awslabs/nki-autotune's notes name that cause); the fake fails the next
+  ``count`` binds, of any NEFF or of the NEFF whose sha256 is ``neff_sha256``.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
 class PlacementError(ValueError):
-    """The binding names no core of this host."""
+    """The binding names no core of this host (or the bind failed)."""
+
+
+class BindFailure(PlacementError):
+    """A transient failure to bind the core, injected by the ``bind_failures`` setting."""
+
+
+BIND_FAILURES_NAME = "bind-failures.used"
 
 
 @dataclass(frozen=True)
@@ -64,11 +79,41 @@ def _cores(text: str) -> list[int]:
     return found
 
 
+def _injected_failure(settings: Mapping[str, Any], neff: str | None) -> str | None:
+    """The error of an injected bind failure for this bind, or None. The count of failures
+    used so far lives in the fake's home, so it holds across processes."""
+    wanted = settings.get("bind_failures")
+    if not wanted or not neff:
+        return None
+    digest = wanted.get("neff_sha256")
+    if digest and (
+        not os.path.isfile(neff) or hashlib.sha256(Path(neff).read_bytes()).hexdigest() != digest
+    ):
+        return None
+    from kernelopt.testing.fake_trn2 import config
+
+    with open(config.home() / BIND_FAILURES_NAME, "a+") as used:
+        fcntl.flock(used, fcntl.LOCK_EX)
+        used.seek(0)
+        count = len(used.read().splitlines())
+        if count >= int(wanted.get("count", 1)):
+            return None
+        used.write(json.dumps({"neff": neff}) + "\n")
+    return "NRT_FAILURE(1): failed to bind the NeuronCore (the fake's bind_failures setting)"
+
+
 def place(
-    settings: Mapping[str, Any], env: Mapping[str, str] | None = None, core_id: int = 0
+    settings: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+    core_id: int = 0,
+    neff: str | None = None,
 ) -> Placement:
-    """The core a runtime process started with ``env`` runs a model on."""
+    """The core a runtime process started with ``env`` runs a model on (the NEFF
+    ``neff``, for the ``bind_failures`` setting)."""
     env = os.environ if env is None else env
+    failure = _injected_failure(settings, neff)
+    if failure:
+        raise BindFailure(failure)
     lnc = int(env.get("NEURON_LOGICAL_NC_CONFIG") or settings["lnc"])
     physical_per_chip = int(settings["cores_per_device"])
     chips = settings["devices"]

@@ -180,6 +180,27 @@ def _dtype(name: str) -> np.dtype:
     return numpy_dtype(name)
 
 
+def neff_outputs(
+    data: Mapping[str, Any], arrays: Mapping[str, np.ndarray], fault: Mapping[str, Any] | None
+) -> dict[str, np.ndarray]:
+    """What a fake NEFF computes on ``arrays``, by output name, in each output's dtype and
+    shape, with the ``device_fault`` setting applied: the one answer the fake runtime and
+    the fake profiler's saved outputs both give."""
+    import tempfile
+
+    declared = [(tuple(s), _dtype(d), n) for s, d, n in data["outputs"]]
+    dtype = declared[0][1] if declared else np.dtype(np.float32)
+    if data["kind"] == "numpy":
+        values = execute_numpy(data["source"], data["func"], arrays, [d for _, d, _ in declared])
+    else:
+        with tempfile.TemporaryDirectory() as scratch:
+            kernel = Path(scratch) / "kernel.py"
+            kernel.write_text(data["source"])
+            values = execute_kernel(kernel, data["func"], arrays, dtype)
+    values = apply_fault(values, fault)
+    return {n: v.reshape(s) for (s, _, n), v in zip(declared, values, strict=True)}
+
+
 def apply_fault(outputs: list[np.ndarray], fault: Mapping[str, Any] | None) -> list[np.ndarray]:
     """The ``device_fault`` setting: one output element overwritten with ``value``, or
     moved by ``offset`` from what the kernel computed."""

@@ -8,6 +8,7 @@ this file reads nothing of kernelopt.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 
@@ -30,33 +31,49 @@ class Accesses:
 
 
 class Engine:
-    """An in-order engine: the issue times of its last instructions (mechanism 1)."""
+    """An in-order engine: the issue times of its last instructions (mechanism 1).
+
+    An engine executes one instruction at a time: a later instruction may fill an
+    idle gap among the last ``window`` ones, never a stretch another instruction
+    (of any age) occupies, and never before the oldest of the window started.
+    """
 
     def __init__(self, window: int) -> None:
         self.window = window
         self.recent: list[tuple[float, float]] = []  # (start, occupancy end), issue order
         self.free = 0.0
         self.busy: list[tuple[float, float]] = []
+        # Occupied stretches that a later instruction could still fall among, by start.
+        self._timeline: list[tuple[float, float]] = []
 
     def place(self, ready: float, occupancy: float) -> float:
         if self.window <= 1 or not self.recent:
             start = max(ready, self.free)
         else:
-            # A later instruction may fill a gap among the last `window` ones,
-            # never before the oldest of them started.
-            floor = self.recent[0][0]
-            t = max(ready, floor)
+            t = max(ready, self.recent[0][0])
             start = None
-            for s, e in sorted(self.recent):
+            i = max(0, bisect.bisect_left(self._timeline, (t,)) - 1)
+            for s, e in self._timeline[i:]:
+                if e <= t:
+                    continue
                 if s - t >= occupancy:
                     start = t
                     break
-                t = max(t, e)
+                t = e
             if start is None:
                 start = max(t, self.free)
         self.recent.append((start, start + occupancy))
         if len(self.recent) > self.window:
             self.recent.pop(0)
+        bisect.insort(self._timeline, (start, start + occupancy))
+        # No later instruction starts before the earliest start in the window
+        # (each later window's oldest member is one of these or placed after them).
+        floor = min(s for s, _ in self.recent)
+        drop = 0
+        while drop < len(self._timeline) and self._timeline[drop][1] <= floor:
+            drop += 1
+        if drop:
+            del self._timeline[:drop]
         self.free = max(self.free, start + occupancy)
         self.busy.append((start, start + occupancy))
         return start
@@ -72,8 +89,6 @@ class Bandwidth:
         self.busy: list[list[float]] = []  # sorted, disjoint [start, end]
 
     def take(self, earliest: float, duration: float) -> float:
-        import bisect
-
         busy = self.busy
         i = max(0, bisect.bisect_left(busy, [earliest]) - 1)
         t = earliest

@@ -7,8 +7,9 @@ Sources: "How to generate a NEFF file" (compiler/neuronx-cc/how-to-generate-neff
 and the Neuron Compiler CLI reference (``compile``, ``--framework``, ``--target``,
 ``--output``, ``--lnc`` / ``--logical-nc-config``, ``-O``); aws-neuron/nkipy
 ``core/compile.py``@1d93cbb calls ``compile --framework XLA INPUT --target T
---output=NAME`` plus extra flags (options before the input). That a repeated option
-takes its last value (argparse's rule) and the log's name: unverified.
+--output=NAME`` plus extra flags (options before the input). Which value of a repeated
+option the compiler takes is unverified: the ``repeated_option`` setting says ("last",
+argparse's rule, or "first"), so both readings can be tested. The log's name: unverified.
 
 INPUT is the fake's own JSON stand-in for the traced kernel (NKI IR / BIR, or a
 numpy function traced by nkipy). Capacity and ISA problems come from the fake
@@ -34,16 +35,21 @@ ERROR_CODES = {"capacity": "NCC_EOOM001", "isa": "NCC_INKI016", "exception": "NC
 VALUED = ("--framework", "--target", "--output", "--lnc", "--logical-nc-config")
 
 
-def _option(argv: list[str], *names: str, default: str | None = None) -> str | None:
-    """The last value given for any of ``names`` (``--name value`` or ``--name=value``)."""
-    found = default
+def _option(
+    argv: list[str], *names: str, default: str | None = None, rule: str = "last"
+) -> str | None:
+    """The value given for any of ``names`` (``--name value`` or ``--name=value``): the
+    last one given, or with ``rule`` "first" the first."""
+    found: list[str] = []
     for i, arg in enumerate(argv):
         for name in names:
             if arg == name and i + 1 < len(argv):
-                found = argv[i + 1]
+                found.append(argv[i + 1])
             elif arg.startswith(name + "="):
-                found = arg.split("=", 1)[1]
-    return found
+                found.append(arg.split("=", 1)[1])
+    if not found:
+        return default
+    return found[0] if rule == "first" else found[-1]
 
 
 def _input(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -123,7 +129,16 @@ def compile_main(argv: list[str], settings: dict[str, Any]) -> int:
             **{k: ir[k] for k in ("kind", "kernel", "source", "func", "inputs", "outputs", "api")},
             "pipeline_options": ir.get("pipeline_options", []),
             "options": options,
-            "lnc": int(_option(options, "--lnc", "--logical-nc-config", default="1") or 1),
+            "lnc": int(
+                _option(
+                    options,
+                    "--lnc",
+                    "--logical-nc-config",
+                    default="1",
+                    rule=settings["repeated_option"],
+                )
+                or 1
+            ),
             "opt": _opt_level(options),
             "compiler_version": settings["compiler_version"],
             "profile": profile,

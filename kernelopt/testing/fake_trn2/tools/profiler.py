@@ -1,17 +1,25 @@
 """Fake Neuron profiler CLI, as ``neuron-profile`` and ``neuron-explorer``, written
 from the public record, interface by interface:
 
-* ``capture -n FILE.neff -s PROFILE.ntff [--profile-nth-exec=N]
-  [--enable-dge-notifs] [NAME FILE.npy ...]``: runs the NEFF on a NeuronCore and
-  writes the trace; with ``--profile-nth-exec=N`` the trace of the N-th execution
-  goes to ``PROFILE_exec_N.ntff``. Inputs come as ``NAME FILE.npy`` pairs; an
-  input not given is filled with zero bytes. Sources: aws-neuron/aws-neuron-sdk
-  tools/neuron-explorer/how-to-profile-workload.rst ("neuron-explorer capture"
-  replaces the deprecated "neuron-profile capture", identical interface; zero
-  bytes for inputs not provided) and the Neuron Profiler user guide
-  (``-n``/``-s``/``--profile-nth-exec``). The ``_exec_N`` file name follows
-  awslabs/nki-autotune's profiler (unverified in the docs). How a wrong input
-  size is reported is unverified; the fake refuses it.
+* ``capture -n FILE.neff -s PROFILE.ntff [--profile-nth-exec=N] [--num-exec=N]
+  [--enable-dge-notifs] [--save-output] [--disable-profile] [NAME FILE ...]``:
+  runs the NEFF on a NeuronCore and writes the trace; with ``--profile-nth-exec=N``
+  the trace of the N-th execution goes to ``PROFILE_exec_N.ntff``. Sources:
+  aws-neuron/aws-neuron-sdk tools/neuron-explorer/how-to-profile-workload.rst
+  ("neuron-explorer capture" replaces the deprecated "neuron-profile capture",
+  identical interface; zero bytes for inputs not provided) and the Neuron Profiler
+  user guide (``-n``/``-s``), the NKI profiling guide (``--profile-nth-exec``).
+  The ``_exec_N`` file name follows awslabs/nki-autotune's profiler (unverified in
+  the docs). Inputs come as ``NAME FILE`` pairs, each FILE the input's raw bytes
+  (``ndarray.tofile``, no header), an input not given is zero bytes; with
+  ``--save-output`` each output is written as raw bytes in the NEFF's output dtype
+  to a file in the working folder, named in a log line ``saved output "NAME" as
+  "FILE"``; ``--disable-profile`` runs without writing a trace (no ``-s`` needed);
+  ``--neff`` / ``--session-file`` are ``-n`` / ``-s``. All of these follow the one
+  public runner that uses them (awslabs/nki-autotune
+  ``nkigym/src/nkigym/profile/_runner.py``, ``_capture_outputs``); the Neuron docs
+  are silent on them, and on the output file's name (the fake's own). How a wrong
+  input size is reported is unverified; the fake refuses it.
 * The core it runs on: NEURON_RT_VISIBLE_CORES when set, else core 0, like the
   runtime it uses (``kernelopt.testing.fake_trn2.cores``).
 * ``view -n FILE.neff -s PROFILE.ntff --output-format summary-json``: one
@@ -22,12 +30,16 @@ from the public record, interface by interface:
     ``profile_results.csv``; nki-autotune scales by 100 itself). Whether its
     summary-json also carries ``instance_type``, ``compiler_version`` and
     ``runtime_version`` is unverified; the fake prints them.
-  - ``neuron-explorer``: percent, the unit of the Summary table's
-    ``*_percent`` fields in tools/neuron-explorer/profile-schema-reference.rst
-    (schema 7.4.0, SDK 2.31); ``instance_type``, ``compiler_version`` and
-    ``runtime_version`` are Metadata fields there, not Summary ones, so its
-    summary-json has none of them. That summary-json follows the Summary
-    schema's units is unverified (the page warns the JSON "may change").
+  - ``neuron-explorer``: fractions in [0, 1] as well: a public Trn2 run log of
+    its summary-json under Neuron 2.30 (``tensor_engine_active_time_percent``
+    0.1806 = active time / ``total_time``), public scripts that multiply its
+    ``*_percent`` by 100, and the migration guide's "same interface". (The
+    "percent" of ``profile-schema-reference.rst`` is the unit of the Parquet
+    tables, not of summary-json.) ``instance_type``, ``compiler_version`` and
+    ``runtime_version`` are Metadata fields in Explorer's schema, not Summary
+    ones, so its summary-json has none of them (unverified for summary-json).
+    The setting ``explorer_percent_unit: "percent"`` stands for a release that
+    printed percent instead (none is on record), to test kernelopt's cross-check.
 * ``--version``: one line ending in the version (unverified format).
 
 The numbers come from the fake device's model stored in the NEFF and the
@@ -41,6 +53,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from kernelopt.testing.fake_trn2 import config, hardware, neff
 from kernelopt.testing.fake_trn2.cores import PlacementError, place
@@ -81,9 +95,17 @@ SUMMARY_FIELDS = (
 )
 # Metadata, not Summary, fields in Neuron Explorer's schema.
 METADATA_FIELDS = ("instance_type", "compiler_version", "runtime_version")
-# The unit of each tool's *_percent fields.
-PERCENT_SCALE = {"neuron-profile": 0.01, "neuron-explorer": 1.0}
-CAPTURE_FLAGS = ("--profile-nth-exec", "--enable-dge-notifs")
+# The unit of each tool's *_percent fields: fractions (the public outputs of both).
+PERCENT_SCALE = {"fraction": 0.01, "percent": 1.0}
+CAPTURE_FLAGS = (
+    "--profile-nth-exec",
+    "--num-exec",
+    "--enable-dge-notifs",
+    "--save-output",
+    "--disable-profile",
+)
+# The options that take a value (as the next word or after "=").
+VALUED = ("-n", "--neff", "--neff-path", "-s", "--session-file", "--profile-nth-exec", "--num-exec")
 
 
 def _option(argv: list[str], *names: str) -> str | None:
@@ -98,7 +120,7 @@ def _option(argv: list[str], *names: str) -> str | None:
 
 def _unknown(argv: list[str], known: tuple[str, ...]) -> list[str]:
     flags = [a.split("=", 1)[0] for a in argv if a.startswith("-")]
-    allowed = {"-n", "--neff-path", "-s", "--session-file", *known}
+    allowed = {"-n", "--neff", "--neff-path", "-s", "--session-file", *known}
     return [f for f in flags if f not in allowed]
 
 
@@ -139,7 +161,8 @@ def summary(
         if key in settings["unavailable"] or key not in values:
             flat[key] = -1
         elif key.endswith("_percent"):
-            flat[key] = float(values[key]) * PERCENT_SCALE[tool]
+            unit = settings["explorer_percent_unit"] if tool == "neuron-explorer" else "fraction"
+            flat[key] = float(values[key]) * PERCENT_SCALE[unit]
         else:
             flat[key] = values[key]
     return flat
@@ -147,39 +170,43 @@ def summary(
 
 def _inputs(
     tool: str, positional: list[str], declared: dict[str, Any]
-) -> tuple[dict[str, str], str | None]:
-    """What each NEFF input was fed: the digest of the bytes in its ``NAME FILE``
-    pair's .npy, or "zeros"; or an error text."""
-    import numpy as np
-
+) -> tuple[dict[str, np.ndarray], dict[str, str], str | None]:
+    """The NEFF's inputs as fed by ``NAME FILE`` pairs of raw bytes (zeros where none is
+    given), the digest of what each was fed ("zeros" for none), or an error text."""
     if len(positional) % 2:
-        return {}, f"{tool} capture: inputs come as NAME FILE pairs, got {positional}"
+        return {}, {}, f"{tool} capture: inputs come as NAME FILE pairs, got {positional}"
     given = dict(zip(positional[::2], positional[1::2], strict=True))
     unknown = sorted(set(given) - set(declared))
     if unknown:
-        return {}, f"{tool} capture: the NEFF has no input {unknown[0]!r} ({sorted(declared)})"
-    for name, path in given.items():
-        shape, dtype = declared[name]
-        try:
-            array = np.load(path)
-        except (OSError, ValueError) as error:
-            return {}, f"{tool} capture: cannot read input {name} from {path}: {error}"
-        want = int(np.prod(shape)) * _itemsize(dtype)
-        if array.nbytes != want:
-            return {}, f"{tool} capture: input {name} has {array.nbytes} bytes, expected {want}"
-        given[name] = "sha256:" + hashlib.sha256(array.tobytes()).hexdigest()
-    return {name: given.get(name, "zeros") for name in declared}, None
+        return {}, {}, f"{tool} capture: the NEFF has no input {unknown[0]!r} ({sorted(declared)})"
+    arrays, fed = {}, {}
+    for name, (shape, dtype) in declared.items():
+        kind = _dtype(dtype)
+        want = int(np.prod(shape)) * kind.itemsize
+        if name not in given:
+            arrays[name], fed[name] = np.zeros(shape, dtype=kind), "zeros"
+            continue
+        path = Path(given[name])
+        size = path.stat().st_size if path.is_file() else None
+        if size != want:
+            return (
+                {},
+                {},
+                f"{tool} capture: input {name} file {path} has {size} bytes, expected {want}",
+            )
+        raw = path.read_bytes()
+        arrays[name] = np.frombuffer(raw, dtype=kind).reshape(shape)
+        fed[name] = "sha256:" + hashlib.sha256(raw).hexdigest()
+    return arrays, fed, None
 
 
-def _itemsize(dtype: str) -> int:
-    import numpy as np
-
+def _dtype(name: str) -> np.dtype:
     try:
-        return np.dtype(dtype).itemsize
+        return np.dtype(name)
     except TypeError:
         import ml_dtypes
 
-        return np.dtype(getattr(ml_dtypes, dtype)).itemsize
+        return np.dtype(getattr(ml_dtypes, name))
 
 
 def _positional(argv: list[str]) -> list[str]:
@@ -188,7 +215,7 @@ def _positional(argv: list[str]) -> list[str]:
     for arg in argv:
         if skip:
             skip = False
-        elif arg in ("-n", "--neff-path", "-s", "--session-file", "--profile-nth-exec"):
+        elif arg in VALUED:
             skip = True
         elif not arg.startswith("-"):
             found.append(arg)
@@ -196,7 +223,8 @@ def _positional(argv: list[str]) -> list[str]:
 
 
 def capture(tool: str, argv: list[str], settings: dict[str, Any]) -> int:
-    neff_file, requested = _option(argv, "-n", "--neff-path"), _option(argv, "-s", "--session-file")
+    neff_file = _option(argv, "-n", "--neff", "--neff-path")
+    requested = _option(argv, "-s", "--session-file")
     if neff_file is None:
         print(f"{tool} capture: -n NEFF is required", file=sys.stderr)
         return 2
@@ -204,7 +232,7 @@ def capture(tool: str, argv: list[str], settings: dict[str, Any]) -> int:
         print(f"{tool} capture: unknown flags {_unknown(argv, CAPTURE_FLAGS)}", file=sys.stderr)
         return 2
     try:
-        where = place(settings)
+        where = place(settings, neff=neff_file)
     except PlacementError as error:
         print(f"{tool}: {error}", file=sys.stderr)
         return 1
@@ -213,14 +241,24 @@ def capture(tool: str, argv: list[str], settings: dict[str, Any]) -> int:
     except neff.FakeFileError as error:
         print(f"{tool}: {error}", file=sys.stderr)
         return 1
-    fed, problem = _inputs(tool, _positional(argv), data["inputs"])
+    arrays, fed, problem = _inputs(tool, _positional(argv), data["inputs"])
     if problem:
         print(problem, file=sys.stderr)
         return 2
-    config.record_call(f"{tool}:device", ["capture", neff_file], ran_on=where.as_dict(), inputs=fed)
+    save = "--save-output" in argv
+    config.record_call(
+        f"{tool}:device", ["capture", neff_file], ran_on=where.as_dict(), inputs=fed, save=save
+    )
     if settings["run_error"]:
         print(f"{tool}: NRT_EXEC_ERROR: {settings['run_error']}", file=sys.stderr)
         return 1
+    if save:
+        for name, value in hardware.neff_outputs(data, arrays, settings["device_fault"]).items():
+            written = f"{name}_output.bin"
+            Path(written).write_bytes(value.tobytes())
+            print(f'saved output "{name}" as "{written}"')
+    if "--disable-profile" in argv:
+        return 0
     nth = _option(argv, "--profile-nth-exec")
     target = ntff_path(requested or "profile.ntff", nth)
     history = len((config.home() / config.CALLS_NAME).read_text().splitlines())
@@ -266,7 +304,7 @@ def main(tool: str, argv: list[str]) -> int:
     settings = config.load()
     config.record_call(tool, argv)
     if argv[:1] == ["--version"]:
-        print(f"{tool} version {settings['tools_version']}")
+        print(f"{tool} version {config.tools_version(settings)}")
         return 0
     if argv[:1] == ["capture"]:
         return capture(tool, argv[1:], settings)

@@ -22,6 +22,11 @@ from typing import Any
 
 from kernelopt.testing.fake_trn2 import config, trace
 
+if config.canonical(str(config.current()["sdk"])) == "2.22":
+    # The fake's oldest layout: a release before this entry point (which one added it is
+    # not on record).
+    raise ModuleNotFoundError("No module named 'neuronxcc.nki_standalone'")
+
 NEFF_NAME = "file.neff"
 
 

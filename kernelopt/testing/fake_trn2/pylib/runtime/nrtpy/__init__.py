@@ -23,7 +23,10 @@
   statuses chosen for each failure here are unverified.
 * nrtpy first shipped in Neuron 2.32 and cannot share an environment with the
   ``nki`` wheel (nrtpy-getting-started.rst): importing it next to the fake
-  current ``nki`` fails.
+  current ``nki`` fails. The same page has the environment put the runtime's
+  libraries on ``LD_LIBRARY_PATH`` (``/opt/aws/neuron/lib``): without them the
+  import fails naming libnrt, in the dynamic loader's usual words (the exact text
+  is unverified).
 * ``BenchmarkResult`` field names other than ``mean_ms``/``min_ms`` are
   unverified; ``durations_ms`` is offered, and a release without
   ``benchmark`` can be configured (``no_device_benchmark``).
@@ -38,7 +41,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from kernelopt.testing.fake_trn2 import config, hardware, neff
-from kernelopt.testing.fake_trn2.cores import PlacementError, place
+from kernelopt.testing.fake_trn2.cores import BindFailure, PlacementError, place
 
 
 def _settings() -> dict[str, Any]:
@@ -68,6 +70,10 @@ if _settings()["sdk"] in ("current", "2.32") and _nki_wheel_here():
         "nrtpy: the standalone nrtpy wheel and the nki wheel cannot be installed in the same "
         "Python environment (namespace conflict); run NEFFs from an nrtpy environment of its own"
     )
+
+
+if "/opt/aws/neuron/lib" not in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+    raise ImportError("libnrt.so.1: cannot open shared object file: No such file or directory")
 
 
 class NrtpyError(RuntimeError):
@@ -167,7 +173,10 @@ class _Model:
     ) -> _Model:
         settings = _settings()
         try:
-            where = place(settings, core_id=core_id)
+            where = place(settings, core_id=core_id, neff=str(neff_path))
+        except BindFailure as error:
+            config.record_call("nrtpy", ["load_from_neff", str(neff_path)], failed=str(error))
+            raise NrtError("NRT_FAILURE", 1, f"Failed to load model: {error}") from None
         except PlacementError as error:
             config.record_call("nrtpy", ["load_from_neff", str(neff_path)])
             raise NrtError("NRT_INVALID", 2, f"Failed to load model: {error}") from None
@@ -243,19 +252,7 @@ class _Model:
         return self._outputs
 
     def _compute(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        declared = [(tuple(s), _dtype(d), n) for s, d, n in self.data["outputs"]]
-        dtype = declared[0][1] if declared else np.dtype(np.float32)
-        if self.data["kind"] == "numpy":
-            values = hardware.execute_numpy(
-                self.data["source"], self.data["func"], arrays, [d for _, d, _ in declared]
-            )
-        else:
-            with tempfile.TemporaryDirectory() as scratch:
-                kernel = Path(scratch) / "kernel.py"
-                kernel.write_text(self.data["source"])
-                values = hardware.execute_kernel(kernel, self.data["func"], arrays, dtype)
-        values = hardware.apply_fault(values, self._settings["device_fault"])
-        return {n: v.reshape(s) for (s, _, n), v in zip(declared, values, strict=True)}
+        return hardware.neff_outputs(self.data, arrays, self._settings["device_fault"])
 
     def _deliver(
         self, results: dict[str, np.ndarray], outputs: Mapping[str, NrtpyTensor] | None

@@ -1,0 +1,224 @@
+"""VectorE and GpSimd calls beyond plain elementwise work: scans, selects, statistics
+and constants.
+
+Semantics and costs follow the ``nki.isa`` reference of the ``neuronxcc.nki``
+releases (Neuron SDK 2.2x, the docstrings of ``nki.isa.tensor_tensor_scan``,
+``tensor_scalar_reduce``, ``affine_select``, ``bn_stats``, ``bn_aggr``,
+``iota``): a scan costs 2N VectorE cycles, a tensor-scalar with a reduction
+N + 64, ``bn_aggr`` 13N/3, and the GpSimd ``iota``/``affine_select`` 150 + N.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from kernelopt.sim import indexing
+from kernelopt.sim.isa_base import IsaCore
+from kernelopt.sim.tensor import Tile
+
+GPSIMD_START = 150  # GpSimd instruction start-up cycles (nki.isa.iota / affine_select docs)
+MIN_II = 64  # minimum instruction initiation interval (nki.isa docs)
+
+
+class FusedCalls(IsaCore):
+    """Scans, selects, statistics and constants."""
+
+    def tensor_tensor_scan(
+        self,
+        dst: Any,
+        data0: Any,
+        data1: Any,
+        initial: Any,
+        op0: Any,
+        op1: Any,
+        reverse0: bool = False,
+        reverse1: bool = False,
+        name: str | None = None,
+    ) -> None:
+        """``dst[:, i] = (data0[:, i] <op0> dst[:, i-1]) <op1> data1[:, i]`` along the free
+        axis, starting from ``initial`` (a number or one value per partition)."""
+        op = "tensor_tensor_scan"
+        f0, f1 = self._op(op, op0, 2), self._op(op, op1, 2)
+        dst = self._tile(op, "dst", dst)
+        a, b = self._tile(op, "data0", data0), self._tile(op, "data1", data1)
+        for role, t in (("dst", dst), ("data0", a), ("data1", b)):
+            self._in(op, role, t, "sbuf", "psum")
+        self._same_shape(op, dst, "data0", a)
+        self._same_shape(op, dst, "data1", b)
+        if a.buffer.kind == "psum" and b.buffer.kind == "psum":
+            self.m.fail("isa", f"{op}: data0 and data1 cannot both be in PSUM")
+        start = self._column(op, "initial", initial, a.partitions)
+        reads = [a, b] + ([start] if isinstance(start, Tile) else [])
+        va, vb = self.m.read(a, op), self.m.read(b, op)
+        init = self._value(start, op, 1)
+        if va is not None:
+            x0 = va.reshape(a.partitions, -1)
+            x1 = vb.reshape(b.partitions, -1)
+            out = np.empty_like(x0)
+            state = np.broadcast_to(np.asarray(init, dtype=np.float32), (a.partitions,))
+            for i in range(x0.shape[1]):
+                step = f0.fn(state, x0[:, i]) if reverse0 else f0.fn(x0[:, i], state)
+                state = f1.fn(x1[:, i], step) if reverse1 else f1.fn(step, x1[:, i])
+                out[:, i] = state
+            self.m.write(dst, out.reshape(dst.shape))
+        else:
+            self.m.write(dst, None)
+        self._emit(
+            op, "vector", reads, [dst], partitions=dst.partitions, free=dst.free_size, inputs=2
+        )
+
+    def tensor_scalar_reduce(
+        self,
+        dst: Any,
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        reduce_op: Any,
+        reduce_res: Any,
+        reverse0: bool = False,
+        name: str | None = None,
+    ) -> None:
+        """``dst = data <op0> operand0`` and ``reduce_res = reduce_op`` of it along the
+        free axes, on VectorE."""
+        op = "tensor_scalar_reduce"
+        fn, red = self._op(op, op0, 2), self._op(op, reduce_op, 2)
+        if red.reduce is None:
+            self.m.fail("isa", f"{op}: {red!r} cannot reduce")
+        dst = self._tile(op, "dst", dst)
+        src = self._tile(op, "data", data)
+        res = self._tile(op, "reduce_res", reduce_res)
+        for role, t in (("dst", dst), ("data", src), ("reduce_res", res)):
+            self._in(op, role, t, "sbuf", "psum")
+        self._same_shape(op, dst, "data", src)
+        if res.partitions != src.partitions or res.free_size != 1:
+            self.m.fail("isa", f"{op}: reduce_res must hold one value per partition, {res.shape}")
+        operand = self._column(op, "operand0", operand0, src.partitions)
+        value = self.m.read(src, op)
+        other = self._value(operand, op, src.ndim)
+        if value is not None:
+            value = fn.fn(other, value) if reverse0 else fn.fn(value, other)
+            axes = tuple(range(1, value.ndim))
+            self.m.write(res, red.reduce(value, axis=axes).reshape(res.shape))
+        else:
+            self.m.write(res, None)
+        self.m.write(dst, value)
+        reads = [src] + ([operand] if isinstance(operand, Tile) else [])
+        self._emit(
+            op,
+            "vector",
+            reads,
+            [dst, res],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            extra_cycles=MIN_II,
+        )
+
+    def affine_select(
+        self, dst: Any, pred: Any, on_true_tile: Any, on_false_value: Any, name: str | None = None
+    ) -> None:
+        """``dst = on_true_tile`` where the affine predicate holds, else the number
+        ``on_false_value``; the predicate is evaluated on GpSimd as it streams."""
+        op = "affine_select"
+        dst = self._tile(op, "dst", dst)
+        src = self._tile(op, "on_true_tile", on_true_tile)
+        self._in(op, "dst", dst, "sbuf")
+        self._in(op, "on_true_tile", src, "sbuf")
+        self._same_shape(op, dst, "on_true_tile", src)
+        if not isinstance(pred, indexing.Mask):
+            self.m.fail("isa", f"{op}: pred must be an nl.arange comparison, got {pred!r}")
+        if not isinstance(on_false_value, numbers.Real):
+            self.m.fail("isa", f"{op}: on_false_value must be a number, got {on_false_value!r}")
+        value = self.m.read(src, op)
+        if value is not None:
+            keep = pred.evaluate(src.shape)
+            value = np.where(keep, value, np.float32(on_false_value))
+        self.m.write(dst, value)
+        self._emit(
+            op,
+            "gpsimd",
+            [src],
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            cycles=GPSIMD_START + dst.free_size,
+        )
+
+    def iota(self, dst: Any, expr: Any, name: str | None = None) -> None:
+        """The values of an affine index expression, built on GpSimd."""
+        op = "iota"
+        dst = self._tile(op, "dst", dst)
+        self._in(op, "dst", dst, "sbuf")
+        if not isinstance(expr, indexing.IndexExpr):
+            self.m.fail("isa", f"{op}: expected an nl.arange/nl.mgrid expression, got {expr!r}")
+        if self.m.compute:
+            values = expr.values()
+            try:
+                values = np.broadcast_to(values.reshape(dst.shape), dst.shape)
+            except ValueError:
+                self.m.fail("isa", f"{op}: expression of shape {values.shape} vs dst {dst.shape}")
+            self.m.write(dst, values.astype(np.float32))
+        else:
+            self.m.write(dst, None)
+        self._emit(
+            op,
+            "gpsimd",
+            [],
+            [dst],
+            partitions=dst.partitions,
+            free=dst.free_size,
+            cycles=GPSIMD_START + dst.free_size,
+        )
+
+    def bn_stats(self, dst: Any, data: Any, name: str | None = None) -> None:
+        """Per partition: count, mean and variance x count of the even and of the odd
+        elements (six values), on VectorE; at most 512 elements per partition."""
+        op = "bn_stats"
+        dst, src = self._tile(op, "dst", dst), self._tile(op, "data", data)
+        self._in(op, "data", src, "sbuf", "psum")
+        if src.free_size > 512:
+            self.m.fail("isa", f"{op}: at most 512 elements per partition, got {src.free_size}")
+        if dst.partitions != src.partitions or dst.free_size != 6:
+            self.m.fail("isa", f"{op}: dst must be [{src.partitions}, 6], got {dst.shape}")
+        value = self.m.read(src, op)
+        if value is not None:
+            flat = value.reshape(src.partitions, -1)
+            stats = []
+            for half in (flat[:, 0::2], flat[:, 1::2]):
+                n = half.shape[1]
+                mean = half.mean(axis=1) if n else np.zeros(len(half))
+                var = half.var(axis=1) if n else np.zeros(len(half))
+                stats += [np.full(len(half), n), mean, var * n]
+            self.m.write(dst, np.stack(stats, axis=1).reshape(dst.shape))
+        else:
+            self.m.write(dst, None)
+        self._emit(op, "vector", [src], [dst], partitions=src.partitions, free=src.free_size)
+
+    def bn_aggr(self, dst: Any, data: Any, name: str | None = None) -> None:
+        """Mean and variance per partition from ``bn_stats`` triples (VectorE, 13N/3)."""
+        op = "bn_aggr"
+        dst, src = self._tile(op, "dst", dst), self._tile(op, "data", data)
+        self._in(op, "data", src, "sbuf", "psum")
+        if src.free_size % 3 or dst.partitions != src.partitions or dst.free_size != 2:
+            self.m.fail("isa", f"{op}: data {src.shape} of (count, mean, var*count) -> dst [P, 2]")
+        value = self.m.read(src, op)
+        if value is not None:
+            triples = value.reshape(src.partitions, -1, 3)
+            count, mean, m2 = triples[..., 0], triples[..., 1], triples[..., 2]
+            total = np.maximum(count.sum(axis=1), 1e-30)
+            grand = (count * mean).sum(axis=1) / total
+            var = (m2 + count * (mean - grand[:, None]) ** 2).sum(axis=1) / total
+            self.m.write(dst, np.stack([grand, var], axis=1).reshape(dst.shape))
+        else:
+            self.m.write(dst, None)
+        self._emit(
+            op,
+            "vector",
+            [src],
+            [dst],
+            partitions=src.partitions,
+            free=src.free_size,
+            extra_cycles=src.free_size * 10 // 3,
+        )

@@ -1,0 +1,325 @@
+"""Beta-1 index expressions, masks and views, each against a hand-computed result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernelopt.sim import SimError, run_kernel
+
+HEADER = """
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+"""
+
+
+def run(kernel_file, body: str, **inputs):
+    path, _ = kernel_file(HEADER + body)
+    return run_kernel(path, inputs)
+
+
+def test_nested_ranges_read_a_contiguous_block_as_three_axes(kernel_file) -> None:
+    # x[r, j, c] laid out (4, 2, 3); the tile [4, 6] takes j * 3 + c along its free axis.
+    x = np.arange(4 * 2 * 3, dtype=np.float32).reshape(4, 2, 3)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((4, 6), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, 6), dtype=nl.float32, buffer=nl.sbuf)
+    i_p = nl.arange(4)[:, None, None]
+    t[i_p, 3 * nl.arange(2)[None, :, None] + nl.arange(3)[None, None, :]] = nl.load(
+        x[i_p, nl.arange(2)[None, :, None], nl.arange(3)[None, None, :]])
+    nl.store(out, value=t)
+    return out
+""",
+        x=x,
+    )
+    assert np.array_equal(r.outputs, x.reshape(4, 6))
+    # One DMA: the nested expression is one contiguous run, not six transfers.
+    assert [i.op for i in r.trace] == ["dma_copy", "dma_copy"]
+
+
+def test_an_integer_among_ranges_leaves_a_unit_axis(kernel_file) -> None:
+    # v[i_p, 0] is a [P, 1] tile: usable as an activation bias column.
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    b = np.array([[10.0, 0.0], [20.0, 0.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x, b):
+    out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    bias = nl.load(b)
+    y = nisa.activation(op=nl.copy, data=nl.load(x), bias=bias[nl.arange(2)[:, None], 0])
+    nl.store(out, value=y)
+    return out
+""",
+        x=x,
+        b=b,
+    )
+    assert r.outputs.tolist() == [[11.0, 12.0], [23.0, 24.0]]
+
+
+def test_masks_with_negative_coefficients_keep_the_valid_rows(kernel_file) -> None:
+    # -1 * i_p + (4 - 1 - 3 t) >= 0 keeps rows t*3 + i_p <= 3 of a 4-row tensor.
+    x = np.arange(4 * 2, dtype=np.float32).reshape(4, 2)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((4, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p = nl.arange(3)[:, None]
+    i_f = nl.arange(2)[None, :]
+    for t in nl.affine_range(2):
+        keep = -3 * t + -1 * i_p + 3 >= 0
+        tile = nl.load(x[3 * t + i_p, i_f], mask=keep)
+        nl.store(out[3 * t + i_p, i_f], value=nl.add(tile, 1.0, mask=keep), mask=keep)
+    return out
+""",
+        x=x,
+    )
+    assert np.array_equal(r.outputs, x + 1)
+    assert [i.partitions for i in r.trace if i.op == "dma_copy" and i.hbm_read] == [3, 1]
+
+
+def test_a_predicate_over_two_ranges_selects_but_does_not_clip(kernel_file) -> None:
+    x = np.ones((3, 3), np.float32)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((3, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_q, i_k = nl.mgrid[0:3, 0:3]
+    t = nl.load(x)
+    y = nisa.affine_select(pred=(i_q - i_k >= 0), on_true_tile=t, on_false_value=-9.0)
+    nl.store(out, value=y)
+    return out
+"""
+    r = run(kernel_file, body, x=x)
+    # Causal: row q keeps columns k <= q.
+    assert r.outputs.tolist() == [[1, -9, -9], [1, 1, -9], [1, 1, 1]]
+    assert [(i.op, i.engine) for i in r.trace if i.op == "affine_select"] == [
+        ("affine_select", "gpsimd")
+    ]
+    path, _ = kernel_file(
+        HEADER
+        + body.replace(
+            "y = nisa.affine_select(pred=(i_q - i_k >= 0), on_true_tile=t, on_false_value=-9.0)",
+            "y = nl.add(t, 1.0, mask=(i_q - i_k >= 0))",
+        ),
+        name="clip.py",
+    )
+    with pytest.raises(SimError, match="several index ranges"):
+        run_kernel(path, {"x": x})
+
+
+def test_a_one_axis_reduction_broadcasts_along_the_free_axis(kernel_file) -> None:
+    # nl.max without keepdims gives [P]: subtracting it works row by row, even
+    # when P equals the free size (numpy would line it up with the columns).
+    x = np.array([[1.0, 3.0], [5.0, 2.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nl.subtract(t, nl.max(t, axis=1)))
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[-2.0, 0.0], [0.0, -3.0]]
+
+
+def test_reductions_and_numpy_functions_name_isa_operators(kernel_file) -> None:
+    x = np.array([[1.0, 7.0, 2.0], [4.0, 0.0, -1.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    r = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.sbuf)
+    r[:, 0] = nisa.tensor_reduce(nl.max, data=t, axis=[1])
+    for i in nl.sequential_range(2, directives=None):
+        acc = nl.loop_reduce(nisa.tensor_reduce(np.add, data=t, axis=[1], keepdims=True),
+                             op=np.max, loop_indices=[i])
+    r[:, 1:2] = acc
+    nl.store(out, value=r)
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[7.0, 10.0], [4.0, 3.0]]
+
+
+def test_device_print_shows_the_values(kernel_file, capsys) -> None:
+    run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.device_print("tile:", t)
+    nl.store(out, value=t)
+    return out
+""",
+        x=np.array([[3.0, 4.0]], np.float32),
+    )
+    assert "tile: [[3. 4.]]" in capsys.readouterr().out
+
+
+def test_a_permuted_access_pattern_transposes_within_each_partition(kernel_file) -> None:
+    # Each row holds a row-major 2 x 3 matrix; writing it through out[i_p, i_c * 2 + i_r]
+    # while reading in[i_p, i_r * 3 + i_c] stores its transpose, row by row.
+    x = np.arange(2 * 6, dtype=np.float32).reshape(2, 6)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 6), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    i_p = nl.arange(2)[:, None, None]
+    i_r = nl.arange(2)[None, :, None]
+    i_c = nl.arange(3)[None, None, :]
+    flipped = nl.ndarray((2, 6), dtype=nl.float32, buffer=nl.sbuf)
+    flipped[i_p, i_c * 2 + i_r] = nl.copy(t[i_p, i_r * 3 + i_c])
+    nl.store(out, value=flipped)
+    return out
+""",
+        x=x,
+    )
+    assert np.array_equal(r.outputs, x.reshape(2, 2, 3).transpose(0, 2, 1).reshape(2, 6))
+    # Its write steps 8 bytes at a time (2 fp32): within the 16-byte full-rate limit.
+    copy = next(i for i in r.trace if i.op == "activation")
+    assert not copy.strided
+
+
+def test_nested_ranges_reduce_pooling_windows(kernel_file) -> None:
+    # 2 x 2 average pooling of a [1, 4, 4] image held as one partition.
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((1, 2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 4, 4), dtype=nl.float32, buffer=nl.sbuf)
+    t[:, :, :] = nl.load(x)
+    i0 = nl.arange(1)[:, None, None, None, None]
+    i1 = nl.arange(2)[None, :, None, None, None]
+    i2 = nl.arange(2)[None, None, :, None, None]
+    i3 = nl.arange(2)[None, None, None, :, None]
+    i4 = nl.arange(2)[None, None, None, None, :]
+    pooled = nl.sum(t[i0, 2 * i1 + i2, 2 * i3 + i4], axis=[2, 4]) / 4
+    nl.store(out, value=pooled)
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[[2.5, 4.5], [10.5, 12.5]]]
+
+
+def test_a_strided_read_streams_at_half_rate(kernel_file) -> None:
+    # Every fourth fp32 element: a 16-byte step streams at full rate, every eighth
+    # (32 bytes) at half (NKI architecture guide, access patterns).
+    x = np.linspace(-1, 1, 128 * 1024, dtype=np.float32).reshape(128, 1024)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    picked = nl.exp(t[nl.arange(128)[:, None], STEP * nl.arange(128)[None, :]])
+    nl.store(out, value=picked)
+    return out
+"""
+    costs = {}
+    for step in (4, 8):
+        path, _ = kernel_file(HEADER + body.replace("STEP", str(step)), name=f"k{step}.py")
+        r = run_kernel(path, {"x": x})
+        assert np.allclose(r.outputs, np.exp(x[:, ::step][:, :128]))
+        act = next(i for i in r.trace if i.op == "activation")
+        costs[step] = act.strided
+    assert costs == {4: False, 8: True}
+
+
+GARBAGE = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((ROWS, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:4]
+    for t in nl.affine_range(2):
+        valid = t * 128 + i_p < 200
+        tile = nl.load(x[t * 128 + i_p, i_f], mask=valid)
+        doubled = nl.multiply(tile, 2.0)          # all 128 rows, the last 56 never loaded
+        nl.store(out[t * 128 + i_p, i_f], value=doubled, STORE_MASK)
+    return out
+"""
+
+
+def test_reading_unwritten_rows_is_garbage_that_fails_only_when_stored(kernel_file) -> None:
+    x = np.arange(200 * 4, dtype=np.float32).reshape(200, 4)
+    path, _ = kernel_file(
+        HEADER + GARBAGE.replace("ROWS", "200").replace("STORE_MASK", "mask=valid")
+    )
+    assert np.array_equal(run_kernel(path, {"x": x}).outputs, 2 * x)
+    # Storing the garbage rows too: they hold NaN, never a silent number.
+    path, _ = kernel_file(
+        HEADER + GARBAGE.replace("ROWS", "256").replace(", STORE_MASK", ""), name="garbage.py"
+    )
+    stored = run_kernel(path, {"x": x}).outputs
+    assert np.isnan(stored[200:]).all() and np.array_equal(stored[:200], 2 * x)
+
+
+def test_loop_reduce_combines_into_each_destination(kernel_file) -> None:
+    # Two destinations filled in an interleaved order: row r of acc is the max over
+    # j of x[j, r] (the loop over j outside, the rows inside).
+    x = np.array([[1.0, 9.0], [5.0, 2.0], [3.0, 7.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.sbuf)
+    for j in nl.affine_range(3):
+        row = nl.load(x[j : j + 1, :])
+        for c in nl.affine_range(2):
+            acc[0:1, c : c + 1] = nl.loop_reduce(row[0:1, c : c + 1], op=np.max, loop_indices=[j])
+    nl.store(out, value=acc)
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[5.0, 9.0]]
+
+
+def test_an_index_tile_gathers_rows_indirectly(kernel_file) -> None:
+    # Rows 6, 4, 2, 0 of x, picked by values held in SBUF (iota 6 - 2 p).
+    x = np.arange(8 * 3, dtype=np.float32).reshape(8, 3)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((4, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    rows = nisa.iota(6 - 2 * nl.arange(4)[:, None], dtype=nl.int32)
+    picked = nl.load(x[rows, nl.arange(3)[None, :]])
+    nl.store(out, value=picked)
+    return out
+""",
+        x=x,
+    )
+    assert np.array_equal(r.outputs, x[[6, 4, 2, 0]])
+    gather = next(i for i in r.trace if i.op == "dma_copy" and i.hbm_read)
+    iota = next(i for i in r.trace if i.op == "iota")
+    # The DMA waits for the index tile and uses software descriptor generation.
+    assert iota.writes[0] in gather.reads and gather.software_dge

@@ -1,0 +1,171 @@
+"""Beta-1 ISA calls and nl.* ops beyond the elementwise basics, against hand-computed
+results, and the engine and cost each one is documented with."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernelopt.sim import run_kernel
+from kernelopt.sim.cost import duration_ns
+from kernelopt.sim.trn2 import DEFAULT_PARAMS
+
+HEADER = """
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+"""
+
+
+def run(kernel_file, body: str, **inputs):
+    path, _ = kernel_file(HEADER + body)
+    return run_kernel(path, inputs)
+
+
+def test_tensor_tensor_scan_is_a_running_recurrence(kernel_file) -> None:
+    # out[i] = a[i] * out[i-1] + b[i] from initial 1: a = [2, 3, 1], b = [1, 1, 5]
+    # -> 2*1+1 = 3, 3*3+1 = 10, 1*10+5 = 15; the second row starts from 0.
+    a = np.array([[2.0, 3.0, 1.0], [2.0, 3.0, 1.0]], np.float32)
+    b = np.array([[1.0, 1.0, 5.0], [1.0, 1.0, 5.0]], np.float32)
+    init = np.array([[1.0], [0.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(a, b, init):
+    out = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    s = nisa.tensor_tensor_scan(nl.load(a), nl.load(b), initial=nl.load(init),
+                                op0=np.multiply, op1=np.add)
+    nl.store(out, value=s)
+    return out
+""",
+        a=a,
+        b=b,
+        init=init,
+    )
+    assert r.outputs.tolist() == [[3.0, 10.0, 15.0], [1.0, 4.0, 9.0]]
+    scan = next(i for i in r.trace if i.op == "tensor_tensor_scan")
+    # 2N VectorE cycles (nki.isa.tensor_tensor_scan docs).
+    assert scan.engine == "vector" and scan.inputs == 2
+
+
+def test_tensor_scalar_reduce_returns_both_results(kernel_file) -> None:
+    x = np.array([[1.0, -4.0, 2.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((1, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    res = nl.ndarray((1, 4), dtype=nl.float32, buffer=nl.sbuf)
+    res[:, 0:3] = nisa.tensor_scalar_reduce(data=nl.load(x), op0=nl.multiply, operand0=2.0,
+                                            reduce_op=nl.max, reduce_res=res[:, 3])
+    nl.store(out, value=res)
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[2.0, -8.0, 4.0, 4.0]]
+    ins = next(i for i in r.trace if i.op == "tensor_scalar_reduce")
+    assert ins.extra_cycles == 64  # N + MIN_II
+
+
+def test_activation_accumulator_registers_follow_reduce_cmd(kernel_file) -> None:
+    # exp(0) = 1 everywhere: reset_reduce sums 3, reduce adds 3 more, reset clears.
+    x = np.zeros((2, 3), np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    sums = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(op=nl.exp, data=t, reduce_op=nl.add, reduce_res=sums[:, 0],
+                    reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nisa.activation(op=nl.exp, data=t, reduce_op=nl.add, reduce_res=sums[:, 1],
+                    reduce_cmd=nisa.reduce_cmd.reduce)
+    nisa.activation(op=nl.exp, data=t, reduce_op=nl.add, reduce_res=sums[:, 2],
+                    reduce_cmd=nisa.reduce_cmd.reset)
+    nl.store(out, value=sums)
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[3.0, 6.0, 0.0]] * 2
+    # Reading the accumulator out costs MIN_II more ScalarE cycles.
+    acts = [i for i in r.trace if i.op == "activation"]
+    assert {i.extra_cycles for i in acts} == {64}
+
+
+def test_iota_and_statistics(kernel_file) -> None:
+    x = np.array([[1.0, 2.0, 3.0, 6.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 5), dtype=nl.float32, buffer=nl.shared_hbm)
+    res = nl.ndarray((2, 5), dtype=nl.float32, buffer=nl.sbuf)
+    i_p, i_f = nl.mgrid[0:2, 0:3]
+    res[:, 0:3] = nisa.iota(10 * i_p + 2 * i_f, dtype=nl.float32)
+    stats = nisa.bn_stats(nl.load(x))
+    mv = nisa.bn_aggr(stats)
+    res[0:1, 3:5] = mv
+    res[1:2, 3:5] = nl.var(nl.load(x), axis=1)[:, 0:1].broadcast_to((1, 2))
+    nl.store(out, value=res)
+    return out
+""",
+        x=x,
+    )
+    # iota: 10 p + 2 f; mean 3, variance (4 + 1 + 0 + 9) / 4 = 3.5.
+    assert np.allclose(r.outputs, [[0, 2, 4, 3.0, 3.5], [10, 12, 14, 3.5, 3.5]])
+    iota = next(i for i in r.trace if i.op == "iota")
+    assert iota.engine == "gpsimd" and iota.cycles == 150 + 3
+
+
+def test_documented_costs_replace_the_streaming_formula() -> None:
+    from kernelopt.sim.trace import Instruction
+
+    iota = Instruction("iota", "gpsimd", 1, (), (), partitions=128, free=512, cycles=150 + 512)
+    assert duration_ns(iota, DEFAULT_PARAMS) == (150 + 512) / DEFAULT_PARAMS.gpsimd_clock_hz * 1e9
+
+
+def test_where_comparisons_and_logic(kernel_file) -> None:
+    x = np.array([[1.0, -2.0, 3.0, 0.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((3, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    res = nl.ndarray((3, 4), dtype=nl.float32, buffer=nl.sbuf)
+    positive = nl.greater(t, 0.0)
+    res[0:1, :] = nl.where(positive, t, nl.negative(t))            # |x|
+    res[1:2, :] = nl.logical_not(positive)                          # x <= 0
+    res[2:3, :] = nl.logical_and(positive, nl.less(t, 2.0))          # 0 < x < 2
+    nl.store(out, value=res)
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[1, 2, 3, 0], [0, 1, 0, 1], [1, 0, 0, 0]]
+    engines = {i.op: i.engine for i in r.trace}
+    assert engines["select"] == "vector"
+
+
+def test_dma_transpose_returns_the_transposed_tile(kernel_file) -> None:
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((3, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=nisa.dma_transpose(x))
+    return out
+""",
+        x=x,
+    )
+    assert np.array_equal(r.outputs, x.T)
