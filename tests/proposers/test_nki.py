@@ -345,3 +345,33 @@ def test_the_surrogate_ranks_unseen_states_by_a_metric_with_interacting_knobs() 
     noise = list(np.random.default_rng(0).permutation(truth[:90]))
     blind = fit(seen, noise)(unseen)
     assert np.corrcoef(blind, truth[90:])[0, 1] < 0.4
+
+
+def test_on_sim_a_state_counted_slower_than_best_waits() -> None:
+    def second_batch(profile: dict) -> list[float]:
+        proposer = _proposer()
+        first = proposer.propose(_state(set()))
+        assert first is not None
+        obs = Observation(1, "knob", "keep", 1.0, first[0].knobs, first[0].signature, profile)
+        proposer.observe([obs])
+        state = ProposerState(
+            best_metric=1.0,
+            best_knobs=first[0].knobs,
+            better="higher",
+            history=(obs,),
+            tried=frozenset(c.signature for c in first),
+            batch_size=6,
+        )
+        batch = proposer.propose(state)
+        assert batch is not None
+        return [engine_times(ir_from_knobs(LHS_RHS, c.knobs)).floor for c in batch]
+
+    # Without a measured time, the sweep around BEST proposes states of every floor.
+    free = sorted(second_batch({}))
+    cut = max(f for f in free if f * 1.02 < free[-1])  # some above it, some below
+    # BEST measured on sim at that time: nothing counted slower (by 2 %) is proposed.
+    pruned = second_batch({"device": "sim", "total_time": cut * 1e-9})
+    assert pruned and max(pruned) < cut * 1.02
+    # On a device the model is only an estimate: only states counted far slower wait.
+    device = second_batch({"device": "neuron", "total_time": cut * 1e-9})
+    assert max(device) >= cut * 1.02
