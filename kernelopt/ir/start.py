@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kernelopt.ir.derive import derive
 from kernelopt.ir.footprint import fits
-from kernelopt.ir.model import KernelIR, PhysicalBuffer, Scope
+from kernelopt.ir.model import Dim, KernelIR, PhysicalBuffer, Scope
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.sample import SampleError, knob_signature, sample
 from kernelopt.workload import Workload, make_inputs
@@ -70,8 +70,9 @@ def templates(ir: KernelIR) -> list[KernelIR]:
     one tile of it (so the loads of the next rows overlap the work on these);
     the other dims follow, parallel ones before reducing ones or after, each in one
     block or tile by tile, and every buffer holds them whole, or, PSUM being small
-    (8 banks), every accumulator holds one tile of them. States the validity report
-    cannot repair, or that would not fit, are left out.
+    (8 banks), every accumulator holds one tile of them. And with ``o``'s blocks
+    outermost, the output walked in blocks of two tiles of every parallel dim. States
+    the validity report cannot repair, or that would not fit, are left out.
     """
     parallel = [d for d in ir.dims if not d.reducing]
     reducing = [d for d in ir.dims if d.reducing]
@@ -90,7 +91,29 @@ def templates(ir: KernelIR) -> list[KernelIR]:
                 state = _repaired(ir.with_knobs(order, {**blocks, o.name: 1}, scopes))
                 if state is not None and fits(state):
                     found.setdefault(knob_signature(state), state)
+        blocked = _blocked(ir, [o, *rest], reducing)
+        if blocked is not None:
+            found.setdefault(knob_signature(blocked), blocked)
     return list(found.values())
+
+
+def _blocked(ir: KernelIR, parallel: list[Dim], reducing: list[Dim]) -> KernelIR | None:
+    """The output walked in blocks of two tiles per parallel dim (``parallel[0]``'s blocks
+    outermost), each block's tiles inside, every buffer holding the block and the
+    reducing dims whole: the tiling of a blocked GEMM, applied to the graph."""
+    order = [f"{d.name}.block" for d in parallel] + [f"{d.name}.tile" for d in parallel]
+    order += [f"{d.name}.{k}" for d in reducing for k in ("block", "tile")]
+    blocks = {d.name: 2 if d.num_tiles % 2 == 0 else 1 for d in parallel}
+    blocks.update({d.name: d.num_tiles for d in reducing})
+    scopes = {
+        b.name: {
+            d: Scope.FULL if ir.dim[d].reducing or d in b.lifetime_dims else Scope.PER_BLOCK
+            for d in b.knob_dims
+        }
+        for b in ir.buffers
+    }
+    state = _repaired(ir.with_knobs(order, blocks, scopes))
+    return state if state is not None and fits(state) else None
 
 
 def _template_scope(buf: PhysicalBuffer, d: str, outer: str, psum_tiles: bool) -> Scope:

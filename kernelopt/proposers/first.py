@@ -54,6 +54,7 @@ def first_batch(
     picks: list[Pick] = []
     variants_picked: set[str] = set()
     keys: set[str | None] = set()
+    picked: list = []  # the picks' Start records
     for rank, start in enumerate(starts, 1):
         if len(picks) >= FIRST:
             break
@@ -61,6 +62,8 @@ def first_batch(
         key = effective_key(ir)
         if not new(ir) or key in keys:
             continue  # the baseline itself (measured already), or a pick under other knobs
+        if any(abs(start.seconds - p.seconds) <= 1e-12 for p in picked):
+            continue  # the estimate cannot tell it from a pick: measure something else
         near = start.seconds <= best * MARGIN
         if picks and not near:
             break
@@ -70,6 +73,7 @@ def first_batch(
             continue  # another variant is as promising: weigh it first
         variants_picked.add(ir.variant)
         keys.add(key)
+        picked.append(start)
         how = f"screened start {rank} of {total}: variant {ir.variant}"
         picks.append(Pick(ir, f"{how}, sim estimate {start.seconds * 1e6:.3g} us"))
     return picks

@@ -25,6 +25,8 @@ def test_templates_stream_one_parallel_dim_and_hold_the_rest() -> None:
             assert found, (name, variant.variant)
             for state in found:
                 assert not derive(state)[1] and fits(state) and state.variant == variant.variant
+                if _blocked_walk(state):
+                    continue  # the blocked-GEMM template: below
                 outer = state.loop_order[0].split(".")[0]
                 assert state.loop_order[1] == f"{outer}.tile"  # its tiles walked one by one
                 assert not state.dim[outer].reducing and state.ltiles_per_block[outer] == 1
@@ -32,6 +34,26 @@ def test_templates_stream_one_parallel_dim_and_hold_the_rest() -> None:
     soft = templates(small_ir("softmax"))
     rows = next(s for s in soft if s.loop_order[0] == "d0.block")
     assert rows.buffer_scopes["sbuf_x"]["d0"] == Scope.PER_TILE
+
+
+def _blocked_walk(state) -> bool:
+    """Every parallel dim's block loop outermost, then their tile loops."""
+    parallel = [d.name for d in state.dims if not d.reducing]
+    head = [f"{d}.block" for d in parallel] + [f"{d}.tile" for d in parallel]
+    return sorted(state.loop_order[: len(head)]) == sorted(head) and all(
+        e.endswith(".block") for e in state.loop_order[: len(parallel)]
+    )
+
+
+def test_a_template_walks_the_output_in_blocks_of_two_tiles() -> None:
+    # The matmul's output (2 x 2 tiles at this size) walked as one blocked GEMM does.
+    for name in ("matmul", "rmsnorm_matmul"):
+        found = [s for v in _variants(name) for s in templates(v) if _blocked_walk(s)]
+        assert found, name
+        for state in found:
+            for d in state.dims:
+                want = d.num_tiles if d.reducing else (2 if d.num_tiles % 2 == 0 else 1)
+                assert state.ltiles_per_block[d.name] == want, (name, d.name)
 
 
 def test_the_pool_is_defaults_templates_and_lean_draws_once_each() -> None:
