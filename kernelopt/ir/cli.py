@@ -18,7 +18,7 @@ from kernelopt.ir.knobs_io import (
 from kernelopt.ir.model import KernelIR
 from kernelopt.ir.render import APIS, render_ir
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
-from kernelopt.ir.sample import SampleError, knob_signature, sample
+from kernelopt.ir.sample import SampleError, knob_signature, sample_fitting
 from kernelopt.ir.start import INIT_POOL, init_paths, initial_state
 from kernelopt.ir.trace import IRBuildError
 from kernelopt.ir.validate import validity_report
@@ -146,7 +146,7 @@ def render(knobs: Path, workload: Path, api: str) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON knob state per line.")
 def sample_cmd(workload: Path, count: int, seed: int, as_json: bool) -> None:
-    """Draw N valid knob states of WORKLOAD, over its rewrite variants in turn.
+    """Draw N valid knob states of WORKLOAD that fit on chip, over its rewrite variants in turn.
 
     \b
     Example:
@@ -157,7 +157,7 @@ def sample_cmd(workload: Path, count: int, seed: int, as_json: bool) -> None:
     rng = random.Random(seed)
     for i in range(count):
         try:
-            ir = sample(variants[i % len(variants)], rng)
+            ir = sample_fitting(variants[i % len(variants)], rng)
         except SampleError as exc:
             raise click.ClickException(str(exc)) from exc
         if as_json:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from ir_support import IR_DIR
 
-from kernelopt.ir import ir_for_workload, knobs_to_json
+from kernelopt.ir import ir_for_workload, ir_from_knobs, knobs_to_json, sample
 from kernelopt.ir.cli import ir_group
+from kernelopt.ir.footprint import fits
 
 MATMUL = IR_DIR / "matmul"
 LHS_RHS = IR_DIR / "matmul_lhs_rhs"
@@ -94,6 +96,19 @@ def test_sample_json_is_seeded_and_alternates_variants() -> None:
     assert [s["variant"] for s in states] == ["base", "LoadTranspose"] * 2
     other = run("sample", LHS_RHS / "workload.py", "-n", "4", "--seed", "4", "--json")
     assert other.output != first.output
+
+
+def test_sample_draws_only_states_that_fit_on_chip() -> None:
+    # At its full size a joint draw of this norm + matmul often asks for more SBUF than
+    # there is (e.g. x held whole next to its transpose): such draws are redrawn.
+    workload = Path(__file__).resolve().parent / "llm_workloads" / "rmsnorm_slow.py"
+    base = ir_for_workload(workload)
+    rng = random.Random(11)
+    assert not all(fits(sample(base, rng)) for _ in range(8))  # the raw draws do not
+    result = run("sample", workload, "-n", "8", "--seed", "11", "--json")
+    assert result.exit_code == 0, result.output
+    states = [ir_from_knobs(workload, json.loads(line)) for line in result.output.splitlines()]
+    assert len(states) == 8 and all(fits(s) for s in states)
 
 
 def test_missing_workload_file_is_a_usage_error(tmp_path: Path) -> None:
