@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from kernelopt.ir.cost import engine_times
 from kernelopt.ir.derive import derive
 from kernelopt.ir.effective import effective_key
 from kernelopt.ir.footprint import fits
@@ -57,6 +56,7 @@ from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
 from kernelopt.ir.sample import knob_signature
 from kernelopt.ir.start import SimTimer, Timer
 from kernelopt.proposers.base import KNOB, Candidate, Observation, ProposerState
+from kernelopt.proposers.ceiling import Ceiling
 from kernelopt.proposers.evidence import FLAT_TIES, Evidence, exact_tie
 from kernelopt.proposers.first import START_POOL, first_batch
 from kernelopt.proposers.joint import JointMoves
@@ -81,10 +81,6 @@ RESTARTS = 2  # best fresh joint draws perturbed too: a way out of the best stat
 MODEL_MIN = 24  # measured states before the surrogate model ranks perturbations
 UNUSABLE = frozenset({"failed", "incorrect", "diverged"})
 MAX_DEFERRED = 64  # states predicted far worse set aside per batch before taking the least bad
-CEILING_MARGIN = 1.5  # on a device: a state counted this much slower than BEST waits
-# On sim: the count is a bound of the simulator's own time, but a cost-model change may
-# leave it a little above for some instruction; only a state within this of BEST is at risk.
-SIM_CEILING_MARGIN = 1.02
 
 
 _COMPUTE_ENGINES = (
@@ -142,8 +138,7 @@ class NkiKnobProposer(JointMoves):
         self.sources: set[str] = set()  # rendered kernels already proposed (or tried)
         self.effective: set[str] = set()  # ... and their instruction streams (effective_key)
         self.kernel_keys: dict[str, tuple[str, str]] = {}  # signature -> both keys
-        self.floors: dict[str, float] = {}  # signature -> cost.floor (ns)
-        self.ceiling = float("inf")  # BEST's measured time (ns), once known
+        self.ceiling = Ceiling()  # states that cannot beat BEST's measured time wait
         if baseline_kernel is not None:  # what the baseline measured: never a candidate
             self.sources.add(hashlib.sha1(baseline_kernel.encode()).hexdigest())
         # The baseline's knob state, when the knob file renders exactly the baseline kernel
@@ -184,7 +179,7 @@ class NkiKnobProposer(JointMoves):
         self._learn_sources(state.history)
         best = self._best(state)
         self.best_metric = state.best_metric
-        self._set_ceiling(best, state)
+        self.ceiling.follow(self._profile_of(best, state) if best is not None else {})
         self.evidence.refit(self._measured(state), state.better)
         want = max(1, state.batch_size)
         if not self.started:
@@ -413,31 +408,7 @@ class NkiKnobProposer(JointMoves):
         source, effective = self._keys(ir)
         if source in self.sources or effective in self.effective:
             return False
-        return self._floor(ir) < self.ceiling
-
-    def _floor(self, ir: KernelIR) -> float:
-        """The time (ns) the state's counted work rules out beating (``cost.floor``)."""
-        sig = knob_signature(ir)
-        if sig not in self.floors:
-            times = engine_times(ir)
-            self.floors[sig] = times.floor if times is not None else float("inf")
-        return self.floors[sig]
-
-    def _set_ceiling(self, best: KernelIR | None, state: ProposerState) -> None:
-        """A state whose floor is above BEST's measured time cannot win: it is left for
-        last (the enumeration after every other source of states).
-
-        On the simulator the floor and the time come from one cost model, so the rule
-        holds up to SIM_CEILING_MARGIN; on a device the model's time is only an estimate
-        of the device's, so only a state counted far slower (CEILING_MARGIN) waits.
-        """
-        profile = self._profile_of(best, state) if best is not None else {}
-        seconds = profile.get("total_time")
-        if not isinstance(seconds, int | float) or seconds <= 0:
-            self.ceiling = float("inf")
-            return
-        margin = SIM_CEILING_MARGIN if profile.get("device") == "sim" else CEILING_MARGIN
-        self.ceiling = float(seconds) * 1e9 * margin
+        return self.ceiling.admits(ir)
 
     def _keys(self, ir: KernelIR) -> tuple[str, str]:
         """The kernel's source and effective keys, each state's computed once."""
