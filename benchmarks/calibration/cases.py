@@ -115,8 +115,9 @@ CASES: tuple[Case, ...] = (
     Case(
         "rung3_resident_two_psum.py",
         "workload_lhsT_rhs.py",
-        83.3,
-        "MFU ladder rung 3: rung 2 with two alternating PSUM tiles (82.9-83.7 %)",
+        82.9,
+        "MFU ladder rung 3: rung 2 with two alternating 128 x N accumulators, the plain loop "
+        "(nki-autotune software-pipeline design, 'rotate_only': 82.9 %)",
         family="mfu_ladder",
     ),
     Case(
@@ -435,5 +436,120 @@ CASES += (
         measured_ms=30.16637,
         engines={"vector": 9.81, "scalar": 3.44, "gpsimd": 0.18},
         small={"x": (512, 5120), "w": (5120, 1024), "a": (5120, 128), "b": (128, 1024)},
+    ),
+)
+
+# --- Trn2 single facts (the project's calibration notes, "Other single facts") ---
+# Rung 3's public variants: one loop, three ways to order it, all within a point of
+# each other on hardware (awslabs/nki-autotune @2b49fed
+# docs/superpowers/specs/2026-06-06-software-pipeline-tier-b-design.md, "Validated on
+# hardware": rotate_only 82.9 %, skewed 83.7 %; the notes: stages (0, 1, 1) 83.26 %,
+# the stationary-reuse order 83.06 % against 83.00 %). A family of their own: a fold
+# that holds them out asks whether the model keeps them level without seeing them.
+_RUNG3 = "rung 3 (two 128 x N accumulators) as the public software-pipelining experiments ran it"
+
+CASES += (
+    Case(
+        "rung3_resident_two_psum.py",
+        "workload_lhsT_rhs.py",
+        83.7,
+        f"{_RUNG3}: stages (0, 0, 1), each drain a row late ('skewed', 83.7 %)",
+        family="rung3_variants",
+        kernel_kwargs={"stages": (0, 0, 1)},
+        small_kwargs={"stages": (0, 0, 1)},
+        name="rung3_stages_001",
+    ),
+    Case(
+        "rung3_resident_two_psum.py",
+        "workload_lhsT_rhs.py",
+        83.26,
+        f"{_RUNG3}: stages (0, 1, 1), only the memset a row ahead (83.26 %)",
+        family="rung3_variants",
+        kernel_kwargs={"stages": (0, 1, 1)},
+        small_kwargs={"stages": (0, 1, 1)},
+        name="rung3_stages_011",
+    ),
+    Case(
+        "rung3_resident_two_psum.py",
+        "workload_lhsT_rhs.py",
+        83.06,
+        f"{_RUNG3}: K outside N, each stationary tile reused by N matmuls (83.06 % vs 83.00 %)",
+        family="rung3_variants",
+        kernel_kwargs={"order": "mkn"},
+        small_kwargs={"order": "mkn"},
+        name="rung3_stationary_reuse",
+    ),
+)
+
+# rmsnorm + matmul at 2048^3 bf16 (awslabs/nki-autotune
+# kernel_library/rmsnorm_matmul_m2048_k2048_n2048.py: its graph and reference figure,
+# 79.09 %; the notes: rmsnorm + matmul 79-80 %). The loop structure is assumed (see
+# the kernel's docstring): a mid-range fused kernel, normalisation before the matmul.
+CASES += (
+    Case(
+        "rmsnorm_matmul_trn2.py",
+        "workload_rmsnorm_matmul.py",
+        79.09,
+        "nki-autotune rmsnorm_matmul 2048^3 bf16 reference kernel: 79.09 % (notes: 79-80 %); "
+        "loop structure assumed",
+        family="rmsnorm_matmul_trn2",
+        small={"lhs": (256, 512), "rhs": (512, 1024)},
+    ),
+)
+
+# Hand-written attention, one head, D = 128, bf16 (the notes: 30 % / 46 % MFU at 2k /
+# 16k sequence length; the kernel follows nkilib attention_cte's structure). MFU as
+# nki-autotune counts it (autotune's compute_attention_mfu: 2 S^2 D MACs). Single facts:
+# the notes give the figure, not how it was timed (taken as device time, unverified),
+# nor batch, heads or causality (assumed 1, 1, none).
+_ATTENTION = "hand-written attention (nkilib attention_cte structure), D 128 bf16, one head"
+
+CASES += (
+    Case(
+        "attention_flash.py",
+        "workload_attention.py",
+        30.0,
+        f"{_ATTENTION}, S 2048: 30 % (single fact; timing unstated)",
+        family="attention",
+        small={"q": (512, 128), "k": (128, 512), "v": (512, 128)},
+        name="attention_2k",
+    ),
+    Case(
+        "attention_flash.py",
+        "workload_attention.py",
+        46.0,
+        f"{_ATTENTION}, S 16384, two 8K key sections: 46 % (single fact; timing unstated)",
+        family="attention",
+        shapes={"q": (16384, 128), "k": (128, 16384), "v": (16384, 128)},
+        # The flash path (three sections) at a small shape: same code, lower constants.
+        small={"q": (1536, 128), "k": (128, 1536), "v": (1536, 128)},
+        small_kwargs={"section_keys": 512, "flash_above": 600},
+        name="attention_16k",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A public kernel that does not compile: the simulator must refuse it the same way."""
+
+    kernel: str
+    workload: str
+    kernel_kwargs: dict[str, Any]
+    message: str  # what the refusal must say (a regular expression)
+    evidence: str
+    name: str
+    chip: str = "trn2"
+
+
+FAILURES: tuple[Failure, ...] = (
+    Failure(
+        "rung3_resident_two_psum.py",
+        "workload_lhsT_rhs.py",
+        {"slots": 3},
+        r"Out of memory in psum",
+        "rung 3 with a depth-3 accumulator: 3 x 128 x 2048 fp32 = 3 MiB > 2 MiB of PSUM, "
+        "'Out of memory in PSUM' (the notes; the pipelining design's (0, 1, 2) option)",
+        "rung3_depth3_psum",
     ),
 )
