@@ -4,12 +4,14 @@ awslabs/nki-autotune (kernel_library/rmsnorm_matmul_m2048_k2048_n2048.py) define
 the kernel as: load rhs and lhs; ``activation_reduce`` (square, add) for each
 row's sum of squares; ``activation`` (rsqrt, scale 1/K, bias eps); a
 ``tensor_scalar`` multiply into bf16; a DMA transpose of the normalised rows;
-``nc_matmul`` into PSUM; a copy out of PSUM; the store. Its reference figure,
-79.09 % MFU at 2048^3 bf16 (the notes: rmsnorm + matmul 79-80 %), is the kernel
-that graph lowers to before the later online-fusion ladder (86.99 %).
+``nc_matmul`` into PSUM; a copy out of PSUM; the store. Its ``reference_mfu``,
+79.09 % at 2048^3 bf16 (the notes: rmsnorm + matmul 79-80 %), is documented
+there as the "best manually achieved Kaena MFU percentage for the same workload
+and shape": a hand-written kernel whose text is not public (the same file's
+transform ladder reaches 86.99 %).
 
-The loop structure is assumed (the public record gives the graph and the
-figure, not that kernel's blocking): rhs loaded once and resident; per
+The loop structure is therefore assumed (the public record gives the graph and
+the figure, not that kernel's blocking): rhs loaded once and resident; per
 128-row tile of lhs, the row loaded in one DMA, normalised, and transposed in
 128 x 128 blocks (one SBUF -> SBUF DMA transpose each); then for each 512
 output columns K accumulated in a 128 x 512 PSUM tile, copied out and stored.
