@@ -73,8 +73,9 @@ def _format(value: Any) -> str:
 @click.option(
     "--explain",
     is_flag=True,
-    help="Also print what bounds the time (an engine or a dependency chain) and the "
-    "top three TensorE stalls with the source lines that cause them.",
+    help="Also print what bounds the time (an engine or a dependency chain), the "
+    "top three TensorE stalls with the source lines that cause them, and each source "
+    "line's instructions: engine, count, busy time, first start and last end.",
 )
 @click.option(
     "--chip",

@@ -65,11 +65,34 @@ class Stall:
 
 
 @dataclass(frozen=True)
+class LineSpan:
+    """When one source line's instructions ran: the window from its first start to its
+    last end against its busy time shows whether the line runs early, late or spread
+    out, which the stalls alone (TensorE's gaps) do not say for the other engines."""
+
+    line: int
+    op: str
+    engine: str
+    count: int
+    busy_s: float  # summed over the instructions (DMA queues may overlap)
+    first_start_s: float
+    last_end_s: float
+
+    def describe(self) -> str:
+        return (
+            f"line {self.line} {self.op} ({ENGINE_NAMES.get(self.engine, self.engine)}, "
+            f"{self.count}x): {self.first_start_s * 1e6:.2f} -> {self.last_end_s * 1e6:.2f} us, "
+            f"busy {self.busy_s * 1e6:.2f} us"
+        )
+
+
+@dataclass(frozen=True)
 class Explanation:
     bound: str  # one sentence
     bound_by: str  # an engine name, or "dependency chain"
     critical_path_s: dict[str, float]  # time on the critical path per engine, plus waiting
     stalls: tuple[Stall, ...]
+    by_line: tuple[LineSpan, ...] = ()  # ordered by first start
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +100,7 @@ class Explanation:
             "bound_by": self.bound_by,
             "critical_path_s": dict(self.critical_path_s),
             "stalls": [asdict(s) for s in self.stalls],
+            "by_line": [asdict(s) for s in self.by_line],
         }
 
     @classmethod
@@ -86,6 +110,7 @@ class Explanation:
             record["bound_by"],
             dict(record["critical_path_s"]),
             tuple(Stall(**stall) for stall in record["stalls"]),
+            tuple(LineSpan(**span) for span in record.get("by_line", ())),
         )
 
     def lines(self) -> list[str]:
@@ -99,6 +124,9 @@ class Explanation:
             out.append("stalls: none")
         for i, stall in enumerate(self.stalls, 1):
             out.append(f"stall {i}: {stall.describe()}")
+        if self.by_line:
+            out.append("by line (first start -> last end):")
+            out.extend(f"  {span.describe()}" for span in self.by_line)
         return out
 
 
@@ -226,6 +254,23 @@ def _stalls(
     )
 
 
+def _by_line(trace: Sequence[Instruction], timeline: Timeline) -> tuple[LineSpan, ...]:
+    """Each (line, op, engine)'s instructions summed, in the order they first start."""
+    groups: dict[tuple[int, str, str], list[float]] = {}
+    for i, ins in enumerate(trace):
+        start, end = timeline.start_ns[i], timeline.end_ns[i]
+        g = groups.setdefault((ins.line, ins.op, ins.engine), [0, 0.0, start, end])
+        g[0] += 1
+        g[1] += end - start
+        g[2] = min(g[2], start)
+        g[3] = max(g[3], end)
+    spans = [
+        LineSpan(line, op, engine, int(n), busy * 1e-9, first * 1e-9, last * 1e-9)
+        for (line, op, engine), (n, busy, first, last) in groups.items()
+    ]
+    return tuple(sorted(spans, key=lambda s: (s.first_start_s, s.line)))
+
+
 def explain(
     trace: Sequence[Instruction],
     allocations: Sequence[AllocationInfo],
@@ -237,7 +282,7 @@ def explain(
     busy = {e: timeline.engine_busy_ns.get(e, 0.0) for e in ENGINES}
     path = _critical_path(trace, timeline)
     if total <= 0:
-        return Explanation("nothing ran", "", path, ())
+        return Explanation("nothing ran", "", path, (), _by_line(trace, timeline))
     engine, used = max(busy.items(), key=lambda kv: kv[1])
     if used >= SATURATED * total:
         bound_by = engine
@@ -256,5 +301,9 @@ def explain(
         )
     stall_engine = "tensor" if any(i.engine == "tensor" for i in trace) else engine
     return Explanation(
-        bound, bound_by, path, _stalls(trace, allocations, timeline, stall_engine, top)
+        bound,
+        bound_by,
+        path,
+        _stalls(trace, allocations, timeline, stall_engine, top),
+        _by_line(trace, timeline),
     )

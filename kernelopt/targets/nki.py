@@ -181,8 +181,9 @@ class NkiSimTarget(Target):
             "seeds": list(self.seeds),
             "func": report.func,
             "mac_count": mac_count,
-            # What bounds the time and the top TensorE stalls, with source lines.
-            "explain": report.explanation,
+            # What bounds the time and the top TensorE stalls, with source lines; not the
+            # per-line spans, which would grow every candidate's record with its kernel.
+            "explain": _without_spans(report.explanation),
             "timing": "model",  # the cost model's estimate, not a clock
         }
         if report.problem is not None:
@@ -230,6 +231,12 @@ def _sim_reference(tree: Path) -> Measurement:
         device="sim",
         extra={"what": "f_numpy compiled by neuronx-cc"},
     )
+
+
+def _without_spans(explanation: dict[str, Any] | None) -> dict[str, Any] | None:
+    if explanation is None:
+        return None
+    return {k: v for k, v in explanation.items() if k != "by_line"}
 
 
 def roofline_work_of(workload: object) -> RooflineWork | None:

@@ -142,6 +142,30 @@ def test_active_times_use_the_profiler_names(kernel_file):
     assert p["tensor_engine_active_time"] > 0 and p["mbu_estimated_percent"] > 0
 
 
+def test_by_line_spans_show_when_each_source_line_ran(kernel_file):
+    # K=512: four matmuls per (m, n) tile, 4 x 4 tiles; one PSUM tile, so each
+    # tile's drain runs after its matmuls and before the next tile's memset.
+    run, lines, _ = _run(kernel_file, banks=1, k=512, fill=LOAD)
+    explanation = run.explain()
+    spans = {s.line: s for s in explanation.by_line}
+    memset, drain = spans[lines["memset"]], spans[lines["drain"]]
+    matmul = next(s for s in explanation.by_line if s.op == "nc_matmul")
+    assert (memset.count, matmul.count, drain.count) == (16, 64, 16)
+    assert (matmul.engine, memset.op, drain.op) == ("tensor", "memset", "tensor_copy")
+    assert drain.first_start_s >= matmul.first_start_s
+    assert drain.last_end_s >= matmul.last_end_s
+    for span in explanation.by_line:
+        assert 0 <= span.first_start_s < span.last_end_s <= run.timeline.makespan_ns * 1e-9
+        if span.engine != "dma":  # one engine runs one instruction at a time
+            assert span.busy_s <= span.last_end_s - span.first_start_s + 1e-12
+    starts = [s.first_start_s for s in explanation.by_line]
+    assert starts == sorted(starts)
+    total = sum(s.count for s in explanation.by_line)
+    assert total == len(run.trace)
+    again = type(explanation).from_json(json.loads(json.dumps(explanation.to_json())))
+    assert again == explanation
+
+
 def test_sim_cli_explains_in_text_and_json(kernel_file, tmp_path):
     _, lines, path = _run(kernel_file, banks=1, k=512, fill=LOAD)
     workload = tmp_path / "w.py"
@@ -153,6 +177,8 @@ def test_sim_cli_explains_in_text_and_json(kernel_file, tmp_path):
     assert text.exit_code == 0, text.output
     assert "explain:" in text.output and "bound: a dependency chain" in text.output
     assert f"memset at line {lines['memset']}" in text.output
+    assert "by line (first start -> last end):" in text.output
+    assert f"line {lines['drain']} tensor_copy" in text.output
     result = CliRunner().invoke(
         sim_command, [str(path), "--workload", str(workload), "--explain", "--json"]
     )
