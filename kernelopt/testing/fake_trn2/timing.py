@@ -6,12 +6,14 @@ model's own equations with other numbers. So this file times the executed
 instruction stream (the list of ``kernelopt.sim.trace.Instruction`` records
 the kernel's trace yields: what each instruction is, which engine runs it,
 what it reads and writes, its sizes) with a model of its own. Nothing here
-reads ``kernelopt.sim.cost``, ``kernelopt.sim.schedule`` or a ``Trn2Params``
-field; the memory plan is used only for which allocations take over whose
-physical memory (a compiler decision the NEFF fixes, not a timing).
+reads ``kernelopt.sim.cost``, ``kernelopt.sim.schedule``, the simulator's
+memory plan (``AllocationInfo.reuses``) or a ``Trn2Params`` field: which
+allocations take over whose physical memory is the device compiler's own
+decision (``timing_plan.py``).
 
-The model is three files: this one (the numbers, the device and its
-timeline), ``timing_mechanisms.py`` (its building blocks: an in-order engine,
+The model is four files: this one (the numbers, the device and its
+timeline), ``timing_plan.py`` (the device compiler's placement and buffer
+rotation), ``timing_mechanisms.py`` (its building blocks: an in-order engine,
 a shared link, per-allocation access history) and ``timing_profile.py`` (the
 neuron-profile style summary of a timeline). They import nothing of kernelopt
 but each other.
@@ -39,12 +41,13 @@ follows. Sources:
   the DMA transpose moves fixed 16 x 128 two-byte blocks.
 - Statements marked (unverified) are this fake's assumptions: no public
   source settles the number. They were set so that the device stays near
-  the public Trn2 figures of the calibration kernels (3.9 pp on average).
-  Its disagreement with kernelopt's model is smaller than the public record
-  (rank correlation 0.94 rather than about 0.8): both time the same traced
-  instruction stream with the same memory plan, and that shared structure
-  decides most of the ordering. benchmarks/fake_device_agreement.py
-  measures both (docs/screening.md).
+  the public Trn2 figures of the calibration kernels (about 3.7 pp on
+  average). Its disagreement with kernelopt's model is smaller than the
+  public record (rank correlation about 0.93 rather than about 0.8): both
+  time the same traced instruction stream, and with the device's own memory
+  plan in place of the simulator's the order barely moved, so that plan was
+  not what kept them together. benchmarks/fake_device_agreement.py measures
+  both (docs/screening.md).
 
 Mechanisms the device has (each a ``_Device`` step below):
 
@@ -76,12 +79,12 @@ Mechanisms the device has (each a ``_Device`` step below):
    ``THROTTLE_IDLE_NS`` idle and ramps linearly to full rate over
    ``RAMP_NS`` of activity [v2] (a ramp, not a step).
 7. PSUM bank ports. PSUM has 8 banks of 2 KiB per partition [v3]. The
-   compiler places PSUM tiles at a rotating address: a tile of a bank or
-   more starts on a bank boundary, smaller ones are packed side by side, so
-   consecutive small tiles share a bank. An access to a bank waits while
-   another engine's access to the same bank is in progress (one port per
-   bank: the [cal] contention of a transpose tile beside the drain;
-   unverified in detail).
+   device's compiler places PSUM tiles in banks (``timing_plan.py``, rule
+   2: a rotating cursor, small tiles packed side by side, so consecutive
+   small tiles share a bank). An access to a bank waits while another
+   engine's access to the same bank is in progress (one port per bank: the
+   [cal] contention of a transpose tile beside the drain; unverified in
+   detail).
 8. DMA rings and descriptors. A transfer goes to one of the core's 16 DMA
    rings [v3] in program order (round robin), each ring in order; a
    transfer is cut into one descriptor per contiguous run of bytes, and the
@@ -122,6 +125,7 @@ from kernelopt.testing.fake_trn2.timing_mechanisms import (
     overlaps,
     union,
 )
+from kernelopt.testing.fake_trn2.timing_plan import PSUM_BANKS, MemoryPlan, plan_memory
 
 # --- clocks and peak [v2]/[v3] ---
 TENSOR_HZ = 2.4e9
@@ -145,10 +149,6 @@ WEIGHT_ROWS_PER_CYCLE = 4  # [v2] "up to 4x faster than a multiply"
 THROTTLE_IDLE_NS = 3000.0  # [v2]
 RAMP_NS = 3000.0  # [v2]
 THROTTLED_RATE = 0.5  # [v2]
-
-# --- mechanism 7 [v3] ---
-PSUM_BANKS = 8
-PSUM_BANK_BYTES = 2048
 
 # --- mechanisms 8-10 ---
 DMA_RINGS = 16  # per core [v3]
@@ -180,7 +180,7 @@ class DeviceRun:
 
 
 class _Device:
-    def __init__(self, allocations: Sequence[Any], scheduler_on: bool) -> None:
+    def __init__(self, plan: MemoryPlan, scheduler_on: bool) -> None:
         window = REORDER_WINDOW if scheduler_on else 1
         self.engines = {e: Engine(window) for e in ENGINES if e != "dma"}
         self.rings = [0.0] * DMA_RINGS  # when each ring has processed its descriptors
@@ -190,14 +190,11 @@ class _Device:
         self.onchip = Bandwidth()
         self.acc: dict[int, Accesses] = {}
         self.last_use: dict[int, float] = {}
-        self.reuses = {a.alloc_id: tuple(a.reuses) for a in allocations}
-        self.kind = {a.alloc_id: a.kind for a in allocations}
-        self.psum_bytes = {a.alloc_id: int(a.nbytes or 0) for a in allocations}
+        self.reuses = plan.reuses  # the device compiler's own plan (timing_plan.py)
+        self.bank_of = plan.banks
         self.touched: set[int] = set()
         self.synced: dict[str, dict[str, float]] = {}  # engine -> producer -> signal seen
         self.last_owner: dict[int, str] = {}
-        self.bank_of: dict[int, tuple[int, ...]] = {}
-        self.psum_cursor = 0
         self.bank_free = [0.0] * PSUM_BANKS
         self.bank_owner = [""] * PSUM_BANKS
         self.last_stationary: Any = None
@@ -269,32 +266,11 @@ class _Device:
 
     # --- PSUM banks (mechanism 7) ---
     def _banks(self, ins: Any) -> tuple[int, ...]:
-        """The PSUM banks ``ins`` touches. The compiler places PSUM tiles at its
-        rotating address: a tile of a bank or more starts on a bank boundary;
-        smaller tiles (fp32 per element, the accumulation width) are packed
-        side by side, so consecutive small tiles share a bank."""
-        banks: list[int] = []
-        for alloc, box in (*ins.reads, *ins.writes):
-            if self.kind.get(alloc) != "psum":
-                continue
-            if alloc not in self.bank_of:
-                size = 4
-                for lo, hi in box[1:]:
-                    size *= max(1, hi - lo)
-                ring = PSUM_BANKS * PSUM_BANK_BYTES
-                if size >= PSUM_BANK_BYTES:
-                    self.psum_cursor = -(-self.psum_cursor // PSUM_BANK_BYTES) * PSUM_BANK_BYTES
-                elif (
-                    self.psum_cursor // PSUM_BANK_BYTES
-                    != (self.psum_cursor + size - 1) // PSUM_BANK_BYTES
-                ):
-                    self.psum_cursor = -(-self.psum_cursor // PSUM_BANK_BYTES) * PSUM_BANK_BYTES
-                first = (self.psum_cursor % ring) // PSUM_BANK_BYTES
-                count = max(1, min(PSUM_BANKS, -(-size // PSUM_BANK_BYTES)))
-                self.bank_of[alloc] = tuple((first + i) % PSUM_BANKS for i in range(count))
-                self.psum_cursor += size
-            banks.extend(self.bank_of[alloc])
-        return tuple(sorted(set(banks)))
+        """The PSUM banks ``ins`` touches, where the device's plan put its tiles."""
+        banks: set[int] = set()
+        for alloc, _ in (*ins.reads, *ins.writes):
+            banks.update(self.bank_of.get(alloc, ()))
+        return tuple(sorted(banks))
 
     # --- engine costs (mechanisms 4, 5, 6) ---
     def _compute_cycles(self, ins: Any, engine: str) -> float:
@@ -407,7 +383,7 @@ def time_trace(
     trace: Sequence[Any], allocations: Sequence[Any], scheduler_on: bool = True
 ) -> DeviceRun:
     """The fake device's timeline for an executed instruction stream."""
-    device = _Device(allocations, scheduler_on)
+    device = _Device(plan_memory(trace, allocations), scheduler_on)
     starts, ends = [], []
     for ins in trace:
         s, e = device.run(ins)
