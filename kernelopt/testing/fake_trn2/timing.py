@@ -11,9 +11,10 @@ memory plan (``AllocationInfo.reuses``) or a ``Trn2Params`` field: which
 allocations take over whose physical memory is the device compiler's own
 decision (``timing_plan.py``).
 
-The model is four files: this one (the numbers, the device and its
+The model is five files: this one (the numbers, the device and its
 timeline), ``timing_plan.py`` (the device compiler's placement and buffer
-rotation), ``timing_mechanisms.py`` (its building blocks: an in-order engine,
+rotation), ``timing_lower.py`` (its lowering of PSUM calls by bank),
+``timing_mechanisms.py`` (its building blocks: an in-order engine,
 a shared link, per-allocation access history) and ``timing_profile.py`` (the
 neuron-profile style summary of a timeline). They import nothing of kernelopt
 but each other.
@@ -109,6 +110,15 @@ Mechanisms the device has (each a ``_Device`` step below):
 11. Launch. The measured device time includes the engines' first
     instruction fetch and the final completion semaphore,
     ``LAUNCH_NS`` (unverified).
+12. Memory taken over. Which allocation takes over whose memory is the
+    device compiler's plan (``timing_plan.py``). Hypothesis (unverified):
+    the compiler's dependency analysis works on addresses, so when the new
+    tile has the old one's shape (each element at the same address), a
+    write to it waits only for the old tile's accesses to the same bytes;
+    otherwise its first access waits for the old tile's last.
+13. PSUM calls split by bank. A call over a PSUM tensor of several banks
+    runs as one instruction per bank (``timing_lower.py``), each waiting
+    only for what touches its bank.
 """
 
 from __future__ import annotations
@@ -117,6 +127,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelopt.testing.fake_trn2.timing_lower import split_psum
 from kernelopt.testing.fake_trn2.timing_mechanisms import (
     Accesses,
     Bandwidth,
@@ -192,6 +203,10 @@ class _Device:
         self.last_use: dict[int, float] = {}
         self.reuses = plan.reuses  # the device compiler's own plan (timing_plan.py)
         self.bank_of = plan.banks
+        self.layout = plan.layout
+        # Allocations whose memory a later one takes over keep their whole access
+        # history: the later one's writes wait for the accesses to the same bytes.
+        self.taken = {old for olds in plan.reuses.values() for old in olds}
         self.touched: set[int] = set()
         self.synced: dict[str, dict[str, float]] = {}  # engine -> producer -> signal seen
         self.last_owner: dict[int, str] = {}
@@ -231,8 +246,17 @@ class _Device:
             if alloc not in self.touched:
                 self.touched.add(alloc)
                 for old in self.reuses.get(alloc, ()):
-                    if old in self.last_use:
+                    if old in self.last_use and not self._same_layout(alloc, old):
                         need(self.last_owner.get(old, engine), self.last_use[old])
+        for alloc, box in ins.writes:
+            # Memory taken over with the same layout: a write waits only for the old
+            # tile's accesses to the same bytes (mechanism 12).
+            for old in self.reuses.get(alloc, ()):
+                if self._same_layout(alloc, old):
+                    acc = self.acc.get(old, Accesses())
+                    for entry in acc.reads + acc.writes:
+                        if overlaps(box, entry[0]):
+                            need(entry[2], entry[1])
         ready, waits = 0.0, 0
         seen = self.synced.setdefault(engine, {})
         for other, t in needs.items():
@@ -246,11 +270,15 @@ class _Device:
                 ready = max(ready, t)
         return ready, waits
 
+    def _same_layout(self, alloc: int, old: int) -> bool:
+        shape = self.layout.get(alloc)
+        return bool(shape) and shape == self.layout.get(old)
+
     def _record(self, ins: Any, engine: str, end: float, usable: float) -> None:
         for alloc, box in ins.reads:
             acc = self.acc.setdefault(alloc, Accesses())
             acc.reads.append((box, end, engine))
-            if len(acc.reads) > _HISTORY:
+            if len(acc.reads) > _HISTORY and alloc not in self.taken:
                 acc.reads.pop(0)
             if end >= self.last_use.get(alloc, 0.0):
                 self.last_use[alloc], self.last_owner[alloc] = end, engine
@@ -259,7 +287,7 @@ class _Device:
             acc.writes = [w for w in acc.writes if not covers(box, w[0])]
             acc.reads = [r for r in acc.reads if not covers(box, r[0])]
             acc.writes.append((box, usable, engine, end))
-            if len(acc.writes) > _HISTORY:
+            if len(acc.writes) > _HISTORY and alloc not in self.taken:
                 acc.writes.pop(0)
             if usable >= self.last_use.get(alloc, 0.0):
                 self.last_use[alloc], self.last_owner[alloc] = usable, engine
@@ -383,12 +411,13 @@ def time_trace(
     trace: Sequence[Any], allocations: Sequence[Any], scheduler_on: bool = True
 ) -> DeviceRun:
     """The fake device's timeline for an executed instruction stream."""
-    device = _Device(plan_memory(trace, allocations), scheduler_on)
-    starts, ends = [], []
-    for ins in trace:
+    plan = plan_memory(trace, allocations)
+    device = _Device(plan, scheduler_on)
+    starts, ends = [float("inf")] * len(trace), [0.0] * len(trace)
+    for index, ins in split_psum(trace, plan):
         s, e = device.run(ins)
-        starts.append(s)
-        ends.append(e)
+        starts[index] = min(starts[index], s)
+        ends[index] = max(ends[index], e)
     total = (max(ends) if ends else 0.0) + LAUNCH_NS
     busy = {e: union(device.engines[e].busy) for e in device.engines}
     busy["dma"] = union(device.ring_busy)

@@ -77,6 +77,7 @@ class MemoryPlan:
     reuses: dict[int, tuple[int, ...]]
     banks: dict[int, tuple[int, ...]]
     copies: dict[tuple[str, tuple[int, ...]], int]
+    layout: dict[int, tuple[int, ...]]
 
 
 def first_last(trace: Sequence[Any], count: int) -> tuple[list[int], list[int]]:
@@ -122,7 +123,8 @@ def plan_memory(trace: Sequence[Any], allocations: Sequence[Any]) -> MemoryPlan:
             size = _psum_bytes(a, boxes.get(a.alloc_id))
             hi = (a.address[-1] + size - 1) // PSUM_BANK_BYTES
             banks[a.alloc_id] = tuple(b % PSUM_BANKS for b in range(lo, hi + 1))
-    return MemoryPlan(reuses=reuses, banks=banks, copies=copies)
+    layout = {a.alloc_id: tuple(a.shape) for a in on_chip}
+    return MemoryPlan(reuses=reuses, banks=banks, copies=copies, layout=layout)
 
 
 def _hand_placed(placed: Sequence[Any], first: list[int]) -> dict[int, tuple[int, ...]]:
