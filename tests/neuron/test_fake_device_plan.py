@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from kernelopt.sim.trace import AllocationInfo, Instruction
-from kernelopt.testing.fake_trn2 import timing, timing_plan
+from kernelopt.testing.fake_trn2 import timing, timing_lower, timing_plan
 
 KIB = 1024
 HBM = 0
@@ -196,3 +196,116 @@ def test_untouched_allocations_take_no_place(kind: str) -> None:
     made = sbuf(1, 16, site=10) if kind == "sbuf" else psum(1, 512, site=10)
     plan = timing_plan.plan_memory([], (HBM_ALLOC, made))
     assert plan.reuses == {} and plan.banks == {}
+
+
+def psum_memset(a: AllocationInfo) -> Instruction:
+    return Instruction(
+        "memset", "vector", 1, (), (whole(a),), partitions=128, free=a.shape[1], nbytes=0
+    )
+
+
+def test_a_call_over_several_psum_banks_is_issued_bank_by_bank() -> None:
+    acc = AllocationInfo(
+        1, "acc", "psum", 10, 8192, site=(10,), partitions=128, shape=(128, 4, 512)
+    )
+    out = sbuf(2, 16, site=11)
+    out = dataclasses.replace(out, shape=(128, 4, 512), nbytes=8192)
+    full = (1, ((0, 128), (0, 4), (0, 512)))
+    drain = Instruction(
+        "tensor_copy",
+        "vector",
+        1,
+        (full,),
+        ((2, ((0, 128), (0, 4), (0, 512))),),
+        partitions=128,
+        free=2048,
+        psum_read=True,
+    )
+    memset = Instruction("memset", "vector", 1, (), (full,), partitions=128, free=2048)
+    mm = Instruction(
+        "nc_matmul",
+        "tensor",
+        1,
+        ((2, ((0, 128), (0, 1), (0, 128))),),
+        ((1, ((0, 128), (0, 1), (0, 512))),),
+        partitions=128,
+        free=512,
+        macs=128 * 128 * 512,
+    )
+    only_sbuf = use(out, out)
+    trace = [memset, mm, drain, only_sbuf]
+    plan = timing_plan.plan_memory(trace, (HBM_ALLOC, acc, out))
+    assert plan.banks[1] == (0, 1, 2, 3)
+    lowered = timing_lower.split_psum(trace, plan)
+    assert [i for i, _ in lowered] == [0, 0, 0, 0, 1, 2, 2, 2, 2, 3]
+    pieces = [ins for i, ins in lowered if i == 2]
+    assert [ins.reads[0][1][1] for ins in pieces] == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    # The drain's SBUF side is cut the same way; each piece does a quarter of the work.
+    assert [ins.writes[0][1][1] for ins in pieces] == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert all(ins.free == 512 for ins in pieces)
+
+
+def test_the_next_accumulator_starts_bank_by_bank_as_the_drain_frees_them() -> None:
+    # A whole-PSUM accumulator (8 banks) allocated twice: the second takes over the
+    # first. Its memset, issued per bank, lets TensorE start on bank 0 as soon as
+    # bank 0 is drained, while ScalarE still drains banks 1-7 of the first.
+    gens = [
+        AllocationInfo(
+            1 + g,
+            "acc",
+            "psum",
+            10,
+            16384,
+            site=(10,),
+            generation=g,
+            partitions=128,
+            shape=(128, 8, 512),
+        )
+        for g in range(2)
+    ]
+    a = sbuf(3, 1, site=20)
+    b = sbuf(4, 1, site=21)
+    out = sbuf(5, 1, site=22)
+
+    def bank(alloc: int, j: int):
+        return (alloc, ((0, 128), (j, j + 1), (0, 512)))
+
+    trace = []
+    for g in gens:
+        trace.append(psum_memset(dataclasses.replace(g, shape=(128, 8, 512))))
+        trace[-1] = dataclasses.replace(
+            trace[-1], writes=((g.alloc_id, ((0, 128), (0, 8), (0, 512))),), free=4096
+        )
+        for j in range(8):
+            trace.append(
+                Instruction(
+                    "nc_matmul",
+                    "tensor",
+                    1,
+                    (whole(a), whole(b)),
+                    (bank(g.alloc_id, j),),
+                    partitions=128,
+                    free=512,
+                    stationary_free=128,
+                    macs=128 * 128 * 512,
+                )
+            )
+        for j in range(8):
+            trace.append(
+                Instruction(
+                    "activation",
+                    "scalar",
+                    1,
+                    (bank(g.alloc_id, j),),
+                    (whole(out),),
+                    partitions=128,
+                    free=512,
+                    psum_read=True,
+                )
+            )
+    allocations = (HBM_ALLOC, *gens, a, b, out)
+    assert timing_plan.plan_memory(trace, allocations).reuses == {2: (1,)}
+    run = timing.time_trace(trace, allocations, False)
+    last_drain_first = 16
+    first_matmul_second = 18
+    assert run.start_ns[first_matmul_second] < run.end_ns[last_drain_first]

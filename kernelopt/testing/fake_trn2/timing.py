@@ -136,7 +136,12 @@ from kernelopt.testing.fake_trn2.timing_mechanisms import (
     overlaps,
     union,
 )
-from kernelopt.testing.fake_trn2.timing_plan import PSUM_BANKS, MemoryPlan, plan_memory
+from kernelopt.testing.fake_trn2.timing_plan import (
+    PSUM_BANKS,
+    MemoryPlan,
+    banks_touched,
+    plan_memory,
+)
 
 # --- clocks and peak [v2]/[v3] ---
 TENSOR_HZ = 2.4e9
@@ -202,7 +207,7 @@ class _Device:
         self.acc: dict[int, Accesses] = {}
         self.last_use: dict[int, float] = {}
         self.reuses = plan.reuses  # the device compiler's own plan (timing_plan.py)
-        self.bank_of = plan.banks
+        self.plan = plan
         self.layout = plan.layout
         # Allocations whose memory a later one takes over keep their whole access
         # history: the later one's writes wait for the accesses to the same bytes.
@@ -296,8 +301,8 @@ class _Device:
     def _banks(self, ins: Any) -> tuple[int, ...]:
         """The PSUM banks ``ins`` touches, where the device's plan put its tiles."""
         banks: set[int] = set()
-        for alloc, _ in (*ins.reads, *ins.writes):
-            banks.update(self.bank_of.get(alloc, ()))
+        for alloc, box in (*ins.reads, *ins.writes):
+            banks.update(banks_touched(self.plan, alloc, box))
         return tuple(sorted(banks))
 
     # --- engine costs (mechanisms 4, 5, 6) ---

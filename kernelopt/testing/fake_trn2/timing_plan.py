@@ -257,3 +257,21 @@ def _aligned(cursor: int, size: int, ring: int) -> int:
     if cursor + size > ring:
         cursor = 0
     return cursor
+
+
+def banks_touched(plan: MemoryPlan, alloc: int, box: Any) -> tuple[int, ...]:
+    """The banks an access to ``box`` of PSUM allocation ``alloc`` touches: those its
+    bytes fall in, counted from the tile's first bank (all the tile's banks when the
+    box does not follow the tile's shape)."""
+    banks = plan.banks.get(alloc, ())
+    shape = plan.layout.get(alloc, ())
+    if len(banks) < 2 or len(shape) != len(box) or len(shape) < 2:
+        return banks
+    stride, lo, hi = 1, 0, 0
+    for extent, (b0, b1) in zip(reversed(shape[1:]), reversed(box[1:]), strict=True):
+        lo += b0 * stride
+        hi += (b1 - 1) * stride
+        stride *= extent
+    first = lo * PSUM_ACCUMULATE_BYTES // PSUM_BANK_BYTES
+    last = hi * PSUM_ACCUMULATE_BYTES // PSUM_BANK_BYTES
+    return banks[min(first, len(banks) - 1) : min(last, len(banks) - 1) + 1]
