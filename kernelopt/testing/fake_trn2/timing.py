@@ -42,13 +42,12 @@ follows. Sources:
   the DMA transpose moves fixed 16 x 128 two-byte blocks.
 - Statements marked (unverified) are this fake's assumptions: no public
   source settles the number. They were set so that the device stays near
-  the public Trn2 figures of the calibration kernels (about 3.7 pp on
-  average). Its disagreement with kernelopt's model is smaller than the
-  public record (rank correlation about 0.93 rather than about 0.8): both
-  time the same traced instruction stream, and with the device's own memory
-  plan in place of the simulator's the order barely moved, so that plan was
-  not what kept them together. benchmarks/fake_device_agreement.py measures
-  both (docs/screening.md).
+  the public Trn2 figures of the calibration kernels (3.7 pp on average).
+  Against kernelopt's model it ranks the KernelIR states of ir/matmul with
+  rank correlation 0.80 (the public record: about 0.8) but all 38 kernels
+  of benchmarks/fake_device_agreement.py with 0.91, and reads mid-range
+  kernels only 4.9 pp faster than the model on average (public: 7-12 pp):
+  both time the same traced instruction stream (docs/screening.md).
 
 Mechanisms the device has (each a ``_Device`` step below):
 
