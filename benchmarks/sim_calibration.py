@@ -18,6 +18,8 @@ simulated figures per kernel, then:
   latency for the others; pairs far apart on hardware (>= 5 pp, >= 10 %)
   that the model orders the other way;
 - the per-engine active-time error (pp) where the source gives it;
+- the public kernels that do not compile (``FAILURES`` in cases.py): the
+  simulator must refuse each with the same reason;
 - for sources timed from the host (``Timing.host`` in cases.py), the host's
   per-execution cost: added to the simulated time before scoring, estimated
   per runner from the runner's other families (``sim_calibration_scoring``);
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -42,7 +45,7 @@ from typing import Any
 import numpy as np
 from sim_calibration_scoring import Traced, host_costs, lofo, scored_host_us
 
-from kernelopt.sim import run_kernel
+from kernelopt.sim import SimError, run_kernel
 from kernelopt.sim.chips import chip_params
 from kernelopt.sim.compiler import compiler_options
 from kernelopt.workload import load_workload, numpy_dtype
@@ -133,6 +136,29 @@ def trace_case(case: Any) -> Traced:
         in_order=not compiler_options(case.compiler_args).instruction_scheduling,
         wall_s=time.perf_counter() - started,
     )
+
+
+def report_failures(chip: str, failures: Sequence[Any]) -> None:
+    """Public kernels that do not compile: the simulator must refuse each one too."""
+    for failure in failures:
+        workload = load_workload(HERE / failure.workload, require=("f_numpy", "INPUT_SPECS"))
+        inputs = {
+            name: np.zeros(shape, numpy_dtype(dtype))
+            for name, (shape, dtype) in workload.input_specs.items()
+        }
+        try:
+            run_kernel(
+                HERE / failure.kernel,
+                inputs,
+                compute=False,
+                params=chip_params(chip),
+                kernel_kwargs=failure.kernel_kwargs,
+            )
+            verdict = "RUNS (the hardware's compiler refused it)"
+        except SimError as error:
+            refused = re.search(failure.message, str(error)) is not None
+            verdict = "refused, as on hardware" if refused else f"refused otherwise: {error}"
+        print(f"{chip}_fails_to_compile {failure.name}: {verdict}")
 
 
 def report_chip(chip: str, traced: list[Traced], with_lofo: bool) -> None:
@@ -254,11 +280,17 @@ def main(argv: Sequence[str]) -> None:
         for c in load_cases().CASES
         if c.chip in chips and (not words or any(w in c.label for w in words))
     ]
+    failures = [
+        f
+        for f in load_cases().FAILURES
+        if f.chip in chips and (not words or any(w in f.name for w in words))
+    ]
     print("benchmark: sim calibration against public Trn2 and Trn1 measurements")
     for chip in chips:
         traced = [trace_case(c) for c in cases if c.chip == chip]
         if traced:
             report_chip(chip, traced, with_lofo)
+        report_failures(chip, [f for f in failures if f.chip == chip])
 
 
 if __name__ == "__main__":

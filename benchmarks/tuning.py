@@ -24,6 +24,14 @@ against the best known state (tuning_runs.py):
 
     python benchmarks/tuning.py --runs [--seeds 3] [--program matmul ...] [--trace-only]
 
+With --runs and --workload, each named workload is instead started as a new user
+would (`kernelopt init --kind nki --workload W`: a program, its first knobs
+screened on sim) and run with --budget candidates (default 20), once per seed;
+the table is the same, "best" the roofline % (or MFU) reached:
+
+    python benchmarks/tuning.py --runs --workload tests/ir/llm_workloads/rmsnorm_slow.py \
+        --budget 20 --seeds 10 --trace-only
+
 --trace-only times each kernel with the simulator's cost model but without
 its array math (about five times faster; the same figures), and checks the
 numerics of every run's best kernel in full afterwards.
@@ -210,6 +218,9 @@ def main() -> None:
     parser.add_argument("--runs", action="store_true", help="run each shipped nki program")
     parser.add_argument("--program", dest="programs", action="append", default=None)
     parser.add_argument(
+        "--budget", type=int, default=20, help="--runs --workload: candidates per run"
+    )
+    parser.add_argument(
         "--trace-only",
         action="store_true",
         help="--runs: time kernels without array math; each run's best is checked in full",
@@ -227,7 +238,14 @@ def main() -> None:
         # One number means that many seeds (0..N-1); several name the seeds.
         seeds = args.seeds or [10]
         seeds = list(range(seeds[0])) if len(seeds) == 1 else seeds
-        results = run_programs(seeds, args.reference, args.programs, args.trace_only)
+        if args.workloads:
+            from tuning_runs import workload_runs
+
+            results = workload_runs(
+                args.workloads, seeds, args.budget, args.reference, args.trace_only
+            )
+        else:
+            results = run_programs(seeds, args.reference, args.programs, args.trace_only)
         print(json.dumps(results, indent=1)) if args.json else print_runs(results)
         return
     args.seeds = args.seeds or [0]

@@ -165,8 +165,9 @@ def _code_digest() -> str:
 
 
 def one_run(repo: Path, program_path: Path, seed: int) -> dict[str, Any]:
-    """Run ``program_path`` with ``search.seed = seed`` to its end; what the user would see."""
-    program = dataclasses.replace(load_program(repo / program_path.relative_to(REPO)), seed=seed)
+    """Run ``program_path`` (in ``repo``) with ``search.seed = seed`` to its end; what the
+    user would see."""
+    program = dataclasses.replace(load_program(program_path), seed=seed)
     session = Session.create(program, tag=f"seed{seed}", worktree=str(repo.parent / f"wt-{seed}"))
     t0 = time.monotonic()
     summary = session.runner.run(session.proposer)
@@ -224,7 +225,7 @@ def run_programs(
             repo = scratch_repo(Path(tmp) / "repo")
             runs = []
             for seed in seeds:
-                runs.append(one_run(repo, path, seed))
+                runs.append(one_run(repo, repo / path.relative_to(REPO), seed))
                 if trace_only:
                     runs[-1]["checked"] = check_best(repo, runs[-1], program)
                 print(_row(runs[-1], None), file=sys.stderr, flush=True)
@@ -281,3 +282,54 @@ def print_runs(results: list[dict[str, Any]]) -> None:
             f"regressions mean {statistics.mean(r['regressions'] for r in runs):.1f}, "
             f"ties mean {statistics.mean(r['ties'] for r in runs):.1f}"
         )
+
+
+def workload_runs(
+    paths: list[str], seeds: list[int], budget: int, reference: int, trace_only: bool = False
+) -> list[dict[str, Any]]:
+    """Each workload tuned as a new user would: `kernelopt init --kind nki --workload W`
+    (the first knobs screened on sim), then `kernelopt run` with ``budget`` candidates."""
+    from kernelopt.scaffold import scaffold
+
+    MeasuredOnce(trace_only)
+    results = []
+    for given in paths:
+        source = Path(given).resolve()
+        name = source.stem
+        t0 = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="kernelopt-wruns-") as tmp:
+            repo = Path(tmp) / "repo"
+            workload = repo / "ir" / name / "workload.py"
+            workload.parent.mkdir(parents=True)
+            shutil.copy2(source, workload)
+            git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+            subprocess.run([*git, "init", "-q", "-b", "main"], cwd=repo, check=True)
+            scaffold(repo, name, "nki", workload)
+            program_path = repo / "programs" / f"{name}.md"
+            text = program_path.read_text().replace(
+                "max_candidates: 500", f"max_candidates: {budget}"
+            )
+            program_path.write_text(text)
+            subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+            subprocess.run([*git, "commit", "-qm", f"kernelopt: {name}"], cwd=repo, check=True)
+            program = load_program(program_path)
+            runs = []
+            for seed in seeds:
+                runs.append(one_run(repo, program_path, seed))
+                if trace_only:
+                    runs[-1]["checked"] = check_best(repo, runs[-1], program)
+                print(f"{name} {_row(runs[-1], None)}", file=sys.stderr, flush=True)
+        known = best_known(source, reference, program.metric) if reference else 0.0
+        known = max([known] + [r["best"] or 0.0 for r in runs])
+        results.append(
+            {
+                "program": f"{given} (init --workload, {budget} candidates)",
+                "target": program.stop.target,
+                "max_candidates": budget,
+                "best_known": known,
+                "metric": program.metric,
+                "runs": runs,
+                "seconds": time.monotonic() - t0,
+            }
+        )
+    return results

@@ -46,23 +46,38 @@ def main() -> None:
     help="The program's name.",
 )
 @click.option("--kind", type=click.Choice(["command", "nki"]), default="command", show_default=True)
-def init(name: str, kind: str) -> None:
+@click.option(
+    "--workload",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="nki: an existing workload.py in this repository to tune (default: a template "
+    "matmul under ir/<name>/). Its knobs.json and kernel.py are written beside it.",
+)
+def init(name: str, kind: str, workload: Path | None) -> None:
     """Scaffold programs/<name>.md, ir/<name>/ and performance.md in this git repository.
 
     The program runs as it is: a command target gets a small benchmark and
-    its knob file, an nki target a workload with its kernel and knobs.
-    Existing files are left alone.
+    its knob file, an nki target a workload with its kernel and knobs. For an nki
+    target the first knob state is the best of a few states screened on the
+    simulator (`kernelopt ir init`), and the metric is MFU for a graph of matmuls,
+    roofline_percent for anything else. Existing files are left alone.
 
     \b
     Example:
       kernelopt init --name blur
+      kernelopt init --name rmsnorm --kind nki --workload ir/rmsnorm/workload.py
       git add programs ir performance.md && git commit -m "kernelopt: blur"
       kernelopt run programs/blur.md
     """
     from kernelopt.scaffold import scaffold
 
-    root = _repo_root()
-    for path, created in scaffold(root, name, kind):
+    if workload is not None and kind != "nki":
+        raise UsageProblem("--workload is for --kind nki")
+    root = _repo_root().resolve()
+    try:
+        made = scaffold(root, name, kind, workload)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    for path, created in made:
         click.echo(f"{'created' if created else 'kept   '} {path.relative_to(root)}")
     program = Path("programs") / f"{name}.md"
     click.echo("next: kernelopt tunes committed code, so commit, then run:")

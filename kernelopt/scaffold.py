@@ -38,16 +38,22 @@ kernelopt: 1
 name: {name}
 target:
   kind: nki
-  workload: ir/{name}/workload.py
-  kernel: ir/{name}/kernel.py
-  knobs: ir/{name}/knobs.json
-metric: {{name: mfu, better: higher}}
-device: {{kind: auto}}
-decide: {{noise: 1%, max_consecutive_regressions: 5, recent_window: 5, repair_attempts: 3}}
-stop: {{target: 89.0, max_candidates: 500, max_hours: 8}}
+  workload: {workload}
+  kernel: {kernel}
+  knobs: {knobs}
+{metric}device: {{kind: auto}}
+decide: {{noise: 1%, max_consecutive_regressions: {patience}, recent_window: 5, repair_attempts: 3}}
+stop: {{{target}max_candidates: 500, max_hours: 8}}
 timeout: 10m
 ---
 """
+# A graph of matmuls (and transposes) is scored by MFU; anything else by the share of
+# its roofline it reaches (MFU means nothing to a norm, and little to a matmul's epilogue).
+MFU_METRIC = "metric: {name: mfu, better: higher}\n"
+ROOFLINE_METRIC = (
+    "# The time the math needs at the chip's peak rates over the kernel's time (100 = roofline).\n"
+    "metric: {name: roofline_percent, better: higher}\n"
+)
 
 AGENT_BODY = """
 # Tuning {name}
@@ -132,44 +138,82 @@ INPUT_SPECS = {{"lhsT": ((K, M), "bfloat16"), "rhs": ((K, N), "bfloat16")}}
 '''
 
 
-def _nki_files(root: Path, name: str) -> dict[Path, str]:
-    """A starting workload, and the knobs and kernel its KernelIR renders by default."""
-    from kernelopt.ir import ir_for_workload, render_ir
-    from kernelopt.ir.knobs_io import knobs_text
+def _nki_files(root: Path, name: str, workload: Path | None) -> dict[Path, str]:
+    """A starting workload (unless given), and the knobs and kernel to start tuning from."""
+    from kernelopt.ir.start import init_paths, initial_state
+    from kernelopt.workload import load_workload
 
-    folder = root / "ir" / name
-    workload = folder / "workload.py"
-    files = {workload: NKI_WORKLOAD.format(name=name)}
-    if not workload.exists():
-        workload.parent.mkdir(parents=True, exist_ok=True)
-        workload.write_text(files[workload])
-    ir = ir_for_workload(workload)
-    files[folder / "knobs.json"] = knobs_text(ir)
-    files[folder / "kernel.py"] = render_ir(ir)
+    files: dict[Path, str] = {}
+    if workload is None:
+        workload = root / "ir" / name / "workload.py"
+        files[workload] = NKI_WORKLOAD.format(name=name)
+        if not workload.exists():
+            workload.parent.mkdir(parents=True, exist_ok=True)
+            workload.write_text(files[workload])
+    ir, _ = initial_state(load_workload(workload))
+    knobs, kernel = init_paths(workload)
+    from kernelopt.ir.knobs_io import knobs_text
+    from kernelopt.ir.render import render_ir
+
+    files[knobs] = knobs_text(ir)
+    files[kernel] = render_ir(ir)
     return files
 
 
-def scaffold(root: Path, name: str, kind: str) -> list[tuple[Path, bool]]:
-    """Create what is missing; return (path, created) for each file considered."""
-    out: list[tuple[Path, bool]] = []
-    files = (
-        f"ir/{name}/kernel.py, ir/{name}/knobs.json"
-        if kind == "nki"
-        else f"ir/{name}/ (the kernel and its knobs)"
+def _nki_program(root: Path, name: str, workload: Path | None) -> str:
+    """The program front matter for an nki target: paths, and the metric its math suits."""
+    from kernelopt.ir.start import init_paths
+    from kernelopt.ir.trace import trace
+    from kernelopt.workload import load_workload
+
+    path = workload or root / "ir" / name / "workload.py"
+    knobs, kernel = init_paths(path)
+    loaded = load_workload(path)
+    kinds = {op.op.kind for op in trace(loaded.f_nkigym, loaded.input_specs).ops}
+    matmuls = kinds <= {"matmul", "transpose"}
+    return NKI_TEMPLATE.format(
+        name=name,
+        workload=path.relative_to(root).as_posix(),
+        kernel=kernel.relative_to(root).as_posix(),
+        knobs=knobs.relative_to(root).as_posix(),
+        metric=MFU_METRIC if matmuls else ROOFLINE_METRIC,
+        patience=5 if matmuls else 16,
+        target="target: 89.0, " if matmuls else "",
     )
-    template = NKI_TEMPLATE if kind == "nki" else COMMAND_TEMPLATE
-    wanted = {
-        root / "programs" / f"{name}.md": template.format(name=name)
-        + AGENT_BODY.format(name=name, files=files),
-        root / "performance.md": HEADER,
-    }
-    (root / "ir" / name).mkdir(parents=True, exist_ok=True)
-    created_workload = not (root / "ir" / name / "workload.py").exists()
+
+
+def scaffold(
+    root: Path, name: str, kind: str, workload: Path | None = None
+) -> list[tuple[Path, bool]]:
+    """Create what is missing; return (path, created) for each file considered.
+
+    ``workload`` (nki only): an existing workload.py in the repository to tune, in
+    place of a template one under ir/<name>/.
+    """
+    out: list[tuple[Path, bool]] = []
+    root = root.resolve()
+    if workload is not None:
+        workload = workload.resolve()
+        if not workload.is_relative_to(root):
+            raise ValueError(f"{workload}: the workload must be inside the repository {root}")
+    template = None if kind == "nki" else COMMAND_TEMPLATE.format(name=name)
+    created_workload = workload is None and not (root / "ir" / name / "workload.py").exists()
+    wanted: dict[Path, str] = {}
     if kind == "nki":
-        wanted.update(_nki_files(root, name))
+        wanted.update(_nki_files(root, name, workload))
+        template = _nki_program(root, name, workload)
+        files = ", ".join(p.relative_to(root).as_posix() for p in wanted if p.name != "workload.py")
     else:
+        (root / "ir" / name).mkdir(parents=True, exist_ok=True)
         wanted[root / "ir" / name / "bench.py"] = COMMAND_BENCH.format(name=name)
         wanted[root / "ir" / name / "knobs.json"] = '{"BLOCK": 16}\n'
+        files = f"ir/{name}/ (the kernel and its knobs)"
+    assert template is not None
+    wanted = {
+        root / "programs" / f"{name}.md": template + AGENT_BODY.format(name=name, files=files),
+        root / "performance.md": HEADER,
+        **wanted,
+    }
     for path, text in wanted.items():
         if path.name == "workload.py" and created_workload:
             out.append((path, True))  # written first: the knobs and kernel derive from it

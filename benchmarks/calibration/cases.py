@@ -11,8 +11,29 @@ the bf16 one), as the simulator reports them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+
+def _sibling(name: str) -> ModuleType:
+    """A module of this folder, loaded by path (the folder is not a package) and
+    registered once, so its dataclasses find their module."""
+    key = f"kernelopt_calibration_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+_types = _sibling("case_types")
+Timing, Case, Failure = _types.Timing, _types.Case, _types.Failure
+DEVICE, SPIKE_HOST = _types.DEVICE, _types.SPIKE_HOST
 
 SCHEDULER_OFF = ("enable-linear-scan-allocation=false", "enable-instruction-scheduling=false")
 
@@ -23,78 +44,6 @@ _TUTORIAL_IDEAL_MS = 2 * 4096 * 8192 * 8192 / (2 * 128 * 128 * 2.4e9 / 4) * 1e3
 
 def _tutorial_mfu(ms: float) -> float:
     return round(100 * _TUTORIAL_IDEAL_MS / ms, 2)
-
-
-@dataclass(frozen=True)
-class Timing:
-    """How a source timed its kernels: a property of the measurement, not of the kernel.
-
-    ``host`` is True when each timed execution includes the host's cost of
-    launching it and waiting for it (a wall-clock timer around a synchronous
-    execute call); the simulator estimates device time only. That cost is the
-    same for every kernel a runner times, so the calibration benchmark
-    estimates it per ``runner`` from that runner's other families (never from
-    the family being scored). ``evidence`` says where the method was read.
-    """
-
-    runner: str
-    host: bool
-    evidence: str
-
-
-DEVICE = Timing(
-    "device",
-    False,
-    "device-side: the profiler's total_time of one traced execution (nki-autotune notes: "
-    "profiler-native total_time and mfu_estimated_percent replaced host timing), or the "
-    "NKI tutorial's profiles",
-)
-# awslabs/nki-autotune @616e222: autotune/core/run_nki.py times each kernel with
-# neuronpy's SpikeExecutor.benchmark (warmup 10, iterations 100, min_ms). That
-# benchmark was the host-side one: aws-neuron/nkipy pull request 22 (2026-02-12)
-# "Replace host-side benchmarking with device-side latency measurement" removed
-# the C++ benchmark and added the nc_exec_running device trace; its 'host' mode
-# is documented as "Host wall-clock time. Includes all host-device overhead".
-SPIKE_HOST = Timing(
-    "nki-autotune spike benchmark",
-    True,
-    "host wall clock per synchronous execute: nki-autotune @616e222 run_nki.py uses "
-    "neuronpy SpikeExecutor.benchmark, whose timing nkipy PR 22 (2026-02) replaced as "
-    "host-side",
-)
-
-
-@dataclass(frozen=True)
-class Case:
-    """One public measurement and the kernel written here after it.
-
-    ``measured_mfu`` is None for operators without matrix work: those are
-    scored on ``measured_ms`` (latency). ``engines`` holds the profiler's
-    active-time percentages where the source gives them. ``shapes``
-    overrides the workload's input shapes, ``kernel_kwargs`` its
-    ``KERNEL_KWARGS``; ``small``/``small_kwargs`` are what the numerics test
-    runs at. ``timing`` is how the source timed it (``Timing``).
-    """
-
-    kernel: str
-    workload: str
-    measured_mfu: float | None
-    evidence: str
-    compiler_args: tuple[str, ...] = ()
-    chip: str = "trn2"
-    family: str = ""
-    measured_ms: float | None = None
-    engines: dict[str, float] = field(default_factory=dict)
-    shapes: dict[str, tuple[int, ...]] | None = None
-    kernel_kwargs: dict[str, Any] = field(default_factory=dict)
-    small: dict[str, tuple[int, ...]] | None = None
-    small_kwargs: dict[str, Any] = field(default_factory=dict)
-    name: str = ""
-    timing: Timing = DEVICE
-
-    @property
-    def label(self) -> str:
-        return self.name or self.kernel.removesuffix(".py")
 
 
 CASES: tuple[Case, ...] = (
@@ -115,8 +64,9 @@ CASES: tuple[Case, ...] = (
     Case(
         "rung3_resident_two_psum.py",
         "workload_lhsT_rhs.py",
-        83.3,
-        "MFU ladder rung 3: rung 2 with two alternating PSUM tiles (82.9-83.7 %)",
+        82.9,
+        "MFU ladder rung 3: rung 2 with two alternating 128 x N accumulators, the plain loop "
+        "(nki-autotune software-pipeline design, 'rotate_only': 82.9 %)",
         family="mfu_ladder",
     ),
     Case(
@@ -435,5 +385,108 @@ CASES += (
         measured_ms=30.16637,
         engines={"vector": 9.81, "scalar": 3.44, "gpsimd": 0.18},
         small={"x": (512, 5120), "w": (5120, 1024), "a": (5120, 128), "b": (128, 1024)},
+    ),
+)
+
+# --- Trn2 single facts (the project's calibration notes, "Other single facts") ---
+# Rung 3's public variants: one loop, three ways to order it, all within a point of
+# each other on hardware (awslabs/nki-autotune @2b49fed
+# docs/superpowers/specs/2026-06-06-software-pipeline-tier-b-design.md, "Validated on
+# hardware": rotate_only 82.9 %, skewed 83.7 %; the notes: stages (0, 1, 1) 83.26 %,
+# the stationary-reuse order 83.06 % against 83.00 %). A family of their own: a fold
+# that holds them out asks whether the model keeps them level without seeing them.
+_RUNG3 = "rung 3 (two 128 x N accumulators) as the public software-pipelining experiments ran it"
+
+CASES += (
+    Case(
+        "rung3_resident_two_psum.py",
+        "workload_lhsT_rhs.py",
+        83.7,
+        f"{_RUNG3}: stages (0, 0, 1), each drain a row late ('skewed', 83.7 %)",
+        family="rung3_variants",
+        kernel_kwargs={"stages": (0, 0, 1)},
+        small_kwargs={"stages": (0, 0, 1)},
+        name="rung3_stages_001",
+    ),
+    Case(
+        "rung3_resident_two_psum.py",
+        "workload_lhsT_rhs.py",
+        83.26,
+        f"{_RUNG3}: stages (0, 1, 1), only the memset a row ahead (83.26 %)",
+        family="rung3_variants",
+        kernel_kwargs={"stages": (0, 1, 1)},
+        small_kwargs={"stages": (0, 1, 1)},
+        name="rung3_stages_011",
+    ),
+    Case(
+        "rung3_resident_two_psum.py",
+        "workload_lhsT_rhs.py",
+        83.06,
+        f"{_RUNG3}: K outside N, each stationary tile reused by N matmuls (83.06 % vs 83.00 %)",
+        family="rung3_variants",
+        kernel_kwargs={"order": "mkn"},
+        small_kwargs={"order": "mkn"},
+        name="rung3_stationary_reuse",
+    ),
+)
+
+# rmsnorm + matmul at 2048^3 bf16 (awslabs/nki-autotune
+# kernel_library/rmsnorm_matmul_m2048_k2048_n2048.py: its graph, and as reference_mfu
+# 79.09 %, "best manually achieved Kaena MFU percentage for the same workload and
+# shape"; the notes: rmsnorm + matmul 79-80 %). That kernel's text is not public: the
+# loop structure here is assumed (see the kernel's docstring).
+CASES += (
+    Case(
+        "rmsnorm_matmul_trn2.py",
+        "workload_rmsnorm_matmul.py",
+        79.09,
+        "nki-autotune rmsnorm_matmul 2048^3 bf16, best hand kernel (reference_mfu): 79.09 % "
+        "(notes: 79-80 %); its text is not public, loop structure assumed",
+        family="rmsnorm_matmul_trn2",
+        small={"lhs": (256, 512), "rhs": (512, 1024)},
+    ),
+)
+
+# Hand-written attention, one head, D = 128, bf16 (the notes: 30 % / 46 % MFU at 2k /
+# 16k sequence length; the kernel follows nkilib attention_cte's structure). MFU as
+# nki-autotune counts it (autotune's compute_attention_mfu: 2 S^2 D MACs). Single facts:
+# the notes give the figure, not how it was timed (taken as device time, unverified),
+# nor batch, heads or causality (assumed 1, 1, none).
+_ATTENTION = "hand-written attention (nkilib attention_cte structure), D 128 bf16, one head"
+
+CASES += (
+    Case(
+        "attention_flash.py",
+        "workload_attention.py",
+        30.0,
+        f"{_ATTENTION}, S 2048: 30 % (single fact; timing unstated)",
+        family="attention",
+        small={"q": (512, 128), "k": (128, 512), "v": (512, 128)},
+        name="attention_2k",
+    ),
+    Case(
+        "attention_flash.py",
+        "workload_attention.py",
+        46.0,
+        f"{_ATTENTION}, S 16384, two 8K key sections: 46 % (single fact; timing unstated)",
+        family="attention",
+        shapes={"q": (16384, 128), "k": (128, 16384), "v": (16384, 128)},
+        # The flash path (three sections) at a small shape: same code, lower constants.
+        small={"q": (1536, 128), "k": (128, 1536), "v": (1536, 128)},
+        small_kwargs={"section_keys": 512, "flash_above": 600},
+        name="attention_16k",
+    ),
+)
+
+
+FAILURES: tuple[Failure, ...] = (
+    Failure(
+        "rung3_resident_two_psum.py",
+        "workload_lhsT_rhs.py",
+        {"slots": 3},
+        r"Out of memory in psum",
+        "rung 3 with a depth-3 accumulator: 3 x 128 x 2048 fp32 = 3 MiB > 2 MiB of PSUM, "
+        "'Out of memory in PSUM' (the notes; the pipelining design's (0, 1, 2) option)",
+        "rung3_depth3_psum",
     ),
 )

@@ -30,15 +30,12 @@ def layernorm(x):
                 operand0=-0.00048828125,
                 engine=nisa.engine.scalar,
             )
-            for l1 in nl.affine_range(4):
-                f_sbuf_dev2 = l1 * 512
-                f_sbuf_x = l1 * 512
-                nisa.activation(
-                    dst=sbuf_dev2[:, 0, f_sbuf_dev2 : f_sbuf_dev2 + 512],
-                    op=nl.square,
-                    data=sbuf_x[:, 0, f_sbuf_x : f_sbuf_x + 512],
-                    bias=sbuf_neg_mean[:, 0, 0:1],
-                )
+            nisa.activation(
+                dst=sbuf_dev2[:, 0, 0:2048],
+                op=nl.square,
+                data=sbuf_x[:, 0, 0:2048],
+                bias=sbuf_neg_mean[:, 0, 0:1],
+            )
             sbuf_var_sum = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
             sbuf_var = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
             sbuf_rstd = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)

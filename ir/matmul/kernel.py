@@ -35,7 +35,11 @@ def matmul(lhsT, rhs):
                                 stationary=sbuf_lhsT[:, 0, 0:128],
                                 moving=sbuf_rhs[:, 0, 0:512],
                             )
-                    nisa.tensor_copy(dst=sbuf_out[:, 0, 0:512], src=psum_out[:, 0, 0:512])
+                    nisa.tensor_copy(
+                        dst=sbuf_out[:, 0, 0:512],
+                        src=psum_out[:, 0, 0:512],
+                        engine=nisa.engine.scalar,
+                    )
                     row = b1 * 128 + t1 * 128
                     col = b2 * 512 + t2 * 512
                     nisa.dma_copy(

@@ -39,7 +39,9 @@ def matmul_lhs_rhs(lhs, rhs):
                                 dst=psum_lhs_T[:, 0, 0:128], data=sbuf_lhs[:, 0, 0:128]
                             )
                             nisa.tensor_copy(
-                                dst=sbuf_lhs_T[:, 0, 0:128], src=psum_lhs_T[:, 0, 0:128]
+                                dst=sbuf_lhs_T[:, 0, 0:128],
+                                src=psum_lhs_T[:, 0, 0:128],
+                                engine=nisa.engine.scalar,
                             )
                             nisa.nc_matmul(
                                 dst=psum_out[:, 0, 0:512],

@@ -14,14 +14,7 @@ def rmsnorm_matmul(x, w):
         row = l0 * 128
         nisa.dma_copy(dst=sbuf_x[:, l0, 0:1024], src=x[row : row + 128, 0:1024])
     for l0 in nl.affine_range(8):
-        for l1 in nl.affine_range(8):
-            f_sbuf_sq = l1 * 128
-            f_sbuf_x = l1 * 128
-            nisa.activation(
-                dst=sbuf_sq[:, l0, f_sbuf_sq : f_sbuf_sq + 128],
-                op=nl.square,
-                data=sbuf_x[:, l0, f_sbuf_x : f_sbuf_x + 128],
-            )
+        nisa.activation(dst=sbuf_sq[:, l0, 0:1024], op=nl.square, data=sbuf_x[:, l0, 0:1024])
     for b0 in nl.affine_range(8):
         sbuf_ss = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
         sbuf_ms = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -73,6 +66,7 @@ def rmsnorm_matmul(x, w):
                         nisa.tensor_copy(
                             dst=sbuf_xt[:, t1, f_sbuf_xt : f_sbuf_xt + 128],
                             src=psum_xt[:, 0, 0:128],
+                            engine=nisa.engine.scalar,
                         )
                         for t2 in nl.affine_range(4):
                             f_psum_mm = b2 * 2048 + t2 * 512
@@ -94,16 +88,13 @@ def rmsnorm_matmul(x, w):
                         op=nl.add,
                     )
         for l0 in nl.affine_range(1):
-            for l2 in nl.affine_range(4):
-                f_sbuf_out = l2 * 512
-                f_sbuf_mm = l2 * 512
-                nisa.tensor_scalar(
-                    dst=sbuf_out[:, l0, f_sbuf_out : f_sbuf_out + 512],
-                    data=sbuf_mm[:, l0, f_sbuf_mm : f_sbuf_mm + 512],
-                    op0=nl.multiply,
-                    operand0=sbuf_rs[:, l0, 0:1],
-                    engine=nisa.engine.scalar,
-                )
+            nisa.tensor_scalar(
+                dst=sbuf_out[:, l0, 0:2048],
+                data=sbuf_mm[:, l0, 0:2048],
+                op0=nl.multiply,
+                operand0=sbuf_rs[:, l0, 0:1],
+                engine=nisa.engine.scalar,
+            )
         for l0 in nl.affine_range(1):
             row = b0 * 128 + l0 * 128
             nisa.dma_copy(dst=out[row : row + 128, 0:2048], src=sbuf_out[:, l0, 0:2048])

@@ -23,15 +23,12 @@ def softmax(x):
                 keepdims=True,
                 negate=True,
             )
-            for l1 in nl.affine_range(4):
-                f_sbuf_e = l1 * 512
-                f_sbuf_x = l1 * 512
-                nisa.activation(
-                    dst=sbuf_e[:, 0, f_sbuf_e : f_sbuf_e + 512],
-                    op=nl.exp,
-                    data=sbuf_x[:, 0, f_sbuf_x : f_sbuf_x + 512],
-                    bias=sbuf_neg_max[:, 0, 0:1],
-                )
+            nisa.activation(
+                dst=sbuf_e[:, 0, 0:2048],
+                op=nl.exp,
+                data=sbuf_x[:, 0, 0:2048],
+                bias=sbuf_neg_max[:, 0, 0:1],
+            )
             sbuf_s = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
             sbuf_r = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
             nisa.tensor_reduce(

@@ -54,7 +54,11 @@ def swiglu(xT, w_gate, w_up):
                                 stationary=sbuf_xT[:, 0, 0:128],
                                 moving=sbuf_w_up[:, 0, 0:512],
                             )
-                    nisa.tensor_copy(dst=sbuf_gate[:, 0, 0:512], src=psum_gate[:, 0, 0:512])
+                    nisa.tensor_copy(
+                        dst=sbuf_gate[:, 0, 0:512],
+                        src=psum_gate[:, 0, 0:512],
+                        engine=nisa.engine.scalar,
+                    )
                     nisa.tensor_copy(dst=sbuf_up[:, 0, 0:512], src=psum_up[:, 0, 0:512])
                     nisa.activation(
                         dst=sbuf_act[:, 0, 0:512], op=nl.silu, data=sbuf_gate[:, 0, 0:512]

@@ -188,23 +188,33 @@ def build_ir(
     name: str = "kernel",
 ) -> KernelIR:
     """Trace ``f_nkigym`` on ``input_specs`` and lower it, with default knobs."""
+    return lower(trace(f_nkigym, input_specs), name)
+
+
+def lower(tr: Trace, name: str, variant: str = "base") -> KernelIR:
+    """A traced op graph as buffers and operators, with default knobs.
+
+    The graph is kept on the IR (``graph``) so that a rewrite of the math itself
+    (``graph_rewrites.py``) can change it and lower it again.
+    """
     from kernelopt.ir.sample import with_default_knobs
 
-    tr = trace(f_nkigym, input_specs)
     names, dims = _dims(tr)
-    lower = _Lowering(tr, names)
-    inputs = tuple(lower.load(p) for p in tr.params)
+    lowering = _Lowering(tr, names)
+    inputs = tuple(lowering.load(p) for p in tr.params)
     for op in tr.ops:
-        lower.op(op)
+        lowering.op(op)
     out_name = "out" if "out" not in {p.name for p in tr.params} else "out_hbm"
-    output = lower.store(tr.output, out_name)
+    output = lowering.store(tr.output, out_name)
     ir = KernelIR(
         func_name=name,
         inputs=inputs,
         output=output,
         dims=dims,
-        buffers=tuple(lower.buffers),
-        operators=tuple(lower.operators),
+        buffers=tuple(lowering.buffers),
+        operators=tuple(lowering.operators),
         loop_order=(),
+        variant=variant,
+        graph=tr,
     )
     return with_default_knobs(ir)

@@ -8,14 +8,21 @@ from pathlib import Path
 
 import click
 
-from kernelopt.ir.knobs_io import KnobsError, ir_for_workload, knobs_to_json, read_knobs
+from kernelopt.ir.knobs_io import (
+    KnobsError,
+    ir_for_workload,
+    knobs_text,
+    knobs_to_json,
+    read_knobs,
+)
 from kernelopt.ir.model import KernelIR
 from kernelopt.ir.render import APIS, render_ir
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
-from kernelopt.ir.sample import SampleError, knob_signature, sample
+from kernelopt.ir.sample import SampleError, knob_signature, sample_fitting
+from kernelopt.ir.start import INIT_POOL, init_paths, initial_state
 from kernelopt.ir.trace import IRBuildError
 from kernelopt.ir.validate import validity_report
-from kernelopt.workload import WorkloadError
+from kernelopt.workload import WorkloadError, load_workload
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -42,6 +49,7 @@ def ir_group() -> None:
     \b
     Example:
       kernelopt ir show ir/matmul/workload.py
+      kernelopt ir init ir/matmul/workload.py --force
       kernelopt ir validate ir/matmul/knobs.json --workload ir/matmul/workload.py
       kernelopt ir render ir/matmul/knobs.json --workload ir/matmul/workload.py
     """
@@ -138,7 +146,7 @@ def render(knobs: Path, workload: Path, api: str) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON knob state per line.")
 def sample_cmd(workload: Path, count: int, seed: int, as_json: bool) -> None:
-    """Draw N valid knob states of WORKLOAD, over its rewrite variants in turn.
+    """Draw N valid knob states of WORKLOAD that fit on chip, over its rewrite variants in turn.
 
     \b
     Example:
@@ -149,7 +157,7 @@ def sample_cmd(workload: Path, count: int, seed: int, as_json: bool) -> None:
     rng = random.Random(seed)
     for i in range(count):
         try:
-            ir = sample(variants[i % len(variants)], rng)
+            ir = sample_fitting(variants[i % len(variants)], rng)
         except SampleError as exc:
             raise click.ClickException(str(exc)) from exc
         if as_json:
@@ -157,3 +165,80 @@ def sample_cmd(workload: Path, count: int, seed: int, as_json: bool) -> None:
         else:
             click.echo(f"# {i}: {knob_signature(ir)}")
             click.echo(json.dumps(knobs_to_json(ir), indent=2))
+
+
+@ir_group.command("init")
+@click.argument("workload", type=_FILE)
+@click.option(
+    "--pool",
+    type=click.IntRange(min=0),
+    default=INIT_POOL,
+    show_default=True,
+    help="States screened on the simulator (each variant's defaults and joint draws); "
+    "0 writes the default knobs without simulating.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
+@click.option(
+    "--knobs", "knobs_path", type=click.Path(path_type=Path), help="Where to write knobs.json."
+)
+@click.option(
+    "--kernel", "kernel_path", type=click.Path(path_type=Path), help="Where to write kernel.py."
+)
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+def init_cmd(
+    workload: Path,
+    pool: int,
+    seed: int,
+    knobs_path: Path | None,
+    kernel_path: Path | None,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Write a first knobs.json and kernel.py for WORKLOAD: the state to start tuning from.
+
+    The best of --pool valid states (every rewrite variant's default knobs and joint
+    draws), ranked by the simulator's time estimate; beside the workload unless
+    --knobs/--kernel say otherwise (ir/NAME/workload.py gets ir/NAME/knobs.json and
+    ir/NAME/kernel.py). Existing files are kept unless --force.
+
+    \b
+    Example:
+        kernelopt ir init ir/rmsnorm/workload.py
+        kernelopt ir init ir/rmsnorm/workload.py --pool 0 --force --json
+    """
+    try:
+        loaded = load_workload(workload)
+        ir, seconds = initial_state(loaded, pool, seed)
+    except (WorkloadError, IRBuildError, KnobsError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    default_knobs, default_kernel = init_paths(workload)
+    targets = {
+        knobs_path or default_knobs: knobs_text(ir),
+        kernel_path or default_kernel: render_ir(ir),
+    }
+    existing = [str(p) for p in targets if p.exists()]
+    if existing and not force:
+        raise click.ClickException(f"{', '.join(existing)} exist(s); --force overwrites")
+    for path, text in targets.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    knobs_file, kernel_file = targets
+    estimate = None if seconds is None else round(seconds * 1e6, 3)
+    if as_json:
+        record = {
+            "knobs": str(knobs_file),
+            "kernel": str(kernel_file),
+            "variant": ir.variant,
+            "estimate_us": estimate,
+            "screened": pool,
+        }
+        click.echo(json.dumps(record, indent=2))
+        return
+    how = (
+        "the default knobs"
+        if estimate is None
+        else f"the best of {pool} screened states, sim estimate {estimate:g} us"
+    )
+    click.echo(f"wrote {knobs_file} (variant {ir.variant}: {how})")
+    click.echo(f"wrote {kernel_file}")

@@ -174,7 +174,7 @@ def _dtype_failures(ir: KernelIR) -> list[Failure]:
                         f"{list(MATMUL_DTYPES)}, got {a} and {b}",
                     )
                 )
-        if op.kind == "load_transpose":
+        if op.kind in ("load_transpose", "sbuf_transpose"):
             dtype = ir.buffer[op.dst].dtype
             if dtype not in TWO_BYTE:
                 failures.append(

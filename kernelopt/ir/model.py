@@ -114,6 +114,9 @@ class KernelIR:
     ltiles_per_block: dict[str, int] = field(default_factory=dict)
     buffer_scopes: dict[str, dict[str, Scope]] = field(default_factory=dict)
     variant: str = "base"
+    # The traced op graph this IR was lowered from (a ``trace.Trace``), for rewrites of
+    # the math; None once a rewrite has changed the lowering itself.
+    graph: Any = field(default=None, compare=False, repr=False)
 
     @cached_property
     def dim(self) -> dict[str, Dim]:

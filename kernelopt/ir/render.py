@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelopt.ir.derive import Placement, derive, scope_of
+from kernelopt.ir.engines import drain_adds as _drain_adds
+from kernelopt.ir.engines import engine_plan
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
 from kernelopt.ir.render_text import Lin, Writer, slice_text, var
-from kernelopt.sim.trn2 import DEFAULT_PARAMS
 
 DTYPES = {
     "bfloat16": "nl.bfloat16",
@@ -100,11 +101,6 @@ def buffer_dtype(ir: KernelIR, buf: PhysicalBuffer) -> str:
     return buf.dtype
 
 
-def _drain_adds(ir: KernelIR, drain: Operator) -> bool:
-    psum = ir.buffer[drain.srcs[0]]
-    return any(scope_of(ir, psum, d) == Scope.PER_BLOCK for d in psum.lifetime_dims)
-
-
 def buffer_shape(ir: KernelIR, buf: PhysicalBuffer) -> tuple[int, int, int]:
     """(partition tile, tiles held along the partition dim, free elements held)."""
 
@@ -116,50 +112,6 @@ def buffer_shape(ir: KernelIR, buf: PhysicalBuffer) -> tuple[int, int, int]:
 
     dp, df = buf.axes
     return ir.dim[dp].tile, held(dp), held(df) * ir.dim[df].tile
-
-
-# Element-wise instructions by the engine that must run them; the rest may run on either.
-VECTOR_ONLY = ("tensor_tensor", "tensor_reduce", "reciprocal")
-SCALAR_ONLY = ("activation",)
-EITHER = ("tensor_scalar",)  # copies and drains stay on VectorE, their default
-
-
-def engine_plan(ir: KernelIR) -> dict[str, str]:
-    """The engine of every instruction that may run on VectorE or ScalarE.
-
-    Mechanical, not a knob: the fixed work of each engine (elements streamed,
-    a PSUM operand counting twice) is summed first, then each movable
-    instruction, largest first, goes where the busier engine finishes
-    sooner, so VectorE and ScalarE share the element-wise work. A tie stays
-    on VectorE, the instructions' default engine.
-    """
-    rates = {"vector": DEFAULT_PARAMS.vector_clock_hz, "scalar": DEFAULT_PARAMS.scalar_clock_hz}
-    load = {"vector": 0.0, "scalar": 0.0}
-    movable: list[tuple[float, int, Operator]] = []
-    for i, op in enumerate(ir.operators):
-        buf = ir.buffer.get(op.srcs[0]) if op.srcs else None
-        if buf is None:
-            continue
-        dp, df = buf.axes
-        work = ir.dim[dp].size * ir.dim[df].size * (2.0 if buf.memory == "psum" else 1.0)
-        if op.kind == "drain" and _drain_adds(ir, op):
-            load["vector"] += work
-        elif op.kind in VECTOR_ONLY:
-            load["vector"] += work
-        elif op.kind in SCALAR_ONLY:
-            load["scalar"] += work
-        elif op.kind in EITHER:
-            movable.append((-work, i, op))
-    plan: dict[str, str] = {}
-    for negative, _, op in sorted(movable, key=lambda m: (m[0], m[1])):
-        finish = {
-            e: max((load[e] - negative) / rates[e], load[o] / rates[o])
-            for e, o in (("vector", "scalar"), ("scalar", "vector"))
-        }
-        engine = "scalar" if finish["scalar"] < finish["vector"] else "vector"
-        load[engine] -= negative
-        plan[op.name] = engine
-    return plan
 
 
 class _Renderer:
@@ -279,12 +231,16 @@ class _Renderer:
         self.w.line(indent, f"{name} = {expr}")
         return var(name)
 
-    def view(self, site: _Site, buf: PhysicalBuffer, indent: int) -> str:
-        """One tile of ``buf`` as the site sees it, as a 2-D (partition, free) view."""
+    def view(self, site: _Site, buf: PhysicalBuffer, indent: int, wide: str = "") -> str:
+        """One tile of ``buf`` as the site sees it, as a 2-D (partition, free) view; with
+        ``wide`` naming its free dim, every tile of that dim the site covers at once."""
         dp, df = buf.axes
         tf = self.ir.dim[df].tile
-        f = self._offset(indent, f"f_{buf.name}", site.buffer_index(buf, df) * tf)
-        return f"{buf.name}[:, {site.buffer_index(buf, dp)}, {slice_text(f, tf)}]"
+        start, count = site.buffer_index(buf, df), 1
+        if df == wide:
+            _, start, count = site.wide_free(buf, df)
+        f = self._offset(indent, f"f_{buf.name}", start * tf)
+        return f"{buf.name}[:, {site.buffer_index(buf, dp)}, {slice_text(f, count * tf)}]"
 
     def _dma(self, site: _Site, buf: PhysicalBuffer, hbm: str, indent: int, load: bool) -> None:
         ir = self.ir
@@ -319,6 +275,11 @@ class _Renderer:
         ]
         self.isa(indent, "dma_transpose", args)
 
+    def op_sbuf_transpose(self, op: Operator, site: _Site, indent: int) -> None:
+        b = self.ir.buffer
+        dst, src = self.view(site, b[op.dst], indent), self.view(site, b[op.srcs[0]], indent)
+        self.isa(indent, "dma_transpose", [f"dst={dst}", f"src={src}"])
+
     def op_matmul(self, op: Operator, site: _Site, indent: int) -> None:
         b = self.ir.buffer
         args = [
@@ -339,8 +300,15 @@ class _Renderer:
     ) -> None:
         if self.engines.get(op.name) == "scalar" and head != "nisa.tensor_tensor":
             args = [*args, "engine=nisa.engine.scalar"]
-        indent = self.local_loops(site, self.ir.buffer[op.dst].axes, indent)
-        views = {name: self.view(site, self.ir.buffer[name], indent) for name in (op.dst, *op.srcs)}
+        dp, df = self.ir.buffer[op.dst].axes
+        # One instruction spans the free-dim tiles the site covers when every operand
+        # is in SBUF (they are contiguous there; a PSUM access stays within one bank):
+        # the ~100-cycle fixed cost is paid once, not once per tile.
+        sbuf = all(self.ir.buffer[b].memory == "sbuf" for b in (op.dst, *op.srcs))
+        wide = df if sbuf and site.local_trip(df) > 1 else ""
+        indent = self.local_loops(site, (dp,) if wide else (dp, df), indent)
+        buffers = (op.dst, *op.srcs)
+        views = {name: self.view(site, self.ir.buffer[name], indent, wide) for name in buffers}
         self.isa(indent, head.removeprefix("nisa."), [a.format(**views) for a in args])
 
     def op_copy(self, op: Operator, site: _Site, indent: int) -> None:

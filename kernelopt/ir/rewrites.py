@@ -10,7 +10,8 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from kernelopt.ir.derive import derive
+from kernelopt.ir.derive import TWO_BYTE, derive
+from kernelopt.ir.graph_rewrites import GRAPH_REWRITES
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer
 from kernelopt.ir.sample import with_default_knobs
 
@@ -43,6 +44,7 @@ def _restructure(
         operators=tuple(operators),
         buffer_scopes=scopes,
         variant=_variant(ir, name),
+        graph=None,  # the lowering no longer follows the graph: no graph rewrite after this
     )
     return fresh if not derive(fresh)[1] else with_default_knobs(fresh)
 
@@ -53,7 +55,8 @@ class LoadTranspose:
     Pattern: ``load x -> sbuf_x -> transpose -> psum_t -> copy -> sbuf_t``.
     Result: ``dma_transpose x -> sbuf_t``; the PSUM buffer and two instructions
     disappear, and so does the SBUF staging buffer when nothing else reads
-    it. When other ops read ``sbuf_x`` too (a norm reads the rows of the x
+    it. dma_transpose moves 2-byte elements only: an fp32 input keeps its
+    TensorE transpose. When other ops read ``sbuf_x`` too (a norm reads the rows of the x
     a matmul reads transposed), x is loaded twice, once each way.
     """
 
@@ -69,6 +72,8 @@ class LoadTranspose:
             copies = [o for o in ir.operators if o.srcs == (op.dst,) and o.kind == "copy"]
             if load is None or load.kind != "load" or len(copies) != 1:
                 continue
+            if source.dtype not in TWO_BYTE:
+                continue  # dma_transpose moves 2-byte elements only: no such load exists
             shared = len(readers) > 1
             target = ir.buffer[copies[0].dst]
             dp, df = target.axes
@@ -89,6 +94,57 @@ class LoadTranspose:
             dropped = {op.dst} if shared else {source.name, op.dst}
             return _restructure(ir, operators, dropped, loaded, self.name)
         return ir
+
+
+class SbufTranspose:
+    """A TensorE transpose of a computed tile becomes one SBUF-to-SBUF transposing DMA.
+
+    Pattern: ``sbuf_x (not a load) -> transpose -> psum_t -> copy -> sbuf_t``.
+    Result: ``dma_transpose sbuf_x -> sbuf_t``: the PSUM buffer, the TensorE
+    instruction and the copy out of PSUM (on VectorE or ScalarE) disappear; the
+    DMA queues move the tile instead, at up to half their copy rate (NEURON.md,
+    from the NKI performance guide: dma_transpose SBUF to SBUF "up to 50 %").
+    dma_transpose moves 2-byte elements only. Every matching transpose is moved.
+    """
+
+    name = "SbufTranspose"
+
+    def apply(self, ir: KernelIR) -> KernelIR:
+        moved = ir
+        for op in ir.operators:
+            if op.kind != "transpose":
+                continue
+            source = ir.buffer[op.srcs[0]]
+            load = ir.producers.get(source.name)
+            copies = [o for o in ir.operators if o.srcs == (op.dst,) and o.kind == "copy"]
+            if load is None or load.kind == "load" or len(copies) != 1:
+                continue  # a loaded tile is LoadTranspose's
+            if source.dtype not in TWO_BYTE:
+                continue
+            target = moved.buffer[copies[0].dst]
+            fused = Operator(
+                f"dma_transpose_{target.name.removeprefix('sbuf_')}",
+                "sbuf_transpose",
+                target.name,
+                op.srcs,
+                op.roles,
+                op.required_tiles,
+            )
+            operators = [
+                fused if o.name == op.name else o
+                for o in moved.operators
+                if o.name != copies[0].name
+            ]
+            moved = dataclasses.replace(
+                moved,
+                buffers=tuple(b for b in moved.buffers if b.name != op.dst),
+                operators=tuple(operators),
+                buffer_scopes={b: sc for b, sc in moved.buffer_scopes.items() if b != op.dst},
+            )
+        if moved is ir:
+            return ir
+        moved = dataclasses.replace(moved, variant=_variant(ir, self.name), graph=None)
+        return moved if not derive(moved)[1] else with_default_knobs(moved)
 
 
 # Element-wise instructions that may read a PSUM operand (VectorE and ScalarE do).
@@ -143,11 +199,14 @@ class FusedDrain:
             )
         if fused is ir:
             return ir
-        fused = dataclasses.replace(fused, variant=_variant(ir, self.name))
+        fused = dataclasses.replace(fused, variant=_variant(ir, self.name), graph=None)
         return fused if not derive(fused)[1] else with_default_knobs(fused)
 
 
-REWRITES: dict[str, Rewrite] = {r.name: r for r in (LoadTranspose(), FusedDrain())}
+# Rewrites of the math first: a lowering rewrite drops the graph they rewrite.
+REWRITES: dict[str, Rewrite] = {
+    r.name: r for r in (*GRAPH_REWRITES, LoadTranspose(), SbufTranspose(), FusedDrain())
+}
 
 
 def enumerate_rewrite_combinations(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 from kernelopt.ir.derive import Bound, derive, narrow
+from kernelopt.ir.footprint import fits
 from kernelopt.ir.model import SCOPES, KernelIR, Scope
 from kernelopt.proposers.base import signature_of
 
@@ -76,6 +77,19 @@ def sample(ir: KernelIR, rng: random.Random) -> KernelIR:
         if not derive(candidate)[1]:
             return candidate
     raise SampleError(f"no valid knob state found in {MAX_DRAWS} draws for {ir.func_name}")
+
+
+def sample_fitting(ir: KernelIR, rng: random.Random) -> KernelIR:
+    """A joint draw that is valid and fits on chip by the all-live estimate (``fits``,
+    which never underestimates), so the kernel it renders runs without a capacity error.
+    A draw that would not fit is redrawn."""
+    for _ in range(MAX_DRAWS):
+        candidate = sample(ir, rng)
+        if fits(candidate):
+            return candidate
+    raise SampleError(
+        f"no valid knob state of {ir.func_name} ({ir.variant}) fits on chip in {MAX_DRAWS} draws"
+    )
 
 
 def default_knobs(ir: KernelIR) -> KernelIR:

@@ -62,9 +62,9 @@ def describe_change(best: KernelIR, cand: KernelIR, against: str = "best") -> st
 
 
 def is_sweep(hypothesis: str) -> bool:
-    """Whether ``describe_change`` said this: knob moves around BEST (not a variant
-    or a start from the default knobs)."""
-    return not hypothesis.startswith(("variant ", "from the "))
+    """Whether ``describe_change`` said this: knob moves around BEST (not a variant,
+    a start from the default knobs or a screened start)."""
+    return not hypothesis.startswith(("variant ", "from the ", "screened start "))
 
 
 def source_key(ir: KernelIR) -> str:
@@ -75,14 +75,22 @@ def source_key(ir: KernelIR) -> str:
 def knobs_of(ir: KernelIR, dma_bound: bool = False) -> list[str]:
     """The knobs to sweep, the ones the profile implicates first."""
     loads = [f"buffer_scopes.{b.name}" for b in ir.buffers if b.role == "load"]
-    others = [f"buffer_scopes.{b.name}" for b in ir.buffers if b.role != "load"]
+    # The biggest buffers first: where a [P, 1] column lives hardly moves the kernel.
+    sized = sorted(
+        (b for b in ir.buffers if b.role != "load"),
+        key=lambda b: -ir.dim[b.axes[0]].size * ir.dim[b.axes[1]].size,
+    )
+    others = [f"buffer_scopes.{b.name}" for b in sized]
     blocks = [f"ltiles_per_block.{d.name}" for d in ir.dims if len(d.divisors()) > 1]
+    # A block of rows handled together (every buffer holding one tile of the dim holds the
+    # block): the one move that changes the granularity of the whole kernel at once.
+    coarsen = [f"coarsen.{d.name}" for d in ir.dims if len(d.divisors()) > 1]
     if dma_bound:
         # Reload traffic dominates: bigger blocks and wider load buffers cut it, and
         # a block size only matters to the loads held per block (blocking moves both).
         blocking = [f"blocking.{d.name}" for d in ir.dims if len(d.divisors()) > 1]
-        return blocking + blocks + loads + ["loop_order"] + others
-    return ["loop_order"] + blocks + loads + others
+        return coarsen + blocking + blocks + loads + ["loop_order"] + others
+    return ["loop_order"] + coarsen + blocks + loads + others
 
 
 def sweep(best: KernelIR, knob: str, rng: random.Random) -> Iterator[KernelIR]:
@@ -100,6 +108,8 @@ def sweep(best: KernelIR, knob: str, rng: random.Random) -> Iterator[KernelIR]:
                 yield fixed
     elif knob.startswith("blocking."):
         yield from _blocking(best, best.dim[knob.split(".", 1)[1]])
+    elif knob.startswith("coarsen."):
+        yield from _coarsen(best, best.dim[knob.split(".", 1)[1]])
     elif knob.startswith("ltiles_per_block."):
         dim = best.dim[knob.split(".", 1)[1]]
         current = best.ltiles_per_block[dim.name]
@@ -141,6 +151,33 @@ def _blocking(best: KernelIR, dim: Dim) -> Iterator[KernelIR]:
             yield fixed
 
 
+def _coarsen(best: KernelIR, dim: Dim) -> Iterator[KernelIR]:
+    """Every other block size of ``dim``, nearest first, each as ``coarsened`` makes it."""
+    current = best.ltiles_per_block[dim.name]
+    for n in sorted(dim.divisors(), key=lambda n: (abs(n - current), n)):
+        if n != current:
+            fixed = repair(coarsened(best, dim, n))
+            if fixed is not None:
+                yield fixed
+
+
+def coarsened(ir: KernelIR, dim: Dim, n: int) -> KernelIR:
+    """Blocks of ``n`` tiles of ``dim``, every buffer that holds one tile of it holding the
+    block instead (and back to one tile at a block of one): the kernel handles a block of
+    ``dim`` where it handled a tile. Possibly invalid: the caller repairs."""
+    old, new = (Scope.PER_TILE, Scope.PER_BLOCK) if n > 1 else (Scope.PER_BLOCK, Scope.PER_TILE)
+    scopes = {
+        b.name: {
+            d: new if d == dim.name and s == old and d not in b.lifetime_dims else s
+            for d, s in ir.buffer_scopes[b.name].items()
+        }
+        for b in ir.buffers
+    }
+    return ir.with_knobs(
+        ltiles_per_block={**ir.ltiles_per_block, dim.name: n}, buffer_scopes=scopes
+    )
+
+
 def nudge(ir: KernelIR, knob: str, rng: random.Random) -> KernelIR:
     """One random change of one knob (possibly invalid: the caller repairs)."""
     if knob == "loop_order":
@@ -149,6 +186,9 @@ def nudge(ir: KernelIR, knob: str, rng: random.Random) -> KernelIR:
         order[i], order[i + 1] = order[i + 1], order[i]
         return ir.with_knobs(loop_order=order)
     kind, name = knob.split(".", 1)
+    if kind == "coarsen":
+        dim = ir.dim[name]
+        return coarsened(ir, dim, step(dim.divisors(), ir.ltiles_per_block[name], rng))
     if kind == "ltiles_per_block":
         n = step(ir.dim[name].divisors(), ir.ltiles_per_block[name], rng)
         return ir.with_knobs(ltiles_per_block={**ir.ltiles_per_block, name: n})

@@ -30,6 +30,7 @@ everything else is exhausted).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 from collections import deque
@@ -40,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from kernelopt.ir.derive import derive
+from kernelopt.ir.effective import effective_key
 from kernelopt.ir.footprint import fits
 from kernelopt.ir.knobs_io import (
     KnobsError,
@@ -52,38 +54,31 @@ from kernelopt.ir.model import KernelIR
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
 from kernelopt.ir.sample import knob_signature
+from kernelopt.ir.start import SimTimer, Timer
 from kernelopt.proposers.base import KNOB, Candidate, Observation, ProposerState
+from kernelopt.proposers.ceiling import Ceiling
 from kernelopt.proposers.evidence import FLAT_TIES, Evidence, exact_tie
+from kernelopt.proposers.first import START_POOL, first_batch
+from kernelopt.proposers.joint import JointMoves
 from kernelopt.proposers.moves import (
     SWEEP_WIDTH,
     describe_change,
     enumerate_states,
-    joint_draws,
     knobs_of,
-    nudge,
-    repair,
     source_key,
-    sweep,
 )
-from kernelopt.proposers.surrogate import features, fit, load_traffic
-from kernelopt.workload import Workload
+from kernelopt.proposers.ranking import binding_engine, ranked_sweeps
+from kernelopt.proposers.surrogate import features, fit
+from kernelopt.workload import Workload, load_workload
 
 JOINT_BATCH = 8
 # Fruitless single-knob sweeps before moving several knobs at once: a graph with
 # many buffers (a norm feeding a matmul has ~25 knobs) would otherwise spend the
 # whole budget sweeping knobs one at a time.
 FRUITLESS_ROUND = 8
-PERTURB_BATCH = 8
-FRESH_PER_PERTURB = 2  # fresh joint draws in a perturbation batch, against tunnel vision
 ELITES = 4  # best distinct states perturbed, besides each variant's best
 RESTARTS = 2  # best fresh joint draws perturbed too: a way out of the best state's basin
-PERTURB_TRIES = 400  # perturbations attempted per batch before giving up on the elites
-PERTURB_POOL = 48  # perturbations drawn per batch, from which a DMA-bound kernel picks
-GUIDED_DRAWS = 8  # fresh joint draws per pick when the traffic estimate leads
 MODEL_MIN = 24  # measured states before the surrogate model ranks perturbations
-MODEL_POOL = 128  # fresh joint draws the model ranks alongside the perturbations
-NEAR_SHARE = 1  # perturbations in a model-led batch; the rest are ranked fresh draws
-EXPLORE = 2  # unranked fresh draws per model-led batch, so the model keeps learning
 UNUSABLE = frozenset({"failed", "incorrect", "diverged"})
 MAX_DEFERRED = 64  # states predicted far worse set aside per batch before taking the least bad
 
@@ -109,7 +104,7 @@ def _dma_bound(profile: dict[str, Any]) -> bool | None:
     return dma > max(b for b in busy if isinstance(b, int | float))
 
 
-class NkiKnobProposer:
+class NkiKnobProposer(JointMoves):
     """The Proposer for ``target.kind: nki`` programs (knob candidates only)."""
 
     def __init__(
@@ -120,8 +115,18 @@ class NkiKnobProposer:
         seed: int = 0,
         baseline_kernel: str | None = None,
         baseline_knobs: dict[str, Any] | None = None,
+        start_pool: int = START_POOL,
+        timer: Timer | None = None,
     ) -> None:
+        if isinstance(workload, str | Path):
+            workload = load_workload(workload)
         self.base = workload if isinstance(workload, KernelIR) else ir_for_workload(workload)
+        # The first batch is screened on the simulator when the workload is known (or a
+        # timer is given); 0 measures each rewrite variant at its default knobs instead.
+        self.start_pool = start_pool
+        self.timer = timer
+        if timer is None and start_pool > 0 and isinstance(workload, Workload):
+            self.timer = SimTimer(workload)
         self.variants = dict(enumerate_rewrite_combinations(self.base, list(REWRITES.values())))
         self.variant_irs = list(self.variants.values())
         self.knobs_path, self.kernel_path = knobs_path, kernel_path
@@ -131,6 +136,9 @@ class NkiKnobProposer:
         self.fresh: set[str] = set()  # signatures of fresh joint draws, for restarts
         self.features: dict[str, dict[str, float]] = {}  # by knob signature
         self.sources: set[str] = set()  # rendered kernels already proposed (or tried)
+        self.effective: set[str] = set()  # ... and their instruction streams (effective_key)
+        self.kernel_keys: dict[str, tuple[str, str]] = {}  # signature -> both keys
+        self.ceiling = Ceiling()  # states that cannot beat BEST's measured time wait
         if baseline_kernel is not None:  # what the baseline measured: never a candidate
             self.sources.add(hashlib.sha1(baseline_kernel.encode()).hexdigest())
         # The baseline's knob state, when the knob file renders exactly the baseline kernel
@@ -138,9 +146,14 @@ class NkiKnobProposer:
         self.baseline_ir = self._ir(baseline_knobs) if baseline_knobs else None
         if self.baseline_ir is not None and render_ir(self.baseline_ir) != baseline_kernel:
             self.baseline_ir = None
+        if self.baseline_ir is not None:
+            self._note(self.baseline_ir)
         self.known: set[str] = set()  # history signatures whose kernels are in ``sources``
         self.started = False
-        self.knob_index = 0
+        self.swept = False  # a single-knob sweep has been queued
+        self.center: str | None = None  # the BEST the sweeps move around
+        self.swept_here: set[str] = set()  # knobs swept around it
+        self.settings: dict[str, list[tuple[float, KernelIR]]] = {}  # each knob's, around it
         self.fruitless_sweeps = 0
         self.last_improved = False
         self.exhaustive: Iterator[KernelIR] | None = None
@@ -166,21 +179,14 @@ class NkiKnobProposer:
         self._learn_sources(state.history)
         best = self._best(state)
         self.best_metric = state.best_metric
+        self.ceiling.follow(self._profile_of(best, state) if best is not None else {})
         self.evidence.refit(self._measured(state), state.better)
         want = max(1, state.batch_size)
         if not self.started:
-            # Batch 0: a floor per rewrite variant before any feedback exists.
             self.started = True
-            first = [
-                ir
-                for ir in self.variants.values()
-                if knob_signature(ir) not in tried and source_key(ir) not in self.sources
-            ]
+            first = self._first(tried)
             if first:
-                for ir in first:
-                    self.proposed.add(knob_signature(ir))
-                    self.sources.add(source_key(ir))
-                return [self._candidate(None, ir) for ir in first]
+                return first
         if self.last_improved:
             self.queue.clear()  # settings queued around the old best are stale now
         batch: list[Candidate] = []
@@ -195,6 +201,8 @@ class NkiKnobProposer:
             sig = knob_signature(ir)
             if sig in tried or sig in self.deferred:
                 continue
+            if self.exhaustive is None and self._keys(ir)[1] in self.effective:
+                continue  # an equivalent kernel was taken since it was queued (left for last)
             if self.evidence.far_worse(ir, state.best_metric):
                 self.deferred[sig] = ir
                 deferred += 1
@@ -207,17 +215,43 @@ class NkiKnobProposer:
             batch.append(self._take(best, self.evidence.best_of(waiting, state.best_metric), tried))
         return batch or None
 
+    def _first(self, tried: set[str]) -> list[Candidate]:
+        """Batch 0, before any feedback: the best screened states, or (without a timer)
+        a floor per rewrite variant at its default knobs."""
+        if self.timer is not None:
+            extra = [self.baseline_ir] if self.baseline_ir is not None else []
+            picks = first_batch(
+                self.variant_irs, self.timer, self.rng, self.start_pool, self._new(tried), extra
+            )
+            for pick in picks:
+                self.proposed.add(knob_signature(pick.ir))
+                self._note(pick.ir)
+            if picks:
+                return [self._candidate(None, p.ir, p.hypothesis) for p in picks]
+        first = [
+            ir
+            for ir in self.variants.values()
+            if knob_signature(ir) not in tried and source_key(ir) not in self.sources
+        ]
+        for ir in first:
+            self.proposed.add(knob_signature(ir))
+            self._note(ir)
+        return [self._candidate(None, ir) for ir in first]
+
     def _take(self, best: KernelIR | None, ir: KernelIR, tried: set[str]) -> Candidate:
         sig = knob_signature(ir)
         tried.add(sig)
         self.proposed.add(sig)
-        self.sources.add(source_key(ir))
+        self._note(ir)
         self.deferred.pop(sig, None)
         return self._candidate(best, ir)
 
-    def _candidate(self, best: KernelIR | None, ir: KernelIR) -> Candidate:
+    def _candidate(
+        self, best: KernelIR | None, ir: KernelIR, hypothesis: str | None = None
+    ) -> Candidate:
         against = best or self.variants[ir.variant]
-        return candidate_of(ir, against, best is None, self.knobs_path, self.kernel_path)
+        made = candidate_of(ir, against, best is None, self.knobs_path, self.kernel_path)
+        return dataclasses.replace(made, hypothesis=hypothesis) if hypothesis else made
 
     # --- what the run has taught ---------------------------------------------------------
 
@@ -229,7 +263,7 @@ class NkiKnobProposer:
             self.known.add(obs.signature or "")
             ir = self._ir(obs.knobs)
             if ir is not None:
-                self.sources.add(source_key(ir))
+                self._note(ir)
 
     def _ir(self, knobs: dict[str, Any]) -> KernelIR | None:
         try:
@@ -320,27 +354,34 @@ class NkiKnobProposer:
 
     def _refill(self, best: KernelIR | None, tried: set[str], state: ProposerState) -> bool:
         """Queue the next sweep or joint batch; False when nothing new could be found."""
+        won = self.sweeping if self.last_improved else None  # the knob that just won
         self.sweeping = None
         if self.exhaustive is not None:
             return self._from_exhaustive(tried)
         if best is not None:
             dma_bound = bool(_dma_bound(self._profile_of(best, state)))
             knobs = knobs_of(best, dma_bound)
-            if self.last_improved:
-                self.fruitless_sweeps = 0  # the knob just won: sweep it again around the new best
-            else:
-                self.knob_index += 1
+            engine = binding_engine(self._profile_of(best, state))
+            center = f"{knob_signature(best)}:{engine}"
+            if self.last_improved or center != self.center:
+                # A new BEST: every knob is worth a sweep around it again.
+                self.center, self.swept_here, self.fruitless_sweeps = center, set(), 0
+                self.settings = {}
+            elif self.swept:  # the last sweep found nothing
                 self.fruitless_sweeps += 1
             self.last_improved = False
-            while self.fruitless_sweeps <= min(len(knobs), FRUITLESS_ROUND):
-                knob = knobs[self.knob_index % len(knobs)]
-                fresh = [ir for ir in sweep(best, knob, self.rng) if self._worth(ir, tried)]
-                if fresh:
-                    self.queue.extend(fresh[:SWEEP_WIDTH])
-                    self.sweeping, self.flat = knob, 0
-                    return True
-                self.knob_index += 1
-                self.fruitless_sweeps += 1
+            if self.fruitless_sweeps <= min(len(knobs), FRUITLESS_ROUND):
+                todo = [k for k in knobs if k not in self.swept_here]
+                worth = lambda ir: self._worth(ir, tried)  # noqa: E731
+                ranked = ranked_sweeps(best, todo, self.rng, worth, self.settings, engine)
+                # A knob that just won is swept again around the new BEST first.
+                ranked.sort(key=lambda kf: kf[0] != won)
+                for knob, fresh in ranked:
+                    self.swept_here.add(knob)
+                    if fresh:
+                        self.queue.extend(fresh[:SWEEP_WIDTH])
+                        self.sweeping, self.flat, self.swept = knob, 0, True
+                        return True
             # A whole round of sweeps found nothing: knobs interact, so move several at once.
             self.fruitless_sweeps = 0
             elites = self._elites(best, state)
@@ -360,98 +401,35 @@ class NkiKnobProposer:
         return self._from_exhaustive(tried)
 
     def _worth(self, ir: KernelIR, tried: set[str]) -> bool:
-        """New, likely to fit, and not a kernel already proposed under other knobs."""
-        return knob_signature(ir) not in tried and fits(ir) and source_key(ir) not in self.sources
+        """New, likely to fit, and not a kernel already proposed under other knobs (the same
+        text, or the same instructions in the same loops: it could only tie)."""
+        if knob_signature(ir) in tried or not fits(ir):
+            return False
+        source, effective = self._keys(ir)
+        if source in self.sources or effective in self.effective:
+            return False
+        return self.ceiling.admits(ir)
 
-    def _perturbed(self, elites: list[KernelIR], tried: set[str]) -> list[KernelIR]:
-        """Elites with two or three knobs moved at once; the best state most often."""
-        pool: dict[str, KernelIR] = {}
-        sources: set[str] = set()
-        for _ in range(PERTURB_TRIES):
-            if len(pool) >= PERTURB_POOL or not elites:
-                break
-            # Half the draws move the best state, the rest spread over the other elites.
-            center = elites[0] if self.rng.random() < 0.5 else self.rng.choice(elites)
-            moves = knobs_of(center)
-            ir = center
-            for knob in self.rng.sample(moves, min(len(moves), self.rng.choice((2, 2, 3)))):
-                ir = nudge(ir, knob, self.rng)
-            fixed = repair(ir)
-            if fixed is None or knob_signature(fixed) in pool or not self._worth(fixed, tried):
-                continue
-            source = source_key(fixed)
-            if source not in sources:
-                sources.add(source)
-                pool[knob_signature(fixed)] = fixed
-        drawn = list(pool.values())
-        self.rng.shuffle(drawn)
-        return drawn
+    def _keys(self, ir: KernelIR) -> tuple[str, str]:
+        """The kernel's source and effective keys, each state's computed once."""
+        sig = knob_signature(ir)
+        if sig not in self.kernel_keys:
+            self.kernel_keys[sig] = (source_key(ir), effective_key(ir) or "")
+        return self.kernel_keys[sig]
 
-    def _perturbations(
-        self, elites: list[KernelIR], tried: set[str], dma_bound: bool
-    ) -> list[KernelIR]:
-        """A perturbation batch before the model has data, plus fresh draws.
-
-        When the best kernel is DMA-bound, half the batch is the perturbations
-        that load the least from HBM; the rest stays random so the estimate
-        cannot steer the search away from everything else.
-        """
-        drawn = self._perturbed(elites, tried)
-        want = PERTURB_BATCH - FRESH_PER_PERTURB
-        if dma_bound:
-            lean = sorted(drawn, key=load_traffic)[: want // 2]
-            drawn = lean + [ir for ir in drawn if all(ir is not x for x in lean)]
-        drawn = drawn[:want]
-        keys = tried | {knob_signature(ir) for ir in drawn}
-        drawn += self._guided(keys, PERTURB_BATCH - len(drawn), dma_bound)
-        return drawn
-
-    def _ranked_batch(
-        self,
-        elites: list[KernelIR],
-        tried: set[str],
-        model: Callable[[list[KernelIR]], np.ndarray],
-    ) -> list[KernelIR]:
-        """The surrogate's favourite perturbations and fresh draws, plus one unranked draw.
-
-        Perturbations and fresh draws are ranked apart: the model rates the best
-        state's neighbours highest, and on a plateau those are ties, so the
-        fresh draws it likes best (restarts in other basins) get their own share.
-        """
-        near = self._perturbed(elites, tried)
-        far = joint_draws(
-            self.variant_irs,
-            tried | {knob_signature(ir) for ir in near},
-            MODEL_POOL,
-            self.rng,
+    def _new(self, tried: set[str]) -> Callable[[KernelIR], bool]:
+        """Whether a state is untried and its kernel new (the first batch need not fit the
+        estimate: the simulator has just timed it)."""
+        return lambda ir: (
+            knob_signature(ir) not in tried
+            and not (self._keys(ir)[0] in self.sources or self._keys(ir)[1] in self.effective)
         )
-        picked: list[KernelIR] = []
-        for pool, share in ((near, NEAR_SHARE), (far, PERTURB_BATCH - NEAR_SHARE - EXPLORE)):
-            if pool:
-                scores = model(pool)
-                order = sorted(range(len(pool)), key=lambda i: -scores[i])
-                picked += [pool[i] for i in order[:share]]
-        picked += [ir for ir in far if all(ir is not p for p in picked)][:EXPLORE]
-        self.fresh.update(knob_signature(ir) for ir in picked if any(ir is f for f in far))
-        return picked
 
-    def _guided(self, tried: set[str], want: int, dma_bound: bool) -> list[KernelIR]:
-        """Fresh joint draws; for a DMA-bound kernel, the leanest of several per pick."""
-        picks: list[KernelIR] = []
-        if not dma_bound:
-            picks = joint_draws(self.variant_irs, tried, want, self.rng)
-        while dma_bound and len(picks) < want:
-            draws = joint_draws(
-                self.variant_irs,
-                tried | {knob_signature(p) for p in picks},
-                GUIDED_DRAWS,
-                self.rng,
-            )
-            if not draws:
-                break
-            picks.append(min(draws, key=load_traffic))
-        self.fresh.update(knob_signature(p) for p in picks)
-        return picks
+    def _note(self, ir: KernelIR) -> None:
+        """``ir``'s kernel is proposed (or measured): neither it nor an equivalent again."""
+        source, effective = self._keys(ir)
+        self.sources.add(source)
+        self.effective.add(effective)
 
     def _from_exhaustive(self, tried: set[str]) -> bool:
         assert self.exhaustive is not None

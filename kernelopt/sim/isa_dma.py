@@ -40,7 +40,15 @@ class DmaCalls(IsaCore):
         # Descriptors of an indirect access depend on values read at run time: software
         # descriptor generation (nki.isa.dma_copy: hardware DGE needs static offsets).
         runtime = src.via is not None or dst.via is not None
-        self._emit_dma(op, dst, src, 1.0, reads, software_dge=_software_dge(dge_mode) or runtime)
+        self._emit_dma(
+            op,
+            dst,
+            src,
+            1.0,
+            reads,
+            software_dge=_software_dge(dge_mode) or runtime,
+            precomputed=_precomputed(dge_mode) and not runtime,
+        )
 
     def dma_transpose(
         self,
@@ -90,6 +98,7 @@ class DmaCalls(IsaCore):
             eff,
             row_bytes=min(block, src.nbytes),
             software_dge=_software_dge(dge_mode),
+            precomputed=_precomputed(dge_mode),
         )
 
     def _emit_dma(
@@ -101,6 +110,7 @@ class DmaCalls(IsaCore):
         reads: list[Tile] | None = None,
         row_bytes: int | None = None,
         software_dge: bool = False,
+        precomputed: bool = False,
     ) -> None:
         self._emit(
             op,
@@ -115,10 +125,19 @@ class DmaCalls(IsaCore):
             hbm_write=dst.nbytes if dst.buffer.kind == "hbm" else 0,
             transpose_efficiency=efficiency,
             software_dge=software_dge,
+            precomputed_descriptors=precomputed,
         )
 
 
 def _software_dge(mode: Any) -> bool:
-    """Whether ``dge_mode`` asks for software descriptors (swdge) or none at all;
-    unknown and hwdge get hardware descriptor generation on Trn2."""
-    return str(mode) in ("dge_mode.swdge", "dge_mode.none")
+    """Whether ``dge_mode`` asks for descriptors generated in software on GpSimd
+    (swdge); unknown and hwdge get hardware descriptor generation on Trn2."""
+    return str(mode) == "dge_mode.swdge"
+
+
+def _precomputed(mode: Any) -> bool:
+    """Whether ``dge_mode`` is none: descriptors pre-computed on the host and read
+    from HBM, no generation on device (the DGE deep dive, aws-neuron-sdk @f252115
+    nki/deep-dives/nki-dge.rst: "Lowest per-transfer latency"). A dynamic address
+    cannot be pre-computed, so an indirect access keeps software generation."""
+    return str(mode) == "dge_mode.none"

@@ -297,8 +297,12 @@ class _Dma:
     def place(self, ins: Instruction, ready: float, duration: float) -> tuple[float, float]:
         p, queues = self.params, self.queues
         q = min(range(len(queues)), key=queues.__getitem__)
-        start = self.issuer.reserve(max(ready, queues[q]), p.dma_issue_ns)
-        fixed = p.dma_fixed_ns if ins.software_dge else p.dma_hwdge_fixed_ns
+        if ins.precomputed_descriptors:
+            # Descriptors made before the run: no on-device generation to wait for.
+            start, fixed = max(ready, queues[q]), p.dma_precomputed_fixed_ns
+        else:
+            start = self.issuer.reserve(max(ready, queues[q]), p.dma_issue_ns)
+            fixed = p.dma_fixed_ns if ins.software_dge else p.dma_hwdge_fixed_ns
         end = self.channel.reserve(start + fixed, duration) + duration
         queues[q] = end
         self.intervals.append((start, end))

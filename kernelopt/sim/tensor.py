@@ -381,8 +381,42 @@ class Tile:
         return self._beta1("broadcast_to").broadcast_to(self, tuple(shape))
 
     def reshape(self, shape: Any) -> Tile:
-        """A reshaped view of a whole HBM tensor (beta-1 kernels reshape their inputs)."""
+        """A reshaped view: on chip, this tile with its free axes split (``[128, 512]``
+        as ``[128, 4, 128]``, the four 128-column blocks a DMA transpose moves at
+        once); a whole HBM tensor reshaped (beta-1 kernels reshape their inputs)."""
+        if self.alloc.buffer.on_chip:
+            return self._split_free_axes(tuple(int(d) for d in shape))
         return self._beta1("reshape").reshape(self, tuple(shape))
+
+    def _split_free_axes(self, shape: tuple[int, ...]) -> Tile:
+        """The same box seen with each free axis split into consecutive axes, in
+        row-major order (a view, so dependencies and memory stay the box's)."""
+        if self.view_map is not None or self.coords is not None:
+            self._fail(f"reshape: {self!r} is already a view; reshape the tile it came from")
+        if not shape or shape[0] != self.shape[0]:
+            self._fail(f"reshape: {self.shape} -> {shape} must keep the partition axis")
+        view_map: list[tuple[int, int] | None] = [(0, 1)]
+        axis = 1
+        for pos, size in enumerate(self.shape[1:], start=1):
+            group: list[int] = []
+            while axis < len(shape) and math.prod(d for d in (*group, shape[axis])) <= size:
+                group.append(shape[axis])
+                axis += 1
+                if math.prod(group) == size:
+                    break
+            if math.prod(group) != size:
+                self._fail(
+                    f"reshape: {self.shape} -> {shape}: on chip a free axis can only be split "
+                    "into consecutive axes"
+                )
+            for i, d in enumerate(group):
+                step = math.prod(group[i + 1 :])
+                view_map.append((pos, step) if d > 1 else None)
+        if axis != len(shape):
+            view_map.extend((None,) * (len(shape) - axis))
+            if math.prod(shape[axis:]) != 1:
+                self._fail(f"reshape: {self.shape} cannot become {shape}")
+        return Tile(self.alloc, self.bounds, self.kept, self.loose, (shape, tuple(view_map)))
 
     def __iter__(self) -> Any:
         self._fail("tiles cannot be iterated; index them with loop variables")

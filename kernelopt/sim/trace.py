@@ -38,7 +38,9 @@ class Instruction:
     transpose_efficiency: float = 1.0
     elements_per_cycle: int = 1  # memset: 2 for a zero fill of a 2-byte dtype
     psum_read: bool = False  # an operand is read from PSUM
-    software_dge: bool = False  # DMA descriptors generated in software (dge_mode=swdge/none)
+    software_dge: bool = False  # DMA descriptors generated in software (dge_mode=swdge)
+    # Descriptors made on the host before the run (dge_mode=none): none generated on device.
+    precomputed_descriptors: bool = False
     # Engine cycles beyond the streamed elements (a reduction read out of ScalarE's
     # accumulator, ~64 cycles); and a documented whole-instruction cost that
     # replaces the streaming formula when set (GpSimd iota: 150 + N).

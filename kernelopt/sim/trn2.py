@@ -86,6 +86,12 @@ class Trn2Params:
     # asks for dge_mode=swdge or none.
     dma_fixed_ns: float = 1300.0
     dma_hwdge_fixed_ns: float = 600.0
+    # dge_mode=none: descriptors pre-computed on the host, read from HBM; the DGE
+    # deep dive (aws-neuron-sdk @f252115 nki/deep-dives/nki-dge.rst) ranks it the
+    # lowest per-transfer latency and gives no figure, so it is held at the
+    # hardware-DGE figure, its upper bound; nothing is generated on device, so it
+    # takes no turn of the serial descriptor issue below.
+    dma_precomputed_fixed_ns: float = 600.0
     # The part of that cost that is serial across transfers (descriptor
     # generation); small enough that the tutorial's 65,536-transfer tiled
     # kernel stays bandwidth-bound (estimate).

@@ -72,7 +72,7 @@ def test_an_ancestor_with_unbalanced_quotes_does_not_stop_the_gate(
     """A parent's command line is arbitrary text: an unmatched quote in it must neither
     raise nor hide the orphan it belongs to."""
     fakes.set("neuron", devices=[neuron_device(0)])
-    orphan, session = _compiler(tmp_path / "odd", under_driver=False, parent="runner it's \"odd\"")
+    orphan, session = _compiler(tmp_path / "odd", under_driver=False, parent='runner it\'s "odd"')
     try:
         time.sleep(0.3)
         assert in_flight(LocalHost(), [orphan], timeout=20) == frozenset()

@@ -215,8 +215,21 @@ def test_tensor_scalar_goes_to_scalar_engine_when_vector_engine_is_busier() -> N
     softmax = small_ir("softmax")  # two reductions on VectorE, one exp on ScalarE
     assert engine_plan(softmax) == {"tensor_scalar_out": "scalar"}
     assert "engine=nisa.engine.scalar" in render_ir(softmax)
-    matmul = small_ir("matmul")  # nothing movable: the drain stays on VectorE
-    assert engine_plan(matmul) == {} and "engine=" not in render_ir(matmul)
+    # A drain by copy may run on either engine: alone, it goes to the faster ScalarE.
+    matmul = small_ir("matmul")
+    assert engine_plan(matmul) == {"drain_out": "scalar"}
+    assert "engine=nisa.engine.scalar" in render_ir(matmul)
+    # A drain by add is a tensor_tensor: VectorE (or GpSimd) only, never planned.
+    psum = matmul.buffer["psum_out"]
+    k = psum.lifetime_dims[0]
+    scopes = {
+        **matmul.buffer_scopes,
+        "psum_out": {**matmul.buffer_scopes["psum_out"], k: "PER_BLOCK"},
+    }
+    adds = matmul.with_knobs(buffer_scopes=scopes)
+    assert validity_report(adds) == []
+    assert engine_plan(adds) == {}
+    assert "op=nl.add" in render_ir(adds) and "engine=" not in render_ir(adds)
 
 
 def test_load_transpose_keeps_the_load_other_ops_read() -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from ir_support import IR_DIR
 
+from kernelopt.ir import ir_for_workload, ir_from_knobs, knobs_to_json, sample
 from kernelopt.ir.cli import ir_group
+from kernelopt.ir.footprint import fits
 
 MATMUL = IR_DIR / "matmul"
 LHS_RHS = IR_DIR / "matmul_lhs_rhs"
@@ -19,7 +22,7 @@ def run(*args: str):
     return CliRunner().invoke(ir_group, [str(a) for a in args])
 
 
-@pytest.mark.parametrize("command", ["show", "validate", "render", "sample"])
+@pytest.mark.parametrize("command", ["show", "validate", "render", "sample", "init"])
 def test_every_command_has_help_with_an_example(command: str) -> None:
     result = run(command, "--help")
     assert result.exit_code == 0
@@ -95,6 +98,46 @@ def test_sample_json_is_seeded_and_alternates_variants() -> None:
     assert other.output != first.output
 
 
+def test_sample_draws_only_states_that_fit_on_chip() -> None:
+    # At its full size a joint draw of this norm + matmul often asks for more SBUF than
+    # there is (e.g. x held whole next to its transpose): such draws are redrawn.
+    workload = Path(__file__).resolve().parent / "llm_workloads" / "rmsnorm_slow.py"
+    base = ir_for_workload(workload)
+    rng = random.Random(11)
+    assert not all(fits(sample(base, rng)) for _ in range(8))  # the raw draws do not
+    result = run("sample", workload, "-n", "8", "--seed", "11", "--json")
+    assert result.exit_code == 0, result.output
+    states = [ir_from_knobs(workload, json.loads(line)) for line in result.output.splitlines()]
+    assert len(states) == 8 and all(fits(s) for s in states)
+
+
 def test_missing_workload_file_is_a_usage_error(tmp_path: Path) -> None:
     result = run("show", tmp_path / "nope.py")
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_init_writes_the_best_screened_state_beside_the_workload(tmp_path: Path) -> None:
+    from kernelopt.ir.start import SimTimer
+    from kernelopt.workload import load_workload
+
+    folder = tmp_path / "softmax"
+    folder.mkdir()
+    source = (IR_DIR / "softmax" / "workload.py").read_text()
+    (folder / "workload.py").write_text(source.replace("M, N = 1024, 2048", "M, N = 256, 1024"))
+    result = run("init", folder / "workload.py", "--pool", "6", "--json")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    assert record["knobs"] == str(folder / "knobs.json") and record["screened"] == 6
+    rendered = run("render", folder / "knobs.json", "-w", folder / "workload.py")
+    assert rendered.exit_code == 0 and rendered.output == (folder / "kernel.py").read_text()
+    # The pool holds the default knobs: the pick is never slower than they are.
+    workload = load_workload(folder / "workload.py")
+    timer = SimTimer(workload)
+    default = timer(ir_for_workload(workload))
+    assert default is not None and record["estimate_us"] <= default * 1e6 + 1e-6
+    again = run("init", folder / "workload.py")
+    assert again.exit_code != 0 and "--force" in again.output
+    forced = run("init", folder / "workload.py", "--pool", "0", "--force")
+    assert forced.exit_code == 0 and "the default knobs" in forced.output
+    knobs = json.loads((folder / "knobs.json").read_text())
+    assert knobs == knobs_to_json(ir_for_workload(workload))

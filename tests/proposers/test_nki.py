@@ -9,9 +9,11 @@ from pathlib import Path
 from benchmarks_support.drive import drive
 
 from kernelopt.ir import ir_from_knobs, render_ir, validity_report
+from kernelopt.ir.cost import engine_times
 from kernelopt.proposers.base import Candidate, Observation, ProposerState
 from kernelopt.proposers.moves import is_sweep, knobs_of
-from kernelopt.proposers.nki import NkiKnobProposer
+from kernelopt.proposers.nki import FRUITLESS_ROUND, NkiKnobProposer
+from kernelopt.proposers.ranking import bound_of
 
 ROOT = Path(__file__).resolve().parents[2]
 LHS_RHS = ROOT / "ir" / "matmul_lhs_rhs" / "workload.py"
@@ -43,7 +45,8 @@ def _state(tried: set[str], best: dict | None = None, batch: int = 4) -> Propose
 
 
 def _proposer(seed: int = 0) -> NkiKnobProposer:
-    return NkiKnobProposer(LHS_RHS, knobs_path=KNOBS, kernel_path=KERNEL, seed=seed)
+    # Without a screened start: batch 0 is the floor of every variant.
+    return NkiKnobProposer(LHS_RHS, knobs_path=KNOBS, kernel_path=KERNEL, seed=seed, start_pool=0)
 
 
 def test_first_batch_is_every_variant_at_default_knobs() -> None:
@@ -87,16 +90,22 @@ def test_sweeps_change_one_knob_around_the_best() -> None:
     batch = proposer.propose(_state(tried, best, batch=5))
     assert batch is not None and len(batch) == 5
     assert all(is_sweep(c.hypothesis) for c in batch)
-    # The winner's first knob (loop_order) is swept first, one setting per candidate.
-    assert batch[0].hypothesis.startswith("loop_order ")
-    orders = {tuple(c.knobs["loop_order"]) for c in batch if "loop_order" in c.hypothesis}
-    assert len(orders) == sum("loop_order" in c.hypothesis for c in batch)
+    # A knob is swept at a time, the settings that leave the busiest engine least work
+    # first; the first knob swept is one whose setting lowers that work.
+    knob = batch[0].hypothesis.split("[")[0].split(" ")[0]
+    swept = [c for c in batch if c.hypothesis.split("[")[0].split(" ")[0] == knob]
+    assert batch[: len(swept)] == swept
+    bounds = [bound_of(ir_from_knobs(LHS_RHS, c.knobs)) for c in swept]
+    assert bounds == sorted(bounds) and bounds[0] < bound_of(ir_from_knobs(LHS_RHS, best))
+    assert len({c.signature for c in batch}) == 5
 
 
 def test_a_tiny_space_is_exhausted_then_none(tmp_path: Path) -> None:
     workload = tmp_path / "workload.py"
     workload.write_text(TINY)
-    proposer = NkiKnobProposer(workload, knobs_path="k.json", kernel_path="k.py", seed=1)
+    proposer = NkiKnobProposer(
+        workload, knobs_path="k.json", kernel_path="k.py", seed=1, start_pool=0
+    )
     tried: set[str] = set()
     best = None
     for _ in range(400):
@@ -165,7 +174,7 @@ def test_a_win_repeats_the_sweep_and_a_loss_moves_to_another_knob() -> None:
 def test_draws_and_sweeps_prefer_states_that_fit_on_chip() -> None:
     from kernelopt.ir.footprint import fits
 
-    proposer = NkiKnobProposer(ROOT / "ir" / "matmul" / "workload.py", seed=5)
+    proposer = NkiKnobProposer(ROOT / "ir" / "matmul" / "workload.py", seed=5, start_pool=0)
     tried: set[str] = set()
     best = None
     for _ in range(4):
@@ -226,18 +235,28 @@ def test_after_a_fruitless_sweep_round_it_moves_several_knobs_at_once() -> None:
     after_floor = seen[len(proposer.variants) :]  # batch 0 is one state per variant
     changes = [_families(best, c.knobs) for c, best in after_floor]
     # A loop-order sweep may repair scopes on the way; any other sweep moves one knob.
-    single = [f for f in changes if len(f) == 1 and "variant" not in f]
+    # A block move (coarsen, blocking) changes one block size and the scopes that follow it.
+    blocks = [{g for g in f if g.startswith("ltiles_per_block.")} for f in changes]
+    moves = [
+        1 if "loop_order" in f or (len(b) == 1 and f - b <= scoped(f)) else len(f)
+        for f, b in zip(changes, blocks, strict=True)
+    ]
+    single = [f for f, n in zip(changes, moves, strict=True) if n == 1 and "variant" not in f]
     joint = [
-        i
-        for i, f in enumerate(changes)
-        if "variant" in f or ("loop_order" not in f and len(f) >= 2)
+        i for i, (f, n) in enumerate(zip(changes, moves, strict=True)) if "variant" in f or n >= 2
     ]
     assert joint, "no joint or perturbed state after the sweeps ran out"
-    # Every knob family was swept (alone) before the first multi-knob state.
-    swept = set().union(*(f for f in changes[: joint[0]]))
-    knobs = set(knobs_of(ir_from_knobs(LHS_RHS, first_best)))
-    assert knobs <= swept | {"loop_order"}
-    assert len(single) >= len(knobs)
+    # A round of sweeps (every knob with a new kernel to offer, at most FRUITLESS_ROUND
+    # of them) came before the first multi-knob state; a block move sweeps its dim's block.
+    before = zip(changes[: joint[0]], moves[: joint[0]], strict=True)
+    swept = set().union(*(f for f, n in before if n == 1))
+    knobs = knobs_of(ir_from_knobs(LHS_RHS, first_best))
+    assert len(swept) >= min(len(knobs), FRUITLESS_ROUND)
+    assert len(single) >= min(len(knobs), FRUITLESS_ROUND)
+
+
+def scoped(families: set[str]) -> set[str]:
+    return {f for f in families if f.startswith("buffer_scopes.")}
 
 
 def test_a_long_run_never_repeats_a_signature_or_a_kernel() -> None:
@@ -263,8 +282,8 @@ def test_the_search_finds_an_optimum_that_needs_three_knobs_together() -> None:
         assert max(metric(c.knobs) for c, _ in seen) == 6.0, f"seed {seed} missed the optimum"
 
 
-def test_a_dma_bound_best_sweeps_block_sizes_first_a_compute_bound_one_loop_order() -> None:
-    def first_sweep(profile: dict) -> set[str]:
+def test_the_first_sweep_cuts_the_work_of_the_engine_the_profile_says_binds() -> None:
+    def first_sweep(profile: dict) -> tuple[dict, list]:
         proposer = _proposer()
         first = proposer.propose(_state(set()))
         assert first is not None
@@ -282,12 +301,22 @@ def test_a_dma_bound_best_sweeps_block_sizes_first_a_compute_bound_one_loop_orde
         )
         batch = proposer.propose(state)
         assert batch is not None
-        return _families(best, batch[0].knobs)
+        return best, batch
 
-    dma = {"dma_active_time_percent": 99.0, "tensor_engine_active_time_percent": 40.0}
-    te = {"dma_active_time_percent": 30.0, "tensor_engine_active_time_percent": 90.0}
-    assert all(f.startswith("ltiles_per_block.") for f in first_sweep(dma))
-    assert "loop_order" in first_sweep(te)
+    def work(knobs: dict, engine: str) -> float:
+        return getattr(engine_times(ir_from_knobs(LHS_RHS, knobs)), engine)
+
+    # DMA-bound: the first setting moves less over DMA (here: rhs loaded once, not per row).
+    best, batch = first_sweep(
+        {"dma_active_time_percent": 99.0, "tensor_engine_active_time_percent": 40.0}
+    )
+    assert work(batch[0].knobs, "dma") < work(best, "dma")
+    # TensorE-bound, and no setting does less TensorE work: the profile's order, loop order first.
+    best, batch = first_sweep(
+        {"dma_active_time_percent": 30.0, "tensor_engine_active_time_percent": 90.0}
+    )
+    assert all(work(c.knobs, "tensor") >= work(best, "tensor") for c in batch)
+    assert "loop_order" in _families(best, batch[0].knobs)
 
 
 def test_the_surrogate_ranks_unseen_states_by_a_metric_with_interacting_knobs() -> None:
@@ -316,3 +345,33 @@ def test_the_surrogate_ranks_unseen_states_by_a_metric_with_interacting_knobs() 
     noise = list(np.random.default_rng(0).permutation(truth[:90]))
     blind = fit(seen, noise)(unseen)
     assert np.corrcoef(blind, truth[90:])[0, 1] < 0.4
+
+
+def test_on_sim_a_state_counted_slower_than_best_waits() -> None:
+    def second_batch(profile: dict) -> list[float]:
+        proposer = _proposer()
+        first = proposer.propose(_state(set()))
+        assert first is not None
+        obs = Observation(1, "knob", "keep", 1.0, first[0].knobs, first[0].signature, profile)
+        proposer.observe([obs])
+        state = ProposerState(
+            best_metric=1.0,
+            best_knobs=first[0].knobs,
+            better="higher",
+            history=(obs,),
+            tried=frozenset(c.signature for c in first),
+            batch_size=6,
+        )
+        batch = proposer.propose(state)
+        assert batch is not None
+        return [engine_times(ir_from_knobs(LHS_RHS, c.knobs)).floor for c in batch]
+
+    # Without a measured time, the sweep around BEST proposes states of every floor.
+    free = sorted(second_batch({}))
+    cut = max(f for f in free if f * 1.02 < free[-1])  # some above it, some below
+    # BEST measured on sim at that time: nothing counted slower (by 2 %) is proposed.
+    pruned = second_batch({"device": "sim", "total_time": cut * 1e-9})
+    assert pruned and max(pruned) < cut * 1.02
+    # On a device the model is only an estimate: only states counted far slower wait.
+    device = second_batch({"device": "neuron", "total_time": cut * 1e-9})
+    assert max(device) >= cut * 1.02

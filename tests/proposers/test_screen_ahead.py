@@ -84,7 +84,7 @@ def _search(tmp_path: Path, estimator: Any, rounds: int) -> list[list[tuple[str,
     """Rounds of a screened NKI knob search, each chosen candidate 'measured' as its
     estimate minus a penalty by rank, so some rounds keep and some do not."""
     inner = NkiKnobProposer(
-        KERNELS / "workload.py", knobs_path="k.json", kernel_path="k.py", seed=5
+        KERNELS / "workload.py", knobs_path="k.json", kernel_path="k.py", seed=5, start_pool=0
     )
     proposer = ScreeningProposer(inner, _screen(tmp_path, pool=4, top=2), estimator)
     best: float | None = None

@@ -12,10 +12,12 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from kernelopt.sim import check_kernel
-from kernelopt.workload import load_workload
+from kernelopt.sim import SimError, check_kernel, run_kernel
+from kernelopt.sim.chips import chip_params
+from kernelopt.workload import load_workload, numpy_dtype
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks" / "calibration"
 
@@ -28,16 +30,45 @@ def _cases() -> tuple:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    return module.CASES
+    return module
 
 
-CASES = _cases()
+MODULE = _cases()
+CASES = MODULE.CASES
 
 
 def test_every_calibration_kernel_has_a_case():
-    kernels = {p.name for p in CALIBRATION.glob("*.py")} - {"cases.py"}
+    kernels = {p.name for p in CALIBRATION.glob("*.py")} - {"cases.py", "case_types.py"}
     kernels = {k for k in kernels if not k.startswith("workload_")}
     assert kernels == {c.kernel for c in CASES}
+    assert {f.kernel for f in MODULE.FAILURES} <= kernels
+
+
+@pytest.mark.parametrize("failure", MODULE.FAILURES, ids=lambda f: f.name)
+def test_a_kernel_that_does_not_compile_fails_on_the_simulator_too(failure):
+    # At the measured shape: capacity failures depend on it (3 MiB of PSUM at 2048^3).
+    workload = load_workload(CALIBRATION / failure.workload, require=("f_numpy", "INPUT_SPECS"))
+    inputs = {
+        name: np.zeros(shape, numpy_dtype(dtype))
+        for name, (shape, dtype) in workload.input_specs.items()
+    }
+    with pytest.raises(SimError, match=failure.message):
+        run_kernel(
+            CALIBRATION / failure.kernel,
+            inputs,
+            compute=False,
+            params=chip_params(failure.chip),
+            kernel_kwargs=failure.kernel_kwargs,
+        )
+    # The same kernel at a depth that fits runs: the refusal is about capacity.
+    fits = {k: v - 1 if isinstance(v, int) else v for k, v in failure.kernel_kwargs.items()}
+    run_kernel(
+        CALIBRATION / failure.kernel,
+        inputs,
+        compute=False,
+        params=chip_params(failure.chip),
+        kernel_kwargs=fits,
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)

@@ -194,3 +194,43 @@ def k(x):
     with pytest.raises(SimError, match="engine must be a nisa.engine member") as err:
         run_kernel(path, {"x": np.zeros((1,), np.float32)})
     assert err.value.line == line
+
+
+def test_on_chip_reshape_splits_a_free_axis(kernel_file):
+    # attention_cte's probabilities: one [128, 512] SBUF block seen as [128, 4, 128]
+    # and moved by one DMA transpose, each 128-column block transposed on its own.
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 4, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    blocks = nl.ndarray((128, 4, 128), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=blocks, src=t.reshape((128, 4, 128)))
+    nisa.dma_copy(dst=out, src=blocks)
+    return out
+"""
+    x = np.arange(128 * 512, dtype=np.float32).reshape(128, 512)
+    got = _run(kernel_file, body, {"x": x}).outputs
+    assert got.shape == (128, 4, 128)
+    for i in range(4):
+        # Hand-computed: block i of the output is columns [128 i, 128 i + 128) transposed,
+        # so its element [a, c] is x[c, 128 i + a].
+        assert got[5, i, 7] == x[7, 128 * i + 5]
+        np.testing.assert_array_equal(got[:, i, :], x[:, 128 * i : 128 * (i + 1)].T)
+
+
+def test_on_chip_reshape_refuses_what_is_not_a_split(kernel_file):
+    body = """
+@nki.jit
+def k(x):
+    t = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    u = t.reshape(({shape}))
+    nisa.dma_copy(dst=x, src=t)
+    return x
+"""
+    x = np.zeros((128, 512), np.float32)
+    for shape, words in (("64, 2, 512", "partition axis"), ("128, 3, 100", "consecutive")):
+        with pytest.raises(SimError, match=words):
+            _run(kernel_file, body.replace("{shape}", shape), {"x": x})

@@ -128,6 +128,7 @@ def k(x):
         ("", False),
         (", dge_mode=nisa.dge_mode.hwdge", False),
         (", dge_mode=nisa.dge_mode.swdge", True),
+        (", dge_mode=nisa.dge_mode.none", False),
     ],
 )
 def test_hardware_descriptor_generation_shortens_each_dma(kernel_file, mode, software):
@@ -138,6 +139,35 @@ def test_hardware_descriptor_generation_shortens_each_dma(kernel_file, mode, sof
     assert all(i.software_dge is software for i in run.trace)
     per_dma_us = run.profile["total_time"] * 1e6 / 16
     assert (1.3 <= per_dma_us < 1.8) if software else (0.6 <= per_dma_us < 1.1)
+
+
+DMA_FAN = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(x):
+    t = nl.ndarray((64, 64), dtype=x.dtype, buffer=nl.sbuf)
+    for i in nl.affine_range(64):
+        nisa.dma_copy(dst=t[i : i + 1, :], src=x[i : i + 1, :]{mode})
+    return x
+"""
+
+
+def test_precomputed_descriptors_have_the_lowest_latency_per_transfer(kernel_file):
+    # The DGE deep dive (aws-neuron-sdk nki/deep-dives/nki-dge.rst): dge_mode.none reads
+    # descriptors the host made before the run, "lowest per-transfer latency"; it is
+    # not software generation. Sixty-four independent one-row loads (latency, not
+    # bandwidth): with nothing generated on device none waits for a descriptor issuer.
+    x = {"x": np.zeros((128, 64), BF16)}
+    times = {}
+    for mode in ("swdge", "hwdge", "none"):
+        path, _ = kernel_file(DMA_FAN.format(mode=f", dge_mode=nisa.dge_mode.{mode}"), f"{mode}.py")
+        run = run_kernel(path, x, compute=False)
+        assert all(i.precomputed_descriptors is (mode == "none") for i in run.trace)
+        times[mode] = run.profile["total_time"]
+    assert times["none"] < times["hwdge"] < times["swdge"]
 
 
 # --- kernel structure decides the time --------------------------------------------------

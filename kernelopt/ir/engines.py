@@ -1,0 +1,63 @@
+"""Which engine runs each element-wise instruction: VectorE or ScalarE, derived, not a knob.
+
+Some instructions must run on one engine (``activation`` on ScalarE; reductions,
+``tensor_tensor`` and reciprocals on VectorE); ``tensor_scalar`` and ``tensor_copy``
+(a PSUM drain by copy, a transpose brought back to SBUF) run on either on
+NeuronCore-v3 (nki.isa.tensor_copy and nki.isa.tensor_scalar docs, Neuron SDK 2.28+:
+"Supported engines ... NeuronCore v3+: Vector, Scalar, GpSimd"). The plan balances the
+two so that neither finishes long after the other.
+"""
+
+from __future__ import annotations
+
+from kernelopt.ir.derive import scope_of
+from kernelopt.ir.model import KernelIR, Operator, Scope
+from kernelopt.sim.trn2 import DEFAULT_PARAMS
+
+# Element-wise instructions by the engine that must run them; the rest may run on either.
+VECTOR_ONLY = ("tensor_tensor", "tensor_reduce", "reciprocal")
+SCALAR_ONLY = ("activation",)
+EITHER = ("tensor_scalar", "copy", "drain")  # a drain by add is a tensor_tensor: VectorE
+
+
+def drain_adds(ir: KernelIR, drain: Operator) -> bool:
+    """Whether a PSUM drain folds a block's partial sum into SBUF (``tensor_tensor`` add)."""
+    psum = ir.buffer[drain.srcs[0]]
+    return any(scope_of(ir, psum, d) == Scope.PER_BLOCK for d in psum.lifetime_dims)
+
+
+def engine_plan(ir: KernelIR) -> dict[str, str]:
+    """The engine of every instruction that may run on VectorE or ScalarE.
+
+    The fixed work of each engine (elements streamed, a PSUM operand counting
+    twice) is summed first, then each movable instruction, largest first, goes
+    where the busier engine finishes sooner, so VectorE and ScalarE share the
+    element-wise work. A tie stays on VectorE, the instructions' default engine.
+    """
+    rates = {"vector": DEFAULT_PARAMS.vector_clock_hz, "scalar": DEFAULT_PARAMS.scalar_clock_hz}
+    load = {"vector": 0.0, "scalar": 0.0}
+    movable: list[tuple[float, int, Operator]] = []
+    for i, op in enumerate(ir.operators):
+        buf = ir.buffer.get(op.srcs[0]) if op.srcs else None
+        if buf is None:
+            continue
+        dp, df = buf.axes
+        work = ir.dim[dp].size * ir.dim[df].size * (2.0 if buf.memory == "psum" else 1.0)
+        if op.kind == "drain" and drain_adds(ir, op):
+            load["vector"] += work
+        elif op.kind in VECTOR_ONLY:
+            load["vector"] += work
+        elif op.kind in SCALAR_ONLY:
+            load["scalar"] += work
+        elif op.kind in EITHER:
+            movable.append((-work, i, op))
+    plan: dict[str, str] = {}
+    for negative, _, op in sorted(movable, key=lambda m: (m[0], m[1])):
+        finish = {
+            e: max((load[e] - negative) / rates[e], load[o] / rates[o])
+            for e, o in (("vector", "scalar"), ("scalar", "vector"))
+        }
+        engine = "scalar" if finish["scalar"] < finish["vector"] else "vector"
+        load[engine] -= negative
+        plan[op.name] = engine
+    return plan

@@ -1,0 +1,103 @@
+"""Rewrites of the math itself: the traced op graph changed, then lowered again.
+
+They keep what the workload computes (an identity of the algebra, exact in
+real arithmetic) and change which instructions compute it. A lowering rewrite
+(``rewrites.py``) cannot follow one: it drops the graph, so these come first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kernelopt.ir.build import lower
+from kernelopt.ir.model import KernelIR
+from kernelopt.ir.ops import NKIMatmul, NKITensorScalar, NKITranspose
+from kernelopt.ir.trace import Trace, TracedOp, TracedTensor
+
+
+def _variant(ir: KernelIR, name: str) -> str:
+    return name if ir.variant == "base" else f"{ir.variant}+{name}"
+
+
+def _is_row_scale(op: TracedOp) -> bool:
+    """``data`` times numbers and [P, 1] columns only: a scale of each row of ``data``."""
+    if not isinstance(op.op, NKITensorScalar):
+        return False
+    ops = [op.attrs.get(k) for k in ("op0", "op1") if op.attrs.get(k) is not None]
+    return bool(ops) and all(o == "multiply" for o in ops)
+
+
+def _readers(tr: Trace, tensor: TracedTensor) -> list[TracedOp]:
+    return [o for o in tr.ops if any(t.name == tensor.name for t in o.operands.values())]
+
+
+def _fresh(tr: Trace, base: str) -> str:
+    taken = {p.name for p in tr.params} | {o.output.name for o in tr.ops}
+    name = base
+    while name in taken:
+        name = f"_{name}"
+    return name
+
+
+class ScaleAfterMatmul:
+    """A per-row scale moved past a transpose and the matmul it feeds.
+
+    Pattern: ``matmul(stationary=transpose(x * c), moving=w)``, where ``c`` is a
+    [P, 1] column (one value per row of ``x``) or a number. Scaling row ``m`` of
+    ``x`` scales row ``m`` of ``x @ w`` by the same factor, so the result is
+    ``c * matmul(stationary=transpose(x), moving=w)``: the scale runs once on the
+    matmul's result (it may read the PSUM accumulator, FusedDrain) and the
+    transpose reads ``x`` itself (a loaded input: LoadTranspose can make it a
+    transposing DMA), so neither waits for the row's norm. Every matmul the
+    transpose feeds as its stationary operand gets the scale; the product is
+    kept in fp32 until the scale, so the result is rounded once, as before.
+    """
+
+    name = "ScaleAfterMatmul"
+
+    def apply(self, ir: KernelIR) -> KernelIR:
+        tr = ir.graph
+        if not isinstance(tr, Trace):
+            return ir
+        for scale in tr.ops:
+            if not _is_row_scale(scale):
+                continue
+            for transpose in _readers(tr, scale.output):
+                rewritten = self._rewrite(tr, scale, transpose)
+                if rewritten is not None:
+                    return lower(rewritten, ir.func_name, _variant(ir, self.name))
+        return ir
+
+    def _rewrite(self, tr: Trace, scale: TracedOp, transpose: TracedOp) -> Trace | None:
+        if not isinstance(transpose.op, NKITranspose) or transpose.output.name == tr.output.name:
+            return None
+        matmuls = _readers(tr, transpose.output)
+        for m in matmuls:
+            feeds = [role for role, t in m.operands.items() if t.name == transpose.output.name]
+            if not isinstance(m.op, NKIMatmul) or feeds != ["stationary"]:
+                return None  # the transposed rows are read some other way: keep them scaled
+        data = scale.operands["data"]
+        columns = {role: t for role, t in scale.operands.items() if role != "data"}
+        ops: list[TracedOp] = []
+        for op in tr.ops:
+            if op is scale:
+                if len(_readers(tr, scale.output)) > 1:
+                    ops.append(op)  # the scaled rows have other readers: they keep it
+            elif op is transpose:
+                ops.append(dataclasses.replace(op, operands={"data": data}))
+            elif any(op is m for m in matmuls):
+                out = op.output
+                raw = dataclasses.replace(
+                    out, name=_fresh(tr, f"{out.name}_unscaled"), dtype="float32"
+                )
+                ops.append(dataclasses.replace(op, output=raw))
+                labels = {"P": out.axes[0], "F": out.axes[1]}
+                labels.update({f"_{role}": scale.labels[f"_{role}"] for role in columns})
+                operands = {"data": raw, **columns}
+                ops.append(TracedOp(scale.op, operands, dict(scale.attrs), out, labels))
+            else:
+                ops.append(op)
+        return dataclasses.replace(tr, ops=tuple(ops))
+
+
+GRAPH_REWRITES = (ScaleAfterMatmul(),)

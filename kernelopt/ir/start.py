@@ -1,0 +1,221 @@
+"""Where a search over a workload's knob states starts: a pool screened on the simulator.
+
+Every rewrite variant's default knobs and a few joint draws of each are
+rendered and timed by the simulator's cost model (trace only: no array math,
+the same timing), and ranked by that estimate. ``kernelopt ir init`` writes the
+best of them as a workload's first knobs.json and kernel.py; the NKI proposer
+measures the best few first. The estimate is a prior, not a measurement: on a
+device it only orders the first candidates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelopt.ir.derive import derive
+from kernelopt.ir.footprint import fits
+from kernelopt.ir.model import Dim, KernelIR, PhysicalBuffer, Scope
+from kernelopt.ir.render import render_ir
+from kernelopt.ir.sample import SampleError, knob_signature, sample
+from kernelopt.workload import Workload, make_inputs
+
+Timer = Callable[[KernelIR], float | None]
+DRAWS_PER_SLOT = 12  # joint draws per pool slot, ranked by their engines' work
+
+
+class SimTimer:
+    """A knob state's simulated time in seconds (None when the simulator refuses it,
+    e.g. out of SBUF), each rendered kernel simulated once."""
+
+    def __init__(self, workload: Workload) -> None:
+        from kernelopt.ir.mac import compute_mac_count
+
+        self.inputs = make_inputs(workload.input_specs, 0)
+        self.macs = compute_mac_count(workload.f_nkigym, workload.input_specs)
+        self.cache: dict[str, float | None] = {}
+        self.dir = Path(tempfile.mkdtemp(prefix="kernelopt-start-"))
+
+    def __call__(self, ir: KernelIR) -> float | None:
+        from kernelopt.sim import SimError, run_kernel
+
+        source = render_ir(ir)
+        if source not in self.cache:
+            path = self.dir / "kernel.py"
+            path.write_text(source)
+            try:
+                run = run_kernel(path, self.inputs, compute=False, mac_count=self.macs)
+                self.cache[source] = float(run.profile["total_time"])
+            except SimError:
+                self.cache[source] = None
+        return self.cache[source]
+
+
+@dataclass(frozen=True)
+class Start:
+    """One screened state and its estimated time (seconds)."""
+
+    ir: KernelIR
+    seconds: float
+
+
+def templates(ir: KernelIR) -> list[KernelIR]:
+    """Streaming layouts of one variant, the shape a hand-written kernel usually has.
+
+    One parallel dim ``o`` is walked outermost, tile by tile, and every buffer holds
+    one tile of it (so the loads of the next rows overlap the work on these);
+    the other dims follow, parallel ones before reducing ones or after, each in one
+    block or tile by tile, and every buffer holds them whole, or, PSUM being small
+    (8 banks), every accumulator holds one tile of them. And with ``o``'s blocks
+    outermost, the output walked in blocks of two tiles of every parallel dim. States
+    the validity report cannot repair, or that would not fit, are left out.
+    """
+    parallel = [d for d in ir.dims if not d.reducing]
+    reducing = [d for d in ir.dims if d.reducing]
+    found: dict[str, KernelIR] = {}
+    for o in (d for d in parallel if d.num_tiles > 1):
+        rest = [d for d in parallel if d is not o]
+        for others in dict.fromkeys((tuple(rest + reducing), tuple(reducing + rest))):
+            order = [f"{o.name}.block", f"{o.name}.tile"]
+            order += [f"{d.name}.{k}" for d in others for k in ("block", "tile")]
+            for whole, psum_tiles in itertools.product((False, True), repeat=2):
+                blocks = {d.name: d.num_tiles if whole else 1 for d in others}
+                scopes = {
+                    b.name: {d: _template_scope(b, d, o.name, psum_tiles) for d in b.knob_dims}
+                    for b in ir.buffers
+                }
+                state = _repaired(ir.with_knobs(order, {**blocks, o.name: 1}, scopes))
+                if state is not None and fits(state):
+                    found.setdefault(knob_signature(state), state)
+        blocked = _blocked(ir, [o, *rest], reducing)
+        if blocked is not None:
+            found.setdefault(knob_signature(blocked), blocked)
+    return list(found.values())
+
+
+def _blocked(ir: KernelIR, parallel: list[Dim], reducing: list[Dim]) -> KernelIR | None:
+    """The output walked in blocks of two tiles per parallel dim (``parallel[0]``'s blocks
+    outermost), each block's tiles inside, every buffer holding the block and the
+    reducing dims whole: the tiling of a blocked GEMM, applied to the graph."""
+    order = [f"{d.name}.block" for d in parallel] + [f"{d.name}.tile" for d in parallel]
+    order += [f"{d.name}.{k}" for d in reducing for k in ("block", "tile")]
+    blocks = {d.name: 2 if d.num_tiles % 2 == 0 else 1 for d in parallel}
+    blocks.update({d.name: d.num_tiles for d in reducing})
+    scopes = {
+        b.name: {
+            d: Scope.FULL if ir.dim[d].reducing or d in b.lifetime_dims else Scope.PER_BLOCK
+            for d in b.knob_dims
+        }
+        for b in ir.buffers
+    }
+    state = _repaired(ir.with_knobs(order, blocks, scopes))
+    return state if state is not None and fits(state) else None
+
+
+def _template_scope(buf: PhysicalBuffer, d: str, outer: str, psum_tiles: bool) -> Scope:
+    if d in buf.lifetime_dims:
+        return Scope.FULL
+    if d == outer or (psum_tiles and buf.memory == "psum"):
+        return Scope.PER_TILE
+    return Scope.FULL
+
+
+def _repaired(state: KernelIR) -> KernelIR | None:
+    """The state with its validity report's fixes applied (as ``moves.repair`` does)."""
+    from kernelopt.ir.validate import apply_fix, validity_report
+
+    for _ in range(4):
+        report = validity_report(state)
+        if not report or report[0].fix is None:
+            break
+        state = apply_fix(state, report[0].fix)
+    return None if derive(state)[1] else state
+
+
+def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[KernelIR]:
+    """The states a start is screened from, each knob state once.
+
+    Every variant's default knobs and streaming templates, then joint draws (likely
+    to fit only): of ``DRAWS_PER_SLOT * size`` draws, the ``size // 2`` whose busiest
+    engine has the least work (``cost.engine_times``: repeated work and reloads
+    show there) and ``size // 4`` others, so the count does not steer alone.
+    """
+    from kernelopt.ir.cost import engine_times
+
+    states: dict[str, KernelIR] = {}
+    for ir in variants:
+        if not derive(ir)[1]:
+            states.setdefault(knob_signature(ir), ir)
+    if size <= 0:
+        return list(states.values())
+    for ir in variants:
+        for state in templates(ir):
+            states.setdefault(knob_signature(state), state)
+    live = [v for v in variants if not _dtype_invalid(v)]
+    draws: dict[str, KernelIR] = {}
+    misses = 0
+    while live and len(draws) < DRAWS_PER_SLOT * size and misses < 20 * size:
+        try:
+            ir = sample(live[(len(draws) + misses) % len(live)], rng)
+        except SampleError:
+            misses += 1
+            continue
+        sig = knob_signature(ir)
+        if sig in states or sig in draws or not fits(ir):
+            misses += 1
+            continue
+        draws[sig] = ir
+    bound = {sig: engine_times(ir).bound for sig, ir in draws.items()}  # type: ignore[union-attr]
+    lean = sorted(draws, key=lambda sig: bound[sig])[: size // 2]
+    others = [sig for sig in draws if sig not in lean]
+    picks = lean + rng.sample(others, min(len(others), size // 4))
+    for sig in picks:
+        states.setdefault(sig, draws[sig])
+    return list(states.values())
+
+
+def _dtype_invalid(ir: KernelIR) -> bool:
+    return any(f.check == "isa_dtype" for f in derive(ir)[1])
+
+
+def ranked(states: Sequence[KernelIR], timer: Timer) -> list[Start]:
+    """The states the timer could time, fastest first (ties keep the pool's order)."""
+    timed = [(timer(ir), i, ir) for i, ir in enumerate(states)]
+    return [Start(ir, t) for t, _, ir in sorted(x for x in timed if x[0] is not None)]
+
+
+INIT_POOL = 24  # states `kernelopt ir init` screens by default
+
+
+def initial_state(
+    workload: Workload, pool_size: int = INIT_POOL, seed: int = 0
+) -> tuple[KernelIR, float | None]:
+    """The knob state a workload's tuning starts from, and its estimated time.
+
+    The best of ``pool_size`` screened states over every rewrite variant; with
+    ``pool_size`` 0 (or nothing the simulator can time) the base IR's default knobs.
+    """
+    from kernelopt.ir.knobs_io import ir_for_workload
+    from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
+
+    base = ir_for_workload(workload)
+    if pool_size <= 0:
+        return base, None
+    variants = [ir for _, ir in enumerate_rewrite_combinations(base, list(REWRITES.values()))]
+    starts = ranked(pool(variants, random.Random(seed), pool_size), SimTimer(workload))
+    return (starts[0].ir, starts[0].seconds) if starts else (base, None)
+
+
+def init_paths(workload: Path) -> tuple[Path, Path]:
+    """Where a workload's knobs.json and kernel.py go: beside it (``ir/<name>/workload.py``
+    gets ``knobs.json`` and ``kernel.py``; ``foo.py`` gets ``foo_knobs.json``, ``foo_kernel.py``)."""
+    if workload.name == "workload.py":
+        return workload.parent / "knobs.json", workload.parent / "kernel.py"
+    return (
+        workload.parent / f"{workload.stem}_knobs.json",
+        workload.parent / f"{workload.stem}_kernel.py",
+    )

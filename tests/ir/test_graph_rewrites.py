@@ -1,0 +1,255 @@
+"""ScaleAfterMatmul: a per-row scale moved past a transpose + matmul (x * c) @ w = c * (x @ w).
+
+The pattern is found on the traced graph, the graph lowered again; LoadTranspose and
+FusedDrain then apply to the rewritten graph. Numerics are checked in the simulator.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from kernelopt.ir import (
+    REWRITES,
+    KnobsError,
+    enumerate_rewrite_combinations,
+    ir_from_knobs,
+    knobs_to_json,
+    render_ir,
+    sample,
+    validity_report,
+)
+from kernelopt.ir.build import build_ir
+from kernelopt.ir.graph_rewrites import ScaleAfterMatmul
+from kernelopt.ir.rewrites import FusedDrain, LoadTranspose
+from kernelopt.sim import check_kernel
+from kernelopt.workload import load_workload
+
+HEAD = """
+import numpy as np
+
+from kernelopt.ir import (
+    NKIActivation, NKIMatmul, NKITensorReduce, NKITensorScalar, NKITranspose,
+)
+"""
+
+SLOW_RMSNORM = (
+    HEAD
+    + """
+
+def f_nkigym(x, w):
+    ss = NKITensorReduce(op="add", axis=1)(data=NKIActivation(op="square")(data=x))
+    rs = NKIActivation(op="rsqrt")(
+        data=NKITensorScalar(op0="multiply", operand0=1.0 / 256, op1="add", operand1=1e-6)(data=ss)
+    )
+    xn = NKITensorScalar(op0="multiply", operand0=rs, op1="multiply", operand1=2.0)(data=x)
+    out = NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)
+    return out
+
+
+def f_numpy(x, w):
+    x = x.astype(np.float32)
+    rs = 1.0 / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + 1e-6)
+    return (x * rs * 2.0) @ w.astype(np.float32)
+
+
+INPUT_SPECS = {"x": ((256, 256), "DTYPE"), "w": ((256, 1024), "DTYPE")}
+"""
+)
+
+
+def _workload(tmp_path: Path, text: str, dtype: str = "bfloat16"):
+    path = tmp_path / "workload.py"
+    path.write_text(text.replace("DTYPE", dtype))
+    return load_workload(path)
+
+
+def _ir(workload):
+    return build_ir(workload.f_nkigym, workload.input_specs, name="k")
+
+
+def test_the_scale_moves_after_the_matmul_and_the_transpose_reads_x(tmp_path: Path) -> None:
+    base = _ir(_workload(tmp_path, SLOW_RMSNORM))
+    moved = ScaleAfterMatmul().apply(base)
+    assert moved.variant == "ScaleAfterMatmul"
+    ops = {op.name: op for op in moved.operators}
+    assert ops["transpose_t5"].srcs == ("sbuf_x",)
+    scale = ops["tensor_scalar_out"]
+    assert scale.srcs == ("sbuf_out_unscaled", "sbuf_rs")
+    assert scale.attr("op0") == scale.attr("op1") == "multiply" and scale.attr("operand1") == 2.0
+    # The product stays fp32 until the scale; the kernel's output keeps its dtype.
+    assert moved.buffer["sbuf_out_unscaled"].dtype == "float32"
+    assert moved.output == base.output and moved.output.dtype == "bfloat16"
+    assert "sbuf_t4" not in moved.buffer  # the scaled copy of x had no other reader
+    assert validity_report(moved) == []
+
+
+def test_the_rewritten_graph_opens_load_transpose_and_fused_drain(tmp_path: Path) -> None:
+    base = _ir(_workload(tmp_path, SLOW_RMSNORM))
+    names = [n for n, _ in enumerate_rewrite_combinations(base, list(REWRITES.values()))]
+    assert names == [
+        "base",
+        "ScaleAfterMatmul",
+        "SbufTranspose",
+        "ScaleAfterMatmul+LoadTranspose",
+        "ScaleAfterMatmul+FusedDrain",
+        "ScaleAfterMatmul+LoadTranspose+FusedDrain",
+    ]
+    # Without the move, neither applies: x * rs is computed (only an SBUF-to-SBUF DMA can
+    # transpose it), and the drain feeds the store.
+    assert LoadTranspose().apply(base) is base and FusedDrain().apply(base) is base
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_every_variant_computes_f_numpy(tmp_path: Path, dtype: str) -> None:
+    workload = _workload(tmp_path, SLOW_RMSNORM, dtype)
+    base = _ir(workload)
+    variants = dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))
+    # dma_transpose moves 2-byte elements only: an fp32 x keeps its TensorE transpose.
+    assert any("LoadTranspose" in n for n in variants) == (dtype == "bfloat16")
+    rng = random.Random(dtype)
+    for name, variant in variants.items():
+        for ir in (variant, sample(variant, rng)):
+            kernel = tmp_path / f"{name}.py"
+            kernel.write_text(render_ir(ir))
+            report = check_kernel(kernel, workload)
+            assert report.correct, f"{name}: {report.error}"
+
+
+def test_knobs_name_the_variant_and_a_wrong_order_is_refused(tmp_path: Path) -> None:
+    workload = _workload(tmp_path, SLOW_RMSNORM)
+    base = _ir(workload)
+    variants = dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))
+    state = sample(variants["ScaleAfterMatmul+FusedDrain"], random.Random(1))
+    again = ir_from_knobs(base, knobs_to_json(state))
+    assert render_ir(again) == render_ir(state)
+    # A lowering rewrite drops the graph: the move cannot follow it.
+    with pytest.raises(KnobsError, match="does not apply"):
+        ir_from_knobs(base, {"variant": "FusedDrain+ScaleAfterMatmul"})
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # A shift is not a scale: (x + b) @ w is not (x @ w) + b.
+        "xn = NKITensorScalar(op0='add', operand0=rs)(data=x)\n"
+        "    out = NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)",
+        # Scaled rows read as the moving operand: the scale is on K, not on the output rows.
+        "xn = NKITensorScalar(op0='multiply', operand0=rs)(data=x)\n"
+        "    out = NKIMatmul()(stationary=w2, moving=NKITranspose()(data=xn))",
+        # The transposed rows are the result: nothing to move the scale past.
+        "xn = NKITensorScalar(op0='multiply', operand0=rs)(data=x)\n"
+        "    out = NKITranspose()(data=xn)",
+    ],
+)
+def test_no_move_where_the_algebra_does_not_allow_it(tmp_path: Path, body: str) -> None:
+    text = (
+        HEAD
+        + f"""
+
+def f_nkigym(x, w, w2):
+    rs = NKITensorReduce(op="add", axis=1)(data=x)
+    {body}
+    return out
+
+
+def f_numpy(x, w, w2):
+    return x
+
+
+INPUT_SPECS = {{
+    "x": ((256, 256), "bfloat16"),
+    "w": ((256, 512), "bfloat16"),
+    "w2": ((256, 256), "bfloat16"),
+}}
+"""
+    )
+    base = _ir(_workload(tmp_path, text))
+    assert ScaleAfterMatmul().apply(base) is base
+
+
+def test_scaled_rows_read_elsewhere_are_kept_for_those_readers(tmp_path: Path) -> None:
+    text = (
+        HEAD
+        + """
+
+def f_nkigym(x, w):
+    rs = NKITensorReduce(op="maximum", axis=1)(data=x)
+    xn = NKITensorScalar(op0="multiply", operand0=rs)(data=x)
+    mm = NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)
+    out = NKITensorScalar(op0="add", operand0=NKITensorReduce(op="add", axis=1)(data=xn))(data=mm)
+    return out
+
+
+def f_numpy(x, w):
+    x = x.astype(np.float32)
+    xn = x * x.max(axis=1, keepdims=True)
+    return xn @ w.astype(np.float32) + xn.sum(axis=1, keepdims=True)
+
+
+INPUT_SPECS = {"x": ((256, 256), "bfloat16"), "w": ((256, 512), "bfloat16")}
+"""
+    )
+    workload = _workload(tmp_path, text)
+    moved = ScaleAfterMatmul().apply(_ir(workload))
+    assert moved.variant == "ScaleAfterMatmul"
+    readers = {op.name: op.srcs for op in moved.operators}
+    assert readers["tensor_scalar_xn"] == ("sbuf_x", "sbuf_rs")  # kept for the add
+    assert readers["transpose_t2"] == ("sbuf_x",)
+    assert readers["tensor_scalar_mm"] == ("sbuf_mm_unscaled", "sbuf_rs")
+    assert readers["tensor_reduce_t4"] == ("sbuf_xn",)
+    assert readers["tensor_scalar_out"] == ("sbuf_mm", "sbuf_t4")
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(render_ir(sample(moved, random.Random(5))))
+    report = check_kernel(kernel, workload)
+    assert report.correct, report.error
+
+
+LAYERNORM_MATMUL = (
+    HEAD
+    + """
+
+def f_nkigym(x, w):
+    neg_mean = NKITensorScalar(op0="multiply", operand0=-1.0 / 256)(
+        data=NKITensorReduce(op="add", axis=1)(data=x)
+    )
+    xc = NKITensorScalar(op0="add", operand0=neg_mean)(data=x)
+    out = NKIMatmul()(stationary=NKITranspose()(data=xc), moving=w)
+    return out
+
+
+def f_numpy(x, w):
+    x = x.astype(np.float32)
+    return (x - x.mean(axis=1, keepdims=True)) @ w.astype(np.float32)
+
+
+INPUT_SPECS = {"x": ((256, 256), "DTYPE"), "w": ((256, 512), "DTYPE")}
+"""
+)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_a_computed_tile_is_transposed_by_dma_from_sbuf(tmp_path: Path, dtype: str) -> None:
+    from kernelopt.ir.rewrites import SbufTranspose
+
+    workload = _workload(tmp_path, LAYERNORM_MATMUL, dtype)
+    base = _ir(workload)
+    moved = SbufTranspose().apply(base)
+    if dtype == "float32":  # dma_transpose moves 2-byte elements only
+        assert moved is base
+        return
+    assert moved.variant == "SbufTranspose"
+    kinds = [op.kind for op in moved.operators]
+    assert "transpose" not in kinds and "copy" not in kinds and "sbuf_transpose" in kinds
+    assert not any(b.memory == "psum" and b.role == "transposed" for b in moved.buffers)
+    # The shift keeps the transpose on a computed tile: LoadTranspose has nothing to move.
+    assert LoadTranspose().apply(base) is base
+    for ir in (moved, sample(moved, random.Random(1)), sample(moved, random.Random(2))):
+        text = render_ir(ir)
+        assert "nisa.dma_transpose(" in text and "src=sbuf_xc[" in text
+        kernel = tmp_path / "kernel.py"
+        kernel.write_text(text)
+        report = check_kernel(kernel, workload)
+        assert report.correct, report.error

@@ -1,0 +1,88 @@
+"""Where a search starts: streaming templates, the screened pool, and its ranking on sim."""
+
+from __future__ import annotations
+
+import random
+
+from ir_support import small_ir, small_workload
+
+from kernelopt.ir import REWRITES, enumerate_rewrite_combinations, knob_signature
+from kernelopt.ir.cost import engine_times
+from kernelopt.ir.derive import derive
+from kernelopt.ir.footprint import fits
+from kernelopt.ir.model import Scope
+from kernelopt.ir.start import SimTimer, pool, ranked, templates
+
+
+def _variants(name: str):
+    return [v for _, v in enumerate_rewrite_combinations(small_ir(name), list(REWRITES.values()))]
+
+
+def test_templates_stream_one_parallel_dim_and_hold_the_rest() -> None:
+    for name in ("rmsnorm_matmul", "softmax", "swiglu"):
+        for variant in _variants(name):
+            found = templates(variant)
+            assert found, (name, variant.variant)
+            for state in found:
+                assert not derive(state)[1] and fits(state) and state.variant == variant.variant
+                if _blocked_walk(state):
+                    continue  # the blocked-GEMM template: below
+                outer = state.loop_order[0].split(".")[0]
+                assert state.loop_order[1] == f"{outer}.tile"  # its tiles walked one by one
+                assert not state.dim[outer].reducing and state.ltiles_per_block[outer] == 1
+    # A row-streamed softmax holds one row tile in each buffer and whole rows.
+    soft = templates(small_ir("softmax"))
+    rows = next(s for s in soft if s.loop_order[0] == "d0.block")
+    assert rows.buffer_scopes["sbuf_x"]["d0"] == Scope.PER_TILE
+
+
+def _blocked_walk(state) -> bool:
+    """Every parallel dim's block loop outermost, then their tile loops."""
+    parallel = [d.name for d in state.dims if not d.reducing]
+    head = [f"{d}.block" for d in parallel] + [f"{d}.tile" for d in parallel]
+    return sorted(state.loop_order[: len(head)]) == sorted(head) and all(
+        e.endswith(".block") for e in state.loop_order[: len(parallel)]
+    )
+
+
+def test_a_template_walks_the_output_in_blocks_of_two_tiles() -> None:
+    # The matmul's output (2 x 2 tiles at this size) walked as one blocked GEMM does.
+    for name in ("matmul", "rmsnorm_matmul"):
+        found = [s for v in _variants(name) for s in templates(v) if _blocked_walk(s)]
+        assert found, name
+        for state in found:
+            for d in state.dims:
+                want = d.num_tiles if d.reducing else (2 if d.num_tiles % 2 == 0 else 1)
+                assert state.ltiles_per_block[d.name] == want, (name, d.name)
+
+
+def test_the_pool_is_defaults_templates_and_lean_draws_once_each() -> None:
+    variants = _variants("rmsnorm_matmul")
+    states = pool(variants, random.Random(3), 8)
+    signatures = [knob_signature(s) for s in states]
+    assert len(signatures) == len(set(signatures))
+    assert all(knob_signature(v) in signatures for v in variants if not derive(v)[1])
+    assert all(not derive(s)[1] for s in states)
+    # The lean half of the draws does less work on its busiest engine than the rest.
+    shaped = {knob_signature(t) for v in variants for t in (v, *templates(v))}
+    drawn = [s for s in states if knob_signature(s) not in shaped]
+    bounds = [engine_times(s).bound for s in drawn]
+    assert len(drawn) == 8 // 2 + 8 // 4 and max(bounds[:4]) <= min(bounds[4:])
+
+
+def test_the_pool_is_seeded() -> None:
+    variants = _variants("softmax")
+    first = [knob_signature(s) for s in pool(variants, random.Random(3), 8)]
+    assert [knob_signature(s) for s in pool(variants, random.Random(3), 8)] == first
+    assert [knob_signature(s) for s in pool(variants, random.Random(4), 8)] != first
+
+
+def test_ranked_orders_by_simulated_time_and_drops_what_cannot_run() -> None:
+    workload = small_workload("softmax")
+    timer = SimTimer(workload)
+    states = pool(_variants("softmax"), random.Random(0), 6)
+    starts = ranked(states, timer)
+    assert starts and [s.seconds for s in starts] == sorted(s.seconds for s in starts)
+    assert all(s.seconds == timer(s.ir) for s in starts)
+    refused = ranked(states, lambda ir: None)
+    assert refused == []
