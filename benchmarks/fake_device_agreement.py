@@ -4,9 +4,9 @@
                                                [--no-scoreboard] [--json]
 
 The fake device (kernelopt/testing/fake_trn2/timing.py) times a kernel's
-instruction stream with mechanisms of its own; the model is the simulator as
-it stands (kernelopt.sim, default parameters). Both see the same traced
-kernel. The kernels: the Trn2 calibration kernels timed on the device
+instruction stream with mechanisms, a memory plan and a PSUM lowering of its
+own; the model is the simulator as it stands (kernelopt.sim, default
+parameters). Both see the same traced kernel. The kernels: the Trn2 calibration kernels timed on the device
 (benchmarks/calibration, with the compiler options each was measured with;
 the Trn1 cases are another chip), the matmul kernels of tests/sim/kernels at
 2048^3 bf16, and ``--states`` KernelIR knob states of ir/matmul

@@ -7,8 +7,11 @@ construction. So the device runs the kernel to get its real outputs and its
 executed instruction stream, and times that stream with a model of its own
 (``timing.py`` beside this file: in-order pipelined engines, semaphore waits,
 TensorE weight loads and clock ramp, PSUM bank ports, DMA rings, descriptors
-and HBM pages, each a physical statement with its public source). Nothing in
-that timing reads kernelopt's cost model or its parameters. Measurements add
+and HBM pages, each a physical statement with its public source) under a
+memory plan of its own (``timing_plan.py``: which allocation takes over whose
+memory, decided by the device's compiler rules, not the simulator's) and its
+own lowering of PSUM calls bank by bank (``timing_lower.py``). Nothing
+in that timing reads kernelopt's cost model, its memory plan or its parameters. Measurements add
 seeded noise of about ``noise_pp`` MFU percentage points. Outputs are stored
 in the output's dtype the way the device writes HBM, and a ``device_fault``
 setting can make them wrong, so a kernel the CPU check passes can still fail

@@ -6,12 +6,15 @@ model's own equations with other numbers. So this file times the executed
 instruction stream (the list of ``kernelopt.sim.trace.Instruction`` records
 the kernel's trace yields: what each instruction is, which engine runs it,
 what it reads and writes, its sizes) with a model of its own. Nothing here
-reads ``kernelopt.sim.cost``, ``kernelopt.sim.schedule`` or a ``Trn2Params``
-field; the memory plan is used only for which allocations take over whose
-physical memory (a compiler decision the NEFF fixes, not a timing).
+reads ``kernelopt.sim.cost``, ``kernelopt.sim.schedule``, the simulator's
+memory plan (``AllocationInfo.reuses``) or a ``Trn2Params`` field: which
+allocations take over whose physical memory is the device compiler's own
+decision (``timing_plan.py``).
 
-The model is three files: this one (the numbers, the device and its
-timeline), ``timing_mechanisms.py`` (its building blocks: an in-order engine,
+The model is five files: this one (the numbers, the device and its
+timeline), ``timing_plan.py`` (the device compiler's placement and buffer
+rotation), ``timing_lower.py`` (its lowering of PSUM calls by bank),
+``timing_mechanisms.py`` (its building blocks: an in-order engine,
 a shared link, per-allocation access history) and ``timing_profile.py`` (the
 neuron-profile style summary of a timeline). They import nothing of kernelopt
 but each other.
@@ -39,12 +42,12 @@ follows. Sources:
   the DMA transpose moves fixed 16 x 128 two-byte blocks.
 - Statements marked (unverified) are this fake's assumptions: no public
   source settles the number. They were set so that the device stays near
-  the public Trn2 figures of the calibration kernels (3.9 pp on average).
-  Its disagreement with kernelopt's model is smaller than the public record
-  (rank correlation 0.94 rather than about 0.8): both time the same traced
-  instruction stream with the same memory plan, and that shared structure
-  decides most of the ordering. benchmarks/fake_device_agreement.py
-  measures both (docs/screening.md).
+  the public Trn2 figures of the calibration kernels (3.7 pp on average).
+  Against kernelopt's model it ranks the KernelIR states of ir/matmul with
+  rank correlation 0.80 (the public record: about 0.8) but all 38 kernels
+  of benchmarks/fake_device_agreement.py with 0.91, and reads mid-range
+  kernels only 4.9 pp faster than the model on average (public: 7-12 pp):
+  both time the same traced instruction stream (docs/screening.md).
 
 Mechanisms the device has (each a ``_Device`` step below):
 
@@ -76,12 +79,12 @@ Mechanisms the device has (each a ``_Device`` step below):
    ``THROTTLE_IDLE_NS`` idle and ramps linearly to full rate over
    ``RAMP_NS`` of activity [v2] (a ramp, not a step).
 7. PSUM bank ports. PSUM has 8 banks of 2 KiB per partition [v3]. The
-   compiler places PSUM tiles at a rotating address: a tile of a bank or
-   more starts on a bank boundary, smaller ones are packed side by side, so
-   consecutive small tiles share a bank. An access to a bank waits while
-   another engine's access to the same bank is in progress (one port per
-   bank: the [cal] contention of a transpose tile beside the drain;
-   unverified in detail).
+   device's compiler places PSUM tiles in banks (``timing_plan.py``, rule
+   2: a rotating cursor, small tiles packed side by side, so consecutive
+   small tiles share a bank). An access to a bank waits while another
+   engine's access to the same bank is in progress (one port per bank: the
+   [cal] contention of a transpose tile beside the drain; unverified in
+   detail).
 8. DMA rings and descriptors. A transfer goes to one of the core's 16 DMA
    rings [v3] in program order (round robin), each ring in order; a
    transfer is cut into one descriptor per contiguous run of bytes, and the
@@ -106,6 +109,15 @@ Mechanisms the device has (each a ``_Device`` step below):
 11. Launch. The measured device time includes the engines' first
     instruction fetch and the final completion semaphore,
     ``LAUNCH_NS`` (unverified).
+12. Memory taken over. Which allocation takes over whose memory is the
+    device compiler's plan (``timing_plan.py``). Hypothesis (unverified):
+    the compiler's dependency analysis works on addresses, so when the new
+    tile has the old one's shape (each element at the same address), a
+    write to it waits only for the old tile's accesses to the same bytes;
+    otherwise its first access waits for the old tile's last.
+13. PSUM calls split by bank. A call over a PSUM tensor of several banks
+    runs as one instruction per bank (``timing_lower.py``), each waiting
+    only for what touches its bank.
 """
 
 from __future__ import annotations
@@ -114,6 +126,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelopt.testing.fake_trn2.timing_lower import split_psum
 from kernelopt.testing.fake_trn2.timing_mechanisms import (
     Accesses,
     Bandwidth,
@@ -121,6 +134,12 @@ from kernelopt.testing.fake_trn2.timing_mechanisms import (
     covers,
     overlaps,
     union,
+)
+from kernelopt.testing.fake_trn2.timing_plan import (
+    PSUM_BANKS,
+    MemoryPlan,
+    banks_touched,
+    plan_memory,
 )
 
 # --- clocks and peak [v2]/[v3] ---
@@ -145,10 +164,6 @@ WEIGHT_ROWS_PER_CYCLE = 4  # [v2] "up to 4x faster than a multiply"
 THROTTLE_IDLE_NS = 3000.0  # [v2]
 RAMP_NS = 3000.0  # [v2]
 THROTTLED_RATE = 0.5  # [v2]
-
-# --- mechanism 7 [v3] ---
-PSUM_BANKS = 8
-PSUM_BANK_BYTES = 2048
 
 # --- mechanisms 8-10 ---
 DMA_RINGS = 16  # per core [v3]
@@ -180,7 +195,7 @@ class DeviceRun:
 
 
 class _Device:
-    def __init__(self, allocations: Sequence[Any], scheduler_on: bool) -> None:
+    def __init__(self, plan: MemoryPlan, scheduler_on: bool) -> None:
         window = REORDER_WINDOW if scheduler_on else 1
         self.engines = {e: Engine(window) for e in ENGINES if e != "dma"}
         self.rings = [0.0] * DMA_RINGS  # when each ring has processed its descriptors
@@ -190,14 +205,15 @@ class _Device:
         self.onchip = Bandwidth()
         self.acc: dict[int, Accesses] = {}
         self.last_use: dict[int, float] = {}
-        self.reuses = {a.alloc_id: tuple(a.reuses) for a in allocations}
-        self.kind = {a.alloc_id: a.kind for a in allocations}
-        self.psum_bytes = {a.alloc_id: int(a.nbytes or 0) for a in allocations}
+        self.reuses = plan.reuses  # the device compiler's own plan (timing_plan.py)
+        self.plan = plan
+        self.layout = plan.layout
+        # Allocations whose memory a later one takes over keep their whole access
+        # history: the later one's writes wait for the accesses to the same bytes.
+        self.taken = {old for olds in plan.reuses.values() for old in olds}
         self.touched: set[int] = set()
         self.synced: dict[str, dict[str, float]] = {}  # engine -> producer -> signal seen
         self.last_owner: dict[int, str] = {}
-        self.bank_of: dict[int, tuple[int, ...]] = {}
-        self.psum_cursor = 0
         self.bank_free = [0.0] * PSUM_BANKS
         self.bank_owner = [""] * PSUM_BANKS
         self.last_stationary: Any = None
@@ -234,8 +250,17 @@ class _Device:
             if alloc not in self.touched:
                 self.touched.add(alloc)
                 for old in self.reuses.get(alloc, ()):
-                    if old in self.last_use:
+                    if old in self.last_use and not self._same_layout(alloc, old):
                         need(self.last_owner.get(old, engine), self.last_use[old])
+        for alloc, box in ins.writes:
+            # Memory taken over with the same layout: a write waits only for the old
+            # tile's accesses to the same bytes (mechanism 12).
+            for old in self.reuses.get(alloc, ()):
+                if self._same_layout(alloc, old):
+                    acc = self.acc.get(old, Accesses())
+                    for entry in acc.reads + acc.writes:
+                        if overlaps(box, entry[0]):
+                            need(entry[2], entry[1])
         ready, waits = 0.0, 0
         seen = self.synced.setdefault(engine, {})
         for other, t in needs.items():
@@ -249,11 +274,15 @@ class _Device:
                 ready = max(ready, t)
         return ready, waits
 
+    def _same_layout(self, alloc: int, old: int) -> bool:
+        shape = self.layout.get(alloc)
+        return bool(shape) and shape == self.layout.get(old)
+
     def _record(self, ins: Any, engine: str, end: float, usable: float) -> None:
         for alloc, box in ins.reads:
             acc = self.acc.setdefault(alloc, Accesses())
             acc.reads.append((box, end, engine))
-            if len(acc.reads) > _HISTORY:
+            if len(acc.reads) > _HISTORY and alloc not in self.taken:
                 acc.reads.pop(0)
             if end >= self.last_use.get(alloc, 0.0):
                 self.last_use[alloc], self.last_owner[alloc] = end, engine
@@ -262,39 +291,18 @@ class _Device:
             acc.writes = [w for w in acc.writes if not covers(box, w[0])]
             acc.reads = [r for r in acc.reads if not covers(box, r[0])]
             acc.writes.append((box, usable, engine, end))
-            if len(acc.writes) > _HISTORY:
+            if len(acc.writes) > _HISTORY and alloc not in self.taken:
                 acc.writes.pop(0)
             if usable >= self.last_use.get(alloc, 0.0):
                 self.last_use[alloc], self.last_owner[alloc] = usable, engine
 
     # --- PSUM banks (mechanism 7) ---
     def _banks(self, ins: Any) -> tuple[int, ...]:
-        """The PSUM banks ``ins`` touches. The compiler places PSUM tiles at its
-        rotating address: a tile of a bank or more starts on a bank boundary;
-        smaller tiles (fp32 per element, the accumulation width) are packed
-        side by side, so consecutive small tiles share a bank."""
-        banks: list[int] = []
+        """The PSUM banks ``ins`` touches, where the device's plan put its tiles."""
+        banks: set[int] = set()
         for alloc, box in (*ins.reads, *ins.writes):
-            if self.kind.get(alloc) != "psum":
-                continue
-            if alloc not in self.bank_of:
-                size = 4
-                for lo, hi in box[1:]:
-                    size *= max(1, hi - lo)
-                ring = PSUM_BANKS * PSUM_BANK_BYTES
-                if size >= PSUM_BANK_BYTES:
-                    self.psum_cursor = -(-self.psum_cursor // PSUM_BANK_BYTES) * PSUM_BANK_BYTES
-                elif (
-                    self.psum_cursor // PSUM_BANK_BYTES
-                    != (self.psum_cursor + size - 1) // PSUM_BANK_BYTES
-                ):
-                    self.psum_cursor = -(-self.psum_cursor // PSUM_BANK_BYTES) * PSUM_BANK_BYTES
-                first = (self.psum_cursor % ring) // PSUM_BANK_BYTES
-                count = max(1, min(PSUM_BANKS, -(-size // PSUM_BANK_BYTES)))
-                self.bank_of[alloc] = tuple((first + i) % PSUM_BANKS for i in range(count))
-                self.psum_cursor += size
-            banks.extend(self.bank_of[alloc])
-        return tuple(sorted(set(banks)))
+            banks.update(banks_touched(self.plan, alloc, box))
+        return tuple(sorted(banks))
 
     # --- engine costs (mechanisms 4, 5, 6) ---
     def _compute_cycles(self, ins: Any, engine: str) -> float:
@@ -407,12 +415,13 @@ def time_trace(
     trace: Sequence[Any], allocations: Sequence[Any], scheduler_on: bool = True
 ) -> DeviceRun:
     """The fake device's timeline for an executed instruction stream."""
-    device = _Device(allocations, scheduler_on)
-    starts, ends = [], []
-    for ins in trace:
+    plan = plan_memory(trace, allocations)
+    device = _Device(plan, scheduler_on)
+    starts, ends = [float("inf")] * len(trace), [0.0] * len(trace)
+    for index, ins in split_psum(trace, plan):
         s, e = device.run(ins)
-        starts.append(s)
-        ends.append(e)
+        starts[index] = min(starts[index], s)
+        ends[index] = max(ends[index], e)
     total = (max(ends) if ends else 0.0) + LAUNCH_NS
     busy = {e: union(device.engines[e].busy) for e in device.engines}
     busy["dma"] = union(device.ring_busy)
