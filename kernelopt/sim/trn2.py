@@ -31,6 +31,12 @@ class Trn2Params:
     matmul_min_stationary_cycles: int = 64
     # ... and four times that with 4-byte operands.
     fp32_matmul_factor: float = 4.0
+    # A TensorE transpose (nc_transpose on TensorE, nc_matmul(is_transpose=True))
+    # of 4-byte data runs in NeuronCore-v3's transpose mode: "2x speedup in FP32
+    # transpose, vs. no transpose mode" (Trainium2 architecture guide for NKI,
+    # aws-neuron-sdk nki/guides/architecture/trainium2_arch.rst @4373fac), so
+    # half the fp32 matmul factor. v2 has no transpose mode (chips.py).
+    fp32_transpose_factor: float = 2.0
     # Issue interval floor between TensorE instructions (v2).
     tensor_issue_floor_cycles: int = 64
     # Columns of the moving tensor TensorE streams per cycle, sustained over

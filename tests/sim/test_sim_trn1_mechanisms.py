@@ -105,3 +105,43 @@ def test_trn1_tensor_engine_sustains_what_the_trn1_tutorial_measured() -> None:
     trn2_bf16 = duration_ns(_matmul(wide=False), trn2)
     assert trn2_bf16 == pytest.approx(512 / 2.4)
     assert 16000 * trn2_bf16 < 3.504e6
+
+
+def test_an_fp32_transpose_takes_half_an_fp32_matmul_only_in_the_trn2_transpose_mode(
+    kernel_file,
+) -> None:
+    # Trn2 architecture guide: NeuronCore-v3's TensorE transpose mode (nc_transpose on
+    # TensorE, nc_matmul(is_transpose=True)) gives a "2x speedup in FP32 transpose";
+    # on NeuronCore-v2 a transpose is an fp32 matmul against an identity.
+    body = """
+import nki as nk
+import nki.isa as ni
+import nki.language as nn
+
+@nk.jit
+def k(x, eye):
+    xs = nn.ndarray((128, 128), dtype=nn.float32, buffer=nn.sbuf)
+    ni.dma_copy(xs, x)
+    es = nn.ndarray((128, 128), dtype=nn.float32, buffer=nn.sbuf)
+    ni.dma_copy(es, eye)
+    a = nn.ndarray((128, 128), dtype=nn.float32, buffer=nn.psum)
+    ni.nc_matmul(a, xs, es, is_transpose=True)
+    b = nn.ndarray((128, 128), dtype=nn.float32, buffer=nn.psum)
+    ni.nc_transpose(b, xs, engine=ni.engine.tensor)
+    c = nn.ndarray((128, 128), dtype=nn.float32, buffer=nn.psum)
+    ni.nc_matmul(c, xs, es)
+    s = nn.ndarray((128, 384), dtype=nn.float32, buffer=nn.sbuf)
+    ni.tensor_copy(s[:, 0:128], a)
+    ni.tensor_copy(s[:, 128:256], b)
+    ni.tensor_copy(s[:, 256:384], c)
+    out = nn.ndarray((128, 384), dtype=nn.float32, buffer=nn.shared_hbm)
+    ni.dma_copy(out, s)
+    return out
+"""
+    x = np.linspace(-1, 1, 128 * 128, dtype=np.float32).reshape(128, 128)
+    for chip, ratio in (("trn2", 0.5), ("trn1", 1.0)):
+        params = chip_params(chip)
+        r = _run(kernel_file, body, chip, x=x, eye=np.eye(128, dtype=np.float32))
+        assert np.allclose(r.outputs, np.hstack([x.T, x.T, x.T]))
+        costs = [duration_ns(i, params) for i in r.trace if i.engine == "tensor"]
+        assert costs[:2] == pytest.approx([ratio * costs[2]] * 2)
