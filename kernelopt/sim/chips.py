@@ -24,6 +24,12 @@ public record says differs; each number names its source:
   in 35.20 ms. The model follows [arch].)
 - [nc3] hardware descriptor generation (0.6 us DMAs) and the TensorE
   warm-up throttle are NeuronCore-v3 features (NEURON.md); v2 has neither.
+- [trn2-arch] "Trainium2 Architecture Guide for NKI" (aws-neuron-sdk
+  nki/guides/architecture/trainium2_arch.rst @4373fac): TensorE transpose mode
+  "Starting with NeuronCore-v3", with a 2x speedup in FP32 transpose.
+- [tutorial] NKI matrix multiplication tutorial (aws-neuron/aws-neuron-sdk
+  nki/tutorials/matrix_multiplication.rst @7c165a3): [4096, 8192] @ [8192, 8192],
+  BF16, trn1.32xlarge, fully optimised kernel 6.97 ms, HFU 85.24 %.
 - [profiles] zhang677/AccelOpt @2dbeab4
   ``experiments/full_complete_local/profile_results.csv``: latency and per-engine
   active time of NKIBench's baseline kernels on trn1.32xlarge; the arithmetic
@@ -52,6 +58,15 @@ TRN1_PARAMS: Trn2Params = replace(
     gpsimd_clock_hz=1.4e9,  # [arch]
     # [nc3]: no TensorE warm-up throttle on v2.
     tensor_throttle_factor=1.0,
+    # [trn2-arch] TensorE's transpose mode is new in NeuronCore-v3: on v2 a
+    # transpose is a matmul against an identity, at the full fp32 cost.
+    fp32_transpose_factor=4.0,
+    # [tutorial] TensorE sustains 512 columns per ~596 cycles: the fully optimised
+    # bf16 kernel, 32,768 matmuls of 128 x 128 x 512, takes 6.97 ms = 595.6 cycles
+    # each at 2.8 GHz (an upper bound: it assumes TensorE busy the whole run; the
+    # tutorial reports HFU 85.2 %). fp32's four passes follow: NKIBench
+    # transpose_matmul (fp32, only matmuls) measures ~615 cycles per pass.
+    tensor_columns_per_cycle=512 / 596,
     # [arch] 820 GB/s per device, 2 cores: 410 GB/s per core over 16 DMA
     # engines (32 per device).
     hbm_bytes_per_ns=410.0,

@@ -17,8 +17,12 @@ def duration_ns(ins: Instruction, p: Trn2Params) -> float:
             # The moving tensor streams one column per cycle; a small stationary
             # tile still pays for its load.
             cycles = max(min(p.matmul_min_stationary_cycles, ins.stationary_free), ins.free)
+        # One pass of the moving tensor at 16-bit, four with 4-byte operands (two
+        # for a transpose in NeuronCore-v3's transpose mode), each at the engine's
+        # sustained column rate.
         if ins.wide:
-            cycles *= p.fp32_matmul_factor
+            cycles *= p.fp32_transpose_factor if ins.transpose else p.fp32_matmul_factor
+        cycles /= p.tensor_columns_per_cycle
         return max(cycles, p.tensor_issue_floor_cycles) / p.tensor_clock_hz * 1e9
     if engine == "dma":
         # Data phase only: the fixed latency is added by the scheduler, which

@@ -72,6 +72,7 @@ class TensorCalls(IsaCore):
             free=n,
             stationary_free=mm,
             wide=wide,
+            transpose=is_transpose,
             macs=k * mm * n,
         )
 
@@ -144,5 +145,6 @@ class TensorCalls(IsaCore):
             partitions=pdim,
             free=fdim,
             wide=data.dtype.itemsize >= 4,
+            transpose=unit == "tensor",
             macs=0,
         )

@@ -29,6 +29,7 @@ class Instruction:
     free: int = 0
     stationary_free: int = 0
     wide: bool = False
+    transpose: bool = False  # a TensorE transpose: nc_transpose, or nc_matmul(is_transpose=True)
     inputs: float = 1  # streamed passes per element (8 for a reciprocal on Trn2)
     nbytes: int = 0
     row_bytes: int = 0

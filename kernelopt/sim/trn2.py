@@ -31,8 +31,20 @@ class Trn2Params:
     matmul_min_stationary_cycles: int = 64
     # ... and four times that with 4-byte operands.
     fp32_matmul_factor: float = 4.0
+    # A TensorE transpose (nc_transpose on TensorE, nc_matmul(is_transpose=True))
+    # of 4-byte data runs in NeuronCore-v3's transpose mode: "2x speedup in FP32
+    # transpose, vs. no transpose mode" (Trainium2 architecture guide for NKI,
+    # aws-neuron-sdk nki/guides/architecture/trainium2_arch.rst @4373fac), so
+    # half the fp32 matmul factor. v2 has no transpose mode (chips.py).
+    fp32_transpose_factor: float = 2.0
     # Issue interval floor between TensorE instructions (v2).
     tensor_issue_floor_cycles: int = 64
+    # Columns of the moving tensor TensorE streams per cycle, sustained over
+    # back-to-back matmuls. One on NeuronCore-v3: the Trn2 scoreboard's 5120^3
+    # lhsT GEMM (16,000 bf16 matmuls of 512 columns, 3.504 ms host-timed against
+    # 3.413 ms of columns at 2.4 GHz) leaves under ~14 cycles (3 %) per matmul
+    # before the host cost is taken off. Trn1's value is in chips.py.
+    tensor_columns_per_cycle: float = 1.0
     # TensorE starts throttled (~50 %) and ramps to full rate over the first
     # ~3 us of a busy period; it re-throttles after ~3 us of low use. Modelled
     # as a rate rising linearly from 1/factor to 1 over the warm-up window, read
