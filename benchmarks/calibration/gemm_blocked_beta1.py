@@ -46,6 +46,7 @@ def gemm(
     lhs_position=None,
     rhs_position=None,
     lhs_transpose="dma",
+    transpose_ahead=2,
 ):
     if transposed_lhs:
         k_size, m_size = lhs.shape
@@ -80,11 +81,15 @@ def gemm(
             k_cols = slice(k_tile0 * P, (k_tile0 + k_tiles) * P)
             for mt in nl.affine_range(width // P):
                 natural[mt] = nl.load(lhs[o0 + mt * P : o0 + (mt + 1) * P, k_cols])
-            for mt in nl.affine_range(width // P):  # the template's order: row tiles outer
-                for kt in nl.affine_range(k_tiles):
-                    flipped = nisa.nc_transpose(natural[mt, :, kt * P : (kt + 1) * P])
-                    block[kt, :, mt * P : (mt + 1) * P] = nl.copy(flipped, dtype=lhs.dtype)
-            return (block, k_tile0, o0)
+            # One slot per (M tile, K tile), as the template's tile array. The
+            # transposes are issued where the compiler places them, interleaved with
+            # the matmuls (``transpose_ahead`` tiles before first use), not all up front.
+            tiles = nl.ndarray(
+                ((width // P) * k_tiles, nl.par_dim(P), P), dtype=lhs.dtype, buffer=nl.sbuf
+            )
+            state["transposes"] = {"natural": natural, "tiles": tiles, "k_tiles": k_tiles}
+            state["transposes"].update(count=(width // P) * k_tiles, issued=0)
+            return (tiles, k_tile0, o0, k_tiles)
         for kt in nl.affine_range(k_tiles):
             k0 = (k_tile0 + kt) * P
             if which == "rhs" or transposed_lhs:
@@ -92,7 +97,18 @@ def gemm(
             else:
                 # lhs rows arrive transposed: the DMA engine's transpose.
                 block[kt] = nl.load_transpose2d(lhs[o0 : o0 + width, k0 : k0 + P])
-        return (block, k_tile0, o0)
+        return (block, k_tile0, o0, None)
+
+    def transposed(index):
+        """The lhs tile at ``index`` (M tile x K tiles + K tile) of the current block,
+        transposing it and the next ``transpose_ahead`` on TensorE if not yet done."""
+        job = state["transposes"]
+        while job["issued"] <= min(index + transpose_ahead, job["count"] - 1):
+            mt, kt = divmod(job["issued"], job["k_tiles"])
+            flipped = nisa.nc_transpose(job["natural"][mt, :, kt * P : (kt + 1) * P])
+            job["tiles"][job["issued"]] = nl.copy(flipped, dtype=lhs.dtype)
+            job["issued"] += 1
+        return job["tiles"][index]
 
     def early(other):
         """Load an operand as soon as its outer axis is bound, spanning its inner axis
@@ -150,7 +166,7 @@ def gemm(
         return state[key]
 
     def compute(k, m, n):
-        (a, a_k0, a_m0), (b, b_k0, b_n0) = state["lhs"], state["rhs"]
+        (a, a_k0, a_m0, a_tiled), (b, b_k0, b_n0, _) = state["lhs"], state["rhs"]
         acc = result_block(m, n)
         for mt in nl.affine_range(mb // P):
             for nt in nl.affine_range(nb // tn):
@@ -158,8 +174,12 @@ def gemm(
                 for kt in nl.affine_range(kb // P):
                     row = k * (kb // P) + kt
                     am, bn = m * mb - a_m0 + mt * P, n * nb - b_n0 + nt * tn
+                    if a_tiled is None:
+                        stationary = a[row - a_k0, :, am : am + P]
+                    else:
+                        stationary = transposed((am // P) * a_tiled + row - a_k0)
                     psum += nl.matmul(
-                        a[row - a_k0, :, am : am + P],
+                        stationary,
                         b[row - b_k0, :, bn : bn + tn],
                         transpose_x=True,
                     )
