@@ -48,6 +48,7 @@ class Traced:
     fp32_inputs: bool
     in_order: bool
     wall_s: float
+    kernel_kwargs: dict[str, Any] = field(default_factory=dict)  # as traced
     _profiles: dict[Trn2Params, dict[str, Any]] = field(default_factory=dict)
 
     def profile(self, params: Trn2Params) -> dict[str, Any]:

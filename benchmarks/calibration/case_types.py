@@ -59,6 +59,10 @@ class Case:
     overrides the workload's input shapes, ``kernel_kwargs`` its
     ``KERNEL_KWARGS``; ``small``/``small_kwargs`` are what the numerics test
     runs at. ``timing`` is how the source timed it (``Timing``).
+    ``search`` holds kernel-argument alternatives (each merged over
+    ``kernel_kwargs``) that the source's tuner also measured without
+    publishing which won: the source reports its fastest, so the benchmark
+    times every alternative and scores the fastest in the model.
     """
 
     kernel: str
@@ -76,6 +80,7 @@ class Case:
     small_kwargs: dict[str, Any] = field(default_factory=dict)
     name: str = ""
     timing: Timing = DEVICE
+    search: tuple[dict[str, Any], ...] = ()
 
     @property
     def label(self) -> str:

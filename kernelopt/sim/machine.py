@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from kernelopt.sim.errors import SimError
+from kernelopt.sim.psum_layout import psum_footprint
 from kernelopt.sim.tensor import Allocation, Buffer, Tile
 from kernelopt.sim.trace import AllocationInfo, Instruction
 from kernelopt.sim.trn2 import Trn2Params
@@ -114,9 +115,7 @@ class Machine:
                 )
             per_partition = math.prod(shape[1:]) * dtype.itemsize
             if buffer.kind == "psum":
-                # PSUM is handed out in whole banks.
-                banks = -(-per_partition // p.psum_bank_bytes)
-                per_partition = banks * p.psum_bank_bytes
+                per_partition = psum_footprint(per_partition, p.psum_bank_bytes)
         if site is None:
             site = self.site() if buffer.on_chip else ()
         generation = 0

@@ -57,7 +57,7 @@ class AllocationInfo:
     """What the memory planner and scheduler need about an allocation, without
     keeping it alive.
 
-    ``nbytes`` is its size per partition on chip (whole banks in PSUM, 0 in
+    ``nbytes`` is its size per partition on chip (PSUM: packed into banks, 0 in
     HBM). ``reuses`` lists the allocations whose physical memory this one
     takes over (dead by its first touch; see ``kernelopt.sim.memory``);
     empty when it gets fresh memory. ``site`` is the kernel lines on the

@@ -117,22 +117,36 @@ PSUM_BANKS = (
     + """
 @nki.jit
 def k(a):
-    accs = [nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.psum) for _ in range({count})]
+    accs = [nl.ndarray((128, {width}), dtype=nl.float32, buffer=nl.psum) for _ in range({count})]
     for acc in accs:
         nisa.memset(dst=acc, value=0.0)  # <-
     for acc in accs:
-        nisa.dma_copy(dst=a, src=acc)
+        nisa.dma_copy(dst=a, src=acc[:, 0:1])
     return a
 """
 )
 
 
-def test_psum_is_handed_out_in_banks(kernel_file):
-    # Nine one-column accumulators live together need nine of the eight 2 KiB banks.
-    ok, _ = kernel_file(PSUM_BANKS.format(count=8), name="eight.py")
-    assert _run(ok).profile["instruction_count"] == 16
-    path, line = kernel_file(PSUM_BANKS.format(count=9))
+@pytest.mark.parametrize(
+    ("width", "fits", "over", "live_kib"),
+    [
+        # 2 KiB accumulators: one bank each, nine need nine of the eight banks.
+        (512, 8, 9, "18"),
+        # 1.5 KiB: two do not fit in one bank and a tile never straddles two,
+        # so each still takes a whole bank (not 13.5 KiB for nine).
+        (384, 8, 9, "18"),
+        # 256 B: eight pack into each bank, 64 fill PSUM.
+        (64, 64, 65, "16.25"),
+    ],
+)
+def test_psum_is_charged_bytes_packed_into_banks(kernel_file, width, fits, over, live_kib):
+    ok, _ = kernel_file(PSUM_BANKS.format(width=width, count=fits), name="fits.py")
+    assert _run(ok).profile["instruction_count"] == 2 * fits
+    path, line = kernel_file(PSUM_BANKS.format(width=width, count=over))
     with pytest.raises(SimError) as err:
         _run(path)
     assert (err.value.kind, err.value.line) == ("capacity", line)
-    assert "Out of memory in psum: 18 KiB per partition live, limit 16 KiB" in err.value.message
+    assert (
+        f"Out of memory in psum: {live_kib} KiB per partition live, limit 16 KiB"
+        in err.value.message
+    )
