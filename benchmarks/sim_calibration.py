@@ -37,6 +37,7 @@ simulated figures per kernel, then:
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import importlib.util
 import itertools
@@ -311,14 +312,19 @@ def _report_lofo(chip: str, traced: list[Traced], params: Any) -> None:
 
 
 def main(argv: Sequence[str]) -> None:
-    args = list(argv)
-    with_lofo = "--no-lofo" not in args
-    search = "--search" in args
-    chips = ("trn2", "trn1")
-    if "--chip" in args:
-        chips = (args[args.index("--chip") + 1],)
-        del args[args.index("--chip") : args.index("--chip") + 2]
-    words = [a for a in args if not a.startswith("--")]
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="example: python benchmarks/sim_calibration.py --chip trn2 --no-lofo rung",
+    )
+    parser.add_argument("words", nargs="*", help="only the cases whose name contains a word")
+    parser.add_argument("--chip", choices=("trn2", "trn1"), help="one chip (default: both)")
+    parser.add_argument("--no-lofo", action="store_true", help="skip the leave-one-family-out fits")
+    parser.add_argument(
+        "--search", action="store_true", help="re-pick searched kernel arguments (~5x slower)"
+    )
+    opts = parser.parse_args(list(argv))
+    with_lofo, search, words = not opts.no_lofo, opts.search, opts.words
+    chips = (opts.chip,) if opts.chip else ("trn2", "trn1")
     cases = [
         c
         for c in load_cases().CASES
