@@ -27,6 +27,12 @@ END_TO_END = (
     "tests/gated/test_runs_on_devices.py",
 )
 
+# Variant-parametrized cases of ActivationReduce combined with other rewrites: the quick
+# suite keeps it alone and every other rewrite alone (and test_fused_reduce.py runs the
+# combinations on the two workloads it was built for); the rest run with -m slow.
+SLOW_VARIANTS = ("+ActivationReduce]",)
+FUSED_REDUCE_TESTS = "tests/ir/test_fused_reduce.py"
+
 
 _QUICK = pytest.StashKey[bool]()
 
@@ -51,7 +57,10 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.nodeid.startswith(END_TO_END):
+        combination = any(v in item.nodeid for v in SLOW_VARIANTS)
+        if item.nodeid.startswith(END_TO_END) or (
+            combination and not item.nodeid.startswith(FUSED_REDUCE_TESTS)
+        ):
             item.add_marker(pytest.mark.slow)
 
 

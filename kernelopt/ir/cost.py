@@ -192,7 +192,15 @@ def _elementwise(
         engine, inputs = "vector", (1 if psum or (fast and dtypes == {"bfloat16"}) else 2)
     elif op.kind == "reciprocal":
         inputs = 8
+    # A fused row sum reads the ScalarE accumulator out (as the simulator charges it).
+    extra = 64 if op.attr("reduce_res") is not None else 0
     ins = _ins(
-        engine, op.kind, partitions=ir.dim[dp].tile, free=width, inputs=inputs, psum_read=psum
+        engine,
+        op.kind,
+        partitions=ir.dim[dp].tile,
+        free=width,
+        inputs=inputs,
+        psum_read=psum,
+        extra_cycles=extra,
     )
     return [(n, ins)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelopt.ir.model import KernelIR, PhysicalBuffer, Scope
+from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
 
 _SCOPE_VALUES = tuple(s.value for s in Scope)
 MATMUL_DTYPES = ("bfloat16", "float16", "float32", "float8_e4m3")
@@ -223,7 +223,7 @@ def derive(ir: KernelIR) -> tuple[Placement | None, list[Failure]]:
     deepest: dict[str, int] = {}  # buffer -> deepest depth of the work that completes it
     for op in ir.operators:
         depth = max(
-            [emission[b] for b in (op.dst, *op.srcs) if b in emission]
+            [emission[b] for b in (*writes(op), *op.srcs) if b in emission]
             + [position[f"{d}.tile"] + 1 for d in op.required_tiles]
         )
         upstream = [deepest[s] for s in op.srcs if s in deepest]
@@ -246,6 +246,38 @@ def derive(ir: KernelIR) -> tuple[Placement | None, list[Failure]]:
                         f"({producer.name} at depth {fire[producer.name]})",
                     )
                 )
+    failures += _fused_reduce_failures(ir, position, emission, fire)
     if failures:
         return None, failures
     return Placement(position, emission, fire, after, len(position)), []
+
+
+def writes(op: Operator) -> tuple[str, ...]:
+    """The buffers one instruction writes: its destination, and the column an
+    activation's fused row sum goes to (``reduce_res``)."""
+    res = op.attr("reduce_res")
+    return (op.dst,) if res is None else (op.dst, res)
+
+
+def _fused_reduce_failures(
+    ir: KernelIR, position: dict[str, int], emission: dict[str, int], fire: dict[str, int]
+) -> list[Failure]:
+    """An activation that also sums its row must cover the row in one instruction:
+    no loop over the summed dim may be open where it fires."""
+    failures: list[Failure] = []
+    for op in ir.operators:
+        d = op.attr("reduce_dim")
+        if d is None or position[f"{d}.block"] >= fire[op.name]:
+            continue
+        deepest = max((*writes(op), *op.srcs), key=lambda b: emission[b])
+        loop = ir.loop_order[position[f"{d}.block"]]
+        failures.append(
+            Failure(
+                "fused_reduce",
+                deepest,
+                f"{op.name} sums its row into {op.attr('reduce_res')} in the same instruction "
+                f"but fires at depth {fire[op.name]}, inside {loop}, so one instruction covers "
+                f"part of the row ({deepest} is allocated at depth {emission[deepest]})",
+            )
+        )
+    return failures

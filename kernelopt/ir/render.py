@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelopt.ir.derive import Placement, derive, scope_of
+from kernelopt.ir.derive import Placement, derive, scope_of, writes
 from kernelopt.ir.engines import drain_adds as _drain_adds
 from kernelopt.ir.engines import engine_plan
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
@@ -304,10 +304,10 @@ class _Renderer:
         # One instruction spans the free-dim tiles the site covers when every operand
         # is in SBUF (they are contiguous there; a PSUM access stays within one bank):
         # the ~100-cycle fixed cost is paid once, not once per tile.
-        sbuf = all(self.ir.buffer[b].memory == "sbuf" for b in (op.dst, *op.srcs))
+        sbuf = all(self.ir.buffer[b].memory == "sbuf" for b in (*writes(op), *op.srcs))
         wide = df if sbuf and site.local_trip(df) > 1 else ""
         indent = self.local_loops(site, (dp,) if wide else (dp, df), indent)
-        buffers = (op.dst, *op.srcs)
+        buffers = (*writes(op), *op.srcs)
         views = {name: self.view(site, self.ir.buffer[name], indent, wide) for name in buffers}
         self.isa(indent, head.removeprefix("nisa."), [a.format(**views) for a in args])
 
@@ -383,7 +383,18 @@ class _Renderer:
             args.append(f"bias={bias}")
         if scale is not None and scale != repr(1.0):
             args.append(f"scale={scale}")
-        self._elementwise(op, site, indent, "nisa.activation", args)
+        res = op.attr("reduce_res")
+        if res is None:
+            self._elementwise(op, site, indent, "nisa.activation", args)
+            return
+        # The row's sum in the same instruction (ActivationReduce). activation_reduce is
+        # in both APIs (the current one also spells it activation(reduce_cmd=reset_reduce,
+        # ...)), so both renderings issue the same instruction.
+        args += ["reduce_op=nl.add", f"reduce_res={{{res}}}"]
+        self._elementwise(op, site, indent, "nisa.activation_reduce", args)
+
+    def op_fused_reduce(self, op: Operator, site: _Site, indent: int) -> None:
+        """Nothing to issue: the activation that produced the row wrote its sum."""
 
 
 APIS = ("nki", "beta1")

@@ -17,7 +17,9 @@ from zero. Every call emitted, with the public beta-1 API reference it follows
 - ``dst = nisa.nc_transpose(data=)`` (TensorE, into PSUM);
 - ``dst = nisa.tensor_copy(src=, dtype=)``, ``nisa.tensor_tensor(data1=, data2=, op=,
   dtype=)``, ``nisa.tensor_scalar(data=, op0=, operand0=, ..., dtype=, engine=)``,
-  ``nisa.activation(op=, data=, bias=, scale=, dtype=)``, ``nisa.reciprocal(data=,
+  ``nisa.activation(op=, data=, bias=, scale=, dtype=)``, ``nisa.activation_reduce(op=,
+  data=, reduce_op=, reduce_res=, bias=, dtype=)`` (an activation that sums its row;
+  ``general/nki/api/generated/nki.isa.activation_reduce`` of the 2.21 docs), ``nisa.reciprocal(data=,
   dtype=)``, ``nisa.tensor_reduce(op=, data=, axis=, keepdims=, negate=, dtype=)``;
 - engines by their beta-1 names (``nisa.scalar_engine``).
 
@@ -36,7 +38,15 @@ from kernelopt.ir.render_text import LINE
 ENGINE = re.compile(r"nisa\.engine\.(\w+)")
 # Beta-1 calls whose result tile takes ``dtype=`` (the destination's type).
 TYPED = frozenset(
-    {"tensor_copy", "tensor_tensor", "tensor_scalar", "activation", "reciprocal", "tensor_reduce"}
+    {
+        "tensor_copy",
+        "tensor_tensor",
+        "tensor_scalar",
+        "activation",
+        "activation_reduce",
+        "reciprocal",
+        "tensor_reduce",
+    }
 )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from kernelopt.ir.derive import TWO_BYTE, derive
+from kernelopt.ir.fused_reduce import ActivationReduce
 from kernelopt.ir.graph_rewrites import GRAPH_REWRITES
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer
 from kernelopt.ir.sample import with_default_knobs
@@ -174,6 +175,8 @@ class FusedDrain:
             readers = [o for o in fused.operators if result in o.srcs]
             if len(readers) != 1 or readers[0].kind not in PSUM_READERS:
                 continue
+            if readers[0].attr("reduce_res") is not None:
+                continue  # a fused row sum needs its row in one SBUF instruction
             reader = readers[0]
             if any(fused.buffer[s].memory == "psum" for s in reader.srcs):
                 continue  # two PSUM operands in one instruction: keep one drain
@@ -205,7 +208,14 @@ class FusedDrain:
 
 # Rewrites of the math first: a lowering rewrite drops the graph they rewrite.
 REWRITES: dict[str, Rewrite] = {
-    r.name: r for r in (*GRAPH_REWRITES, LoadTranspose(), SbufTranspose(), FusedDrain())
+    r.name: r
+    for r in (
+        *GRAPH_REWRITES,
+        LoadTranspose(),
+        SbufTranspose(),
+        FusedDrain(),
+        ActivationReduce(),
+    )
 }
 
 

@@ -175,7 +175,29 @@ def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[Ke
     picks = lean + rng.sample(others, min(len(others), size // 4))
     for sig in picks:
         states.setdefault(sig, draws[sig])
+        for twin in twins(draws[sig], variants):
+            states.setdefault(knob_signature(twin), twin)
     return list(states.values())
+
+
+def _surface(ir: KernelIR) -> tuple[object, ...]:
+    return (ir.dims, tuple((b.name, b.knob_dims) for b in ir.buffers))
+
+
+def twins(state: KernelIR, variants: Sequence[KernelIR]) -> list[KernelIR]:
+    """``state``'s knobs on every other variant with the same knob surface (the same
+    dims and buffers: a rewrite that only changes which instruction computes a value,
+    as ActivationReduce does), where they are valid and fit. Each drawn state is then
+    screened both ways: which way is faster depends on how the engines overlap, which
+    the work count that picks the draws does not see."""
+    found = []
+    for v in variants:
+        if v.variant == state.variant or _surface(v) != _surface(state):
+            continue
+        twin = v.with_knobs(state.loop_order, state.ltiles_per_block, state.buffer_scopes)
+        if not derive(twin)[1] and fits(twin):
+            found.append(twin)
+    return found
 
 
 def _dtype_invalid(ir: KernelIR) -> bool:

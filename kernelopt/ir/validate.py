@@ -100,6 +100,7 @@ def _candidates(ir: KernelIR, failure: Failure) -> Iterator[Patch]:
         "emission_depth",
         "accumulator_lifetime",
         "operand_scope",
+        "fused_reduce",
     ):
         yield from _scope_patches(ir, failure.buffer)
         if loop_positions(ir)[0] is not None:

@@ -200,8 +200,10 @@ class Beta1(HighLevelOps):
         aid = value.alloc.id
         return (
             value.bounds == tuple((0, n) for n in value.alloc.shape)
-            and len(last.writes) == 1
+            # The value is the first write; an activation's fused row sum (reduce_res)
+            # is a second one, into another tile, that stays where it went.
             and last.writes[0][0] == aid
+            and all(w[0] != aid for w in last.writes[1:])
             and all(r[0] != aid for r in last.reads)
             and aid in self._temps
         )
@@ -253,7 +255,7 @@ class Beta1(HighLevelOps):
                 old = m.read(dst, "accumulate") if written.all() else dst.alloc.data[dst.index]
                 src = old + src if written.all() else np.where(written, old + src, src)
         fields = {f: getattr(last, f) for f in _INSTRUCTION_FIELDS}
-        fields.update(writes=(dst.region,), shape=dst.shape, reads=reads)
+        fields.update(writes=(dst.region, *last.writes[1:]), shape=dst.shape, reads=reads)
         if len(reads) > len(last.reads) and dst.buffer.kind == "psum":
             fields["psum_read"] = True  # the accumulation reads dst's PSUM bank
         if last.op == "dma_copy":

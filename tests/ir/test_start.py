@@ -11,7 +11,7 @@ from kernelopt.ir.cost import engine_times
 from kernelopt.ir.derive import derive
 from kernelopt.ir.footprint import fits
 from kernelopt.ir.model import Scope
-from kernelopt.ir.start import SimTimer, pool, ranked, templates
+from kernelopt.ir.start import SimTimer, pool, ranked, templates, twins
 
 
 def _variants(name: str):
@@ -65,7 +65,12 @@ def test_the_pool_is_defaults_templates_and_lean_draws_once_each() -> None:
     assert all(not derive(s)[1] for s in states)
     # The lean half of the draws does less work on its busiest engine than the rest.
     shaped = {knob_signature(t) for v in variants for t in (v, *templates(v))}
-    drawn = [s for s in states if knob_signature(s) not in shaped]
+    drawn, paired = [], set()
+    for s in states:  # each pick comes before its twins (twins())
+        if knob_signature(s) in shaped or knob_signature(s) in paired:
+            continue
+        drawn.append(s)
+        paired |= {knob_signature(t) for t in twins(s, variants)}
     bounds = [engine_times(s).bound for s in drawn]
     assert len(drawn) == 8 // 2 + 8 // 4 and max(bounds[:4]) <= min(bounds[4:])
 
@@ -86,3 +91,24 @@ def test_ranked_orders_by_simulated_time_and_drops_what_cannot_run() -> None:
     assert all(s.seconds == timer(s.ir) for s in starts)
     refused = ranked(states, lambda ir: None)
     assert refused == []
+
+
+def test_a_drawn_state_is_screened_on_its_twin_variant_too() -> None:
+    variants = _variants("rmsnorm_matmul")  # its squares' row sum may be fused
+    states = pool(variants, random.Random(0), 8)
+    signatures = {knob_signature(x) for x in states}
+    drawn = [s for s in states if s.variant == "base"]
+    assert len(drawn) > 2
+    fused = next(v for v in variants if v.variant == "ActivationReduce")
+    paired = 0
+    for s in drawn:
+        found = twins(s, variants)
+        same = fused.with_knobs(s.loop_order, s.ltiles_per_block, s.buffer_scopes)
+        # Only the fused variant has the same buffers (LoadTranspose drops some), and
+        # only where the fused row is one instruction (else derive refuses it).
+        assert [t.variant for t in found] == ([] if derive(same)[1] else ["ActivationReduce"])
+        for t in found:
+            assert t.buffer_scopes == s.buffer_scopes and t.loop_order == s.loop_order
+            assert knob_signature(t) in signatures
+            paired += 1
+    assert paired >= 2
