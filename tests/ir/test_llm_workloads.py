@@ -9,6 +9,7 @@ measures what a short run reaches on them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import tempfile
 from pathlib import Path
@@ -33,7 +34,9 @@ def small(name: str) -> Workload:
     return dataclasses.replace(w, input_specs=w.module.SMALL_SPECS)
 
 
+@functools.cache
 def variants(name: str) -> dict[str, object]:
+    # Cached: every example of every variant would otherwise re-derive them all.
     w = small(name)
     base = build_ir(w.f_nkigym, w.input_specs, name=name)
     return dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))

@@ -3,6 +3,7 @@ valid, renders deterministically, and computes f_numpy in the simulator."""
 
 from __future__ import annotations
 
+import functools
 import random
 from pathlib import Path
 
@@ -27,7 +28,10 @@ CASES = [
 ]
 
 
+@functools.cache
 def _variant(name: str, variant: str):
+    # Cached: enumerating the variants re-derives every one, and hypothesis calls
+    # this once per example; the IR is frozen, so one copy serves every example.
     return dict(enumerate_rewrite_combinations(small_ir(name), list(REWRITES.values())))[variant]
 
 
