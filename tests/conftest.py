@@ -25,6 +25,12 @@ END_TO_END = (
     "tests/neuron/test_builds.py",
     "tests/neuron/test_target_ssh.py",
     "tests/gated/test_runs_on_devices.py",
+    "tests/ray_cluster/test_run.py",
+    "tests/report/test_report_browser.py",
+    "tests/proposers/test_evidence.py::test_a_catastrophic_setting_is_not_measured_again_once_learnt",
+    "tests/neuron/test_target_local.py::test_compiles_overlap_measurements_and_the_device_measures",
+    "tests/neuron/test_target_local.py::test_the_host_is_probed_once_for_many_measurements",
+    "tests/neuron/test_target_local.py::test_both_neuron_ls_formats_lead_to_a_measurement",
 )
 
 # Variant-parametrized cases of ActivationReduce combined with other rewrites: the quick
