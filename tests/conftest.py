@@ -26,6 +26,8 @@ END_TO_END = (
     "tests/neuron/test_target_ssh.py",
     "tests/gated/test_runs_on_devices.py",
     "tests/ray_cluster/test_run.py",
+    "tests/ray_cluster/test_executor.py",
+    "tests/agents/test_agent_driver.py",
     "tests/report/test_report_browser.py",
     "tests/proposers/test_evidence.py::test_a_catastrophic_setting_is_not_measured_again_once_learnt",
     "tests/neuron/test_target_local.py::test_compiles_overlap_measurements_and_the_device_measures",
