@@ -40,6 +40,12 @@ END_TO_END = (
 # combinations on the two workloads it was built for); the rest run with -m slow.
 SLOW_VARIANTS = ("+ActivationReduce]",)
 FUSED_REDUCE_TESTS = "tests/ir/test_fused_reduce.py"
+# Contract cases whose other parameters stay quick: the SSH host (the hostile-input
+# cases keep it in the quick suite) and the neuron target (test_target_local.py).
+SLOW_PARAMS = (
+    ("tests/hosts/test_hosts_contract.py", "[ssh]"),
+    ("tests/targets/test_target_contract.py", "[nki-neuron"),
+)
 
 
 _QUICK = pytest.StashKey[bool]()
@@ -66,8 +72,11 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         combination = any(v in item.nodeid for v in SLOW_VARIANTS)
-        if item.nodeid.startswith(END_TO_END) or (
-            combination and not item.nodeid.startswith(FUSED_REDUCE_TESTS)
+        param = any(item.nodeid.startswith(f) and p in item.nodeid for f, p in SLOW_PARAMS)
+        if (
+            item.nodeid.startswith(END_TO_END)
+            or param
+            or (combination and not item.nodeid.startswith(FUSED_REDUCE_TESTS))
         ):
             item.add_marker(pytest.mark.slow)
 
