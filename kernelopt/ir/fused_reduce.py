@@ -28,10 +28,6 @@ from kernelopt.ir.sample import with_default_knobs
 FUSED = "fused_reduce"
 
 
-def _variant(ir: KernelIR, name: str) -> str:
-    return name if ir.variant == "base" else f"{ir.variant}+{name}"
-
-
 def fusable(ir: KernelIR, act: Operator, red: Operator) -> bool:
     """Whether ``red`` (a tensor_reduce) sums ``act``'s whole result along its free dim."""
     if act.kind != "activation" or act.attr("reduce_res") is not None:
@@ -76,6 +72,6 @@ class ActivationReduce:
         if not changed:
             return ir
         fused = dataclasses.replace(
-            ir, operators=tuple(operators), variant=_variant(ir, self.name), graph=None
+            ir, operators=tuple(operators), variant=ir.variant_after(self.name), graph=None
         )
         return fused if not derive(fused)[1] else with_default_knobs(fused)

@@ -15,10 +15,6 @@ from kernelopt.ir.ops import NKIMatmul, NKITensorScalar, NKITranspose
 from kernelopt.ir.trace import Trace, TracedOp, TracedTensor
 
 
-def _variant(ir: KernelIR, name: str) -> str:
-    return name if ir.variant == "base" else f"{ir.variant}+{name}"
-
-
 def _is_row_scale(op: TracedOp) -> bool:
     """``data`` times numbers and [P, 1] columns only: a scale of each row of ``data``."""
     if not isinstance(op.op, NKITensorScalar):
@@ -65,7 +61,7 @@ class ScaleAfterMatmul:
             for transpose in _readers(tr, scale.output):
                 rewritten = self._rewrite(tr, scale, transpose)
                 if rewritten is not None:
-                    return lower(rewritten, ir.func_name, _variant(ir, self.name))
+                    return lower(rewritten, ir.func_name, ir.variant_after(self.name))
         return ir
 
     def _rewrite(self, tr: Trace, scale: TracedOp, transpose: TracedOp) -> Trace | None:

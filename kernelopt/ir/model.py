@@ -130,6 +130,10 @@ class KernelIR:
     def producers(self) -> dict[str, Operator]:
         return {op.dst: op for op in self.operators}
 
+    def variant_after(self, rewrite: str) -> str:
+        """The variant name once ``rewrite`` has applied to this IR (``A+B`` for B after A)."""
+        return rewrite if self.variant == "base" else f"{self.variant}+{rewrite}"
+
     def with_knobs(
         self,
         loop_order: Any = None,

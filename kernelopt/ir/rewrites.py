@@ -23,10 +23,6 @@ class Rewrite(Protocol):
     def apply(self, ir: KernelIR) -> KernelIR: ...
 
 
-def _variant(ir: KernelIR, name: str) -> str:
-    return name if ir.variant == "base" else f"{ir.variant}+{name}"
-
-
 def _restructure(
     ir: KernelIR,
     operators: list[Operator],
@@ -44,7 +40,7 @@ def _restructure(
         buffers=buffers,
         operators=tuple(operators),
         buffer_scopes=scopes,
-        variant=_variant(ir, name),
+        variant=ir.variant_after(name),
         graph=None,  # the lowering no longer follows the graph: no graph rewrite after this
     )
     return fresh if not derive(fresh)[1] else with_default_knobs(fresh)
@@ -144,7 +140,7 @@ class SbufTranspose:
             )
         if moved is ir:
             return ir
-        moved = dataclasses.replace(moved, variant=_variant(ir, self.name), graph=None)
+        moved = dataclasses.replace(moved, variant=ir.variant_after(self.name), graph=None)
         return moved if not derive(moved)[1] else with_default_knobs(moved)
 
 
@@ -202,7 +198,7 @@ class FusedDrain:
             )
         if fused is ir:
             return ir
-        fused = dataclasses.replace(fused, variant=_variant(ir, self.name), graph=None)
+        fused = dataclasses.replace(fused, variant=ir.variant_after(self.name), graph=None)
         return fused if not derive(fused)[1] else with_default_knobs(fused)
 
 
