@@ -19,6 +19,7 @@ from kernelopt.ir.engines import drain_adds, engine_plan
 from kernelopt.ir.model import KernelIR, Operator
 from kernelopt.ir.render import buffer_dtype
 from kernelopt.sim.cost import duration_ns
+from kernelopt.sim.isa_engines import ACCUMULATOR_READ_CYCLES
 from kernelopt.sim.trace import Instruction
 from kernelopt.sim.trn2 import DEFAULT_PARAMS, Trn2Params
 from kernelopt.workload import numpy_dtype
@@ -192,8 +193,8 @@ def _elementwise(
         engine, inputs = "vector", (1 if psum or (fast and dtypes == {"bfloat16"}) else 2)
     elif op.kind == "reciprocal":
         inputs = 8
-    # A fused row sum reads the ScalarE accumulator out (as the simulator charges it).
-    extra = 64 if op.attr("reduce_res") is not None else 0
+    # A fused row sum reads the ScalarE accumulator out, as the simulator charges it.
+    extra = ACCUMULATOR_READ_CYCLES if op.attr("reduce_res") is not None else 0
     ins = _ins(
         engine,
         op.kind,

@@ -12,6 +12,10 @@ from kernelopt.sim.ops import OPS
 from kernelopt.sim.tensor import Tile
 
 _FAST_VECTOR_OPS = frozenset({"add", "multiply", "subtract"})
+# Reading ScalarE's accumulator out (ActReadAccumulator) after an activation that sums
+# its row costs ~64 cycles (NKI architecture guide, NeuronCore-v2 ScalarE "Pipelined
+# Reduction").
+ACCUMULATOR_READ_CYCLES = 64
 _BF16 = "bfloat16"
 
 
@@ -207,9 +211,7 @@ class EngineCalls(IsaCore):
             result = fn.fn(x)
         self.m.write(dst, result)
         self._accumulate(name, result, src.partitions, reduce_op, reduce_res, reduce_cmd)
-        # Reading the accumulator out (ActReadAccumulator) costs ~64 ScalarE cycles
-        # (NKI architecture guide, NeuronCore-v2 ScalarE "Pipelined Reduction").
-        extra = 64 if reduce_res is not None else 0
+        extra = ACCUMULATOR_READ_CYCLES if reduce_res is not None else 0
         self._emit(
             name,
             "scalar",
