@@ -8,12 +8,11 @@ counts from the input shapes).
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmarks_support.modules import load_module
 
 from kernelopt.sim import SimError, check_kernel, run_kernel
 from kernelopt.sim.chips import chip_params
@@ -22,18 +21,7 @@ from kernelopt.workload import load_workload, numpy_dtype
 CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks" / "calibration"
 
 
-def _cases() -> tuple:
-    spec = importlib.util.spec_from_file_location(
-        "kernelopt_calibration_cases", CALIBRATION / "cases.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-MODULE = _cases()
+MODULE = load_module("kernelopt_calibration_cases", CALIBRATION / "cases.py")
 CASES = MODULE.CASES
 
 

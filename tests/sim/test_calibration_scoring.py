@@ -8,29 +8,19 @@ families, never from the family being scored.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from benchmarks_support.modules import load_module
 
 from kernelopt.sim.chips import chip_params
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-scoring = _load("kernelopt_calibration_scoring", BENCHMARKS / "sim_calibration_scoring.py")
-cases = _load("kernelopt_calibration_cases", BENCHMARKS / "calibration" / "cases.py")
+scoring = load_module("kernelopt_calibration_scoring", BENCHMARKS / "sim_calibration_scoring.py")
+cases = load_module("kernelopt_calibration_cases", BENCHMARKS / "calibration" / "cases.py")
 PARAMS = chip_params("trn2")
 HOST = cases.Timing("runner-a", True, "test")
 

@@ -10,12 +10,11 @@ one the model times fastest.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmarks_support.modules import load_module
 
 from kernelopt.sim import check_kernel, run_kernel
 from kernelopt.sim.chips import chip_params
@@ -32,18 +31,9 @@ BLOCKS = {"k_blocks": 2, "m_blocks": 2, "n_blocks": 2}
 
 
 def _calibration():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "kernelopt_sim_calibration", BENCHMARKS / "sim_calibration.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return load_module(
+        "kernelopt_sim_calibration", BENCHMARKS / "sim_calibration.py", search_path=BENCHMARKS
+    )
 
 
 @pytest.mark.parametrize("order", ["MNK", "KNM"])

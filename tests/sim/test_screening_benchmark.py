@@ -3,23 +3,16 @@ calibration figures and a timed refit run."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from benchmarks_support.modules import load_module
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = ROOT / "tests" / "neuron" / "kernels" / "workload.py"
 
 
 def _bench_module(name: str = "screening"):
-    spec = importlib.util.spec_from_file_location(
-        f"{name}_bench", ROOT / "benchmarks" / f"{name}.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module(f"{name}_bench", ROOT / "benchmarks" / f"{name}.py")
 
 
 def test_screened_and_plain_searches_measure_within_budget_and_calibration_helps() -> None:
