@@ -288,17 +288,37 @@ class Grid(tuple):
 
 
 class _Mgrid:
+    """``nl.mgrid[a:b, c:d, ...]``: one expression per range.
+
+    A range of one value past the first two axes spans no axis of the tiles it
+    indexes: it is its constant. The public rmsnorm and layernorm tutorials index
+    2-D tensors with two ranges of a 3-D grid, one of them ``0:1``
+    (``ix, iw, iy = nl.mgrid[0:128, 0:1, 0:n]``; ``a[ix, iy]``, ``g[iw, iy]``), then
+    sum the first over ``axis=[1]`` and broadcast the second to ``(128, n)``, which
+    holds only if both tiles are 2-D. A 2-D grid keeps its unit range as an axis:
+    ``nl.mgrid[0:128, 0:1]`` indexes [P, 1] columns."""
+
     def __getitem__(self, key: Any) -> Grid:
         key = key if isinstance(key, tuple) else (key,)
-        exprs = []
-        for axis, k in enumerate(key):
+        ranges = []
+        for k in key:
             if not isinstance(k, slice) or k.step not in (None, 1) or k.stop is None:
                 raise IndexError_(f"nl.mgrid takes start:stop ranges, got {k!r}")
             start = 0 if k.start is None else _int(k.start, "nl.mgrid")
             stop = _int(k.stop, "nl.mgrid")
             if stop <= start:
                 raise IndexError_(f"nl.mgrid range {start}:{stop} is empty")
-            exprs.append(IndexExpr(start, ((axis, 1, stop - start),), len(key), True))
+            ranges.append((start, stop - start))
+        axes = list(range(len(ranges)))
+        for i in reversed(range(len(ranges))):
+            if len(axes) > 2 and ranges[i][1] == 1:
+                axes.remove(i)
+        exprs = [
+            IndexExpr(start, ((axes.index(i), 1, size),), len(axes), True)
+            if i in axes
+            else IndexExpr(start, (), len(axes), True)
+            for i, (start, size) in enumerate(ranges)
+        ]
         return Grid(exprs)
 
 

@@ -64,6 +64,55 @@ def k(x, b):
     assert r.outputs.tolist() == [[11.0, 12.0], [23.0, 24.0]]
 
 
+def test_a_one_value_range_of_a_3d_grid_is_no_axis_of_the_tile(kernel_file) -> None:
+    # ix, iw, iy = nl.mgrid[0:4, 0:1, 0:3] indexing 2-D tensors (as the rmsnorm tutorial
+    # does): x[ix, iy] is (4, 3), so its row sums are axis=[1]; g[iw, iy] is (1, 3) and
+    # broadcasts to (4, 3). Rows 2 and 3 lie past the 3-row tensor: masked on ix.
+    x = np.arange(3 * 3, dtype=np.float32).reshape(3, 3)
+    g = np.array([1.0, 10.0, 100.0], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x, g):
+    out = nl.ndarray((3, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    ix, iw, iy = nl.mgrid[0:4, 0:1, 0:3]
+    gt = nl.load(g.reshape((1, 3))[iw, iy])
+    t = nl.load(x[ix, iy], mask=(ix < 3))
+    s = nl.sum(t, axis=[1])
+    y = nl.multiply(nl.multiply(t, s), gt.broadcast_to((4, 3)))
+    nl.store(out[ix, iy], value=y, mask=(ix < 3))
+    return out
+""",
+        x=x,
+        g=g,
+    )
+    # row sums 3, 12, 21; each element times its row sum, then by g's column.
+    expected = [[0.0, 30.0, 600.0], [36.0, 480.0, 6000.0], [126.0, 1470.0, 16800.0]]
+    assert r.outputs.tolist() == expected
+
+
+def test_a_2d_grid_keeps_its_unit_range_as_a_column(kernel_file) -> None:
+    # nl.mgrid[0:2, 0:1] indexes a [P, 1] column: usable as an activation bias.
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    b = np.array([[10.0, 0.0], [20.0, 0.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x, b):
+    out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p, i_c = nl.mgrid[0:2, 0:1]
+    y = nisa.activation(op=nl.copy, data=nl.load(x), bias=nl.load(b[i_p, i_c]))
+    nl.store(out, value=y)
+    return out
+""",
+        x=x,
+        b=b,
+    )
+    assert r.outputs.tolist() == [[11.0, 12.0], [23.0, 24.0]]
+
+
 def test_masks_with_negative_coefficients_keep_the_valid_rows(kernel_file) -> None:
     # -1 * i_p + (4 - 1 - 3 t) >= 0 keeps rows t*3 + i_p <= 3 of a 4-row tensor.
     x = np.arange(4 * 2, dtype=np.float32).reshape(4, 2)
