@@ -85,6 +85,29 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     return modules
 
 
+# Neuron's framework bindings, imported by kernel files for their runners
+# (the nki-samples softmax tutorial imports torch_xla.core.xla_model beside its
+# kernel). They need the Neuron runtime, so where they are not installed a
+# kernel file still loads; any use of them fails with a clear error.
+FRAMEWORK_ROOTS = ("torch_xla", "torch_neuronx", "jax_neuronx", "libneuronxla")
+
+
+class _Absent(types.ModuleType):
+    """A framework module that is not installed: importable, unusable."""
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Absent(f"{self.__name__}.{attr}")
+
+    def __call__(self, *_args: Any, **_kwargs: Any) -> Any:
+        root = self.__name__.partition(".")[0]
+        raise RuntimeError(
+            f"{self.__name__}: {root} is not installed here; the simulator runs the "
+            "kernel function, not the framework code around it"
+        )
+
+
 def kernel_builtins(modules: Mapping[str, types.ModuleType]) -> dict[str, Any]:
     real_import = builtins.__import__
 
@@ -105,7 +128,13 @@ def kernel_builtins(modules: Mapping[str, types.ModuleType]) -> dict[str, Any]:
             if root == "neuronxcc":
                 modules["neuronxcc"]._kernelopt_enable()
             return modules[name] if fromlist else modules[root]
-        return real_import(name, globals, locals, fromlist or (), level)
+        try:
+            return real_import(name, globals, locals, fromlist or (), level)
+        except ModuleNotFoundError:
+            if level != 0 or root not in FRAMEWORK_ROOTS:
+                raise
+            module = _Absent(root)
+            return module if not fromlist else _Absent(name)
 
     namespace = dict(vars(builtins))
     namespace["__import__"] = sim_import

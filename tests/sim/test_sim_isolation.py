@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
 
@@ -61,3 +62,34 @@ def test_other_imports_still_work(kernel_file):
     path, _ = kernel_file(source)
     run = run_kernel(path, {"a": np.full((2, 4), 3.0, np.float32)})
     np.testing.assert_array_equal(run.outputs, np.full((2, 4), 3.0))
+
+
+def test_a_framework_import_beside_the_kernel_loads_where_it_is_not_installed(kernel_file):
+    # A kernel file importing Neuron's torch binding for its runner (as the nki-samples
+    # softmax tutorial does) runs; the binding is not installed on this machine.
+    if importlib.util.find_spec("torch_xla") is not None:
+        pytest.skip("torch_xla is installed here")
+    source = "import torch_xla.core.xla_model as xm\nfrom torch_neuronx import trace\n" + KERNEL
+    path, _ = kernel_file(source)
+    run = run_kernel(path, {"a": np.full((2, 4), 5.0, np.float32)})
+    np.testing.assert_array_equal(run.outputs, np.full((2, 4), 5.0))
+
+
+def test_using_an_absent_framework_fails_at_its_line(kernel_file):
+    if importlib.util.find_spec("torch_xla") is not None:
+        pytest.skip("torch_xla is installed here")
+    source = KERNEL.replace("import nki\n", "import nki\nimport torch_xla.core.xla_model as xm\n")
+    source = source.replace("    return out\n", "    xm.xla_device()  # <-\n    return out\n")
+    path, line = kernel_file(source)
+    with pytest.raises(SimError) as err:
+        run_kernel(path, {"a": np.ones((2, 4), np.float32)})
+    assert err.value.line == line
+    assert "torch_xla is not installed here" in err.value.message
+
+
+def test_a_missing_module_outside_the_frameworks_is_still_an_import_error(kernel_file):
+    path, line = kernel_file("import kernelopt_no_such_module  # <-\n")
+    with pytest.raises(SimError) as err:
+        run_kernel(path, {})
+    assert (err.value.kind, err.value.line) == ("exception", line)
+    assert "kernelopt_no_such_module" in err.value.message
