@@ -85,11 +85,12 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     return modules
 
 
-# Neuron's framework bindings, imported by kernel files for their runners
-# (the nki-samples softmax tutorial imports torch_xla.core.xla_model beside its
-# kernel). They need the Neuron runtime, so where they are not installed a
-# kernel file still loads; any use of them fails with a clear error.
-FRAMEWORK_ROOTS = ("torch_xla", "torch_neuronx", "jax_neuronx", "libneuronxla")
+# The frameworks a kernel file imports for the runner around its kernel (the
+# nki-samples softmax tutorial imports torch_xla.core.xla_model, a contributed
+# max-pool kernel torch for its reference). Neuron's bindings need the Neuron
+# runtime and the frameworks are not kernelopt's dependencies, so where they
+# are not installed a kernel file still loads; any use of them fails at its line.
+FRAMEWORK_ROOTS = ("torch", "torch_xla", "torch_neuronx", "jax", "jax_neuronx", "libneuronxla")
 
 
 class _Absent(types.ModuleType):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernelopt.sim.access import indirect, resolve
-from kernelopt.sim.indexing import IndexExpr, Mask
+from kernelopt.sim.indexing import IndexError_, IndexExpr, Mask
 
 if TYPE_CHECKING:
     from kernelopt.sim.machine import Machine
@@ -272,10 +272,15 @@ class Tile:
         if not isinstance(mask, Mask):
             self._fail(f"mask must be built from nl.arange/nl.mgrid comparisons, got {mask!r}")
         if not mask.is_box:
-            self._fail(
-                f"mask {mask!r} relates several index ranges, which does not cut a tile to a box; "
-                "use nisa.affine_select or nl.where for such a predicate"
-            )
+            # A predicate over several ranges (``512 * i_p + i_f < n``: a flat bound on a
+            # tile of a longer tensor) that holds on the whole tile cuts nothing.
+            if not self._holds_everywhere(mask):
+                self._fail(
+                    f"mask {mask!r} relates several index ranges and is false on part of "
+                    f"{self.alloc.name!r}, which does not cut a tile to a box; use "
+                    "nisa.affine_select or nl.where for such a predicate"
+                )
+            return self.checked()
         if mask.empty():
             self._fail(f"mask {mask!r} keeps no element of {self.alloc.name!r}")
         if self.coords is not None:
@@ -304,6 +309,12 @@ class Tile:
             shape[axis] = hi - lo
         view = None if vmap is None else (tuple(shape), vmap)
         return Tile(self.alloc, tuple(bounds), self.kept, self.loose, view).checked()
+
+    def _holds_everywhere(self, mask: Mask) -> bool:
+        try:
+            return bool(mask.evaluate(tuple(self.shape)).all())
+        except IndexError_:
+            return False
 
     def _clip_gathered(self, mask: Mask) -> Tile:
         cut = tuple(

@@ -113,6 +113,35 @@ def k(x, b):
     assert r.outputs.tolist() == [[11.0, 12.0], [23.0, 24.0]]
 
 
+FLAT_BOUND = """
+@nki.jit
+def k(a, b, n):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    ix, iy = nl.mgrid[0:2, 0:3]
+    for i in nl.affine_range(2):
+        offset = i * 6 + 3 * ix + iy
+        t = nl.add(nl.load(a[i, ix, iy], mask=offset < n), nl.load(b[i, ix, iy]),
+                   mask=offset < n)
+        nl.store(out[i, ix, iy], value=t, mask=offset < n)
+    return out
+"""
+
+
+def test_a_flat_bound_over_two_ranges_that_holds_on_the_tile_cuts_nothing(kernel_file) -> None:
+    # offset = 6 i + 3 ix + iy < 12 holds on every element of both (2, 3) tiles.
+    a = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
+    path, _ = kernel_file(HEADER + FLAT_BOUND)
+    r = run_kernel(path, {"a": a, "b": np.full_like(a, 100.0)}, kernel_kwargs={"n": 12})
+    assert r.outputs.tolist() == (a + 100.0).tolist()
+
+
+def test_a_flat_bound_false_on_part_of_a_tile_is_refused(kernel_file) -> None:
+    a = np.zeros((2, 2, 3), np.float32)
+    path, _ = kernel_file(HEADER + FLAT_BOUND)
+    with pytest.raises(SimError, match="false on part of"):
+        run_kernel(path, {"a": a, "b": a}, kernel_kwargs={"n": 10})
+
+
 def test_masks_with_negative_coefficients_keep_the_valid_rows(kernel_file) -> None:
     # -1 * i_p + (4 - 1 - 3 t) >= 0 keeps rows t*3 + i_p <= 3 of a 4-row tensor.
     x = np.arange(4 * 2, dtype=np.float32).reshape(4, 2)

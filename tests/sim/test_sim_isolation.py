@@ -65,11 +65,13 @@ def test_other_imports_still_work(kernel_file):
 
 
 def test_a_framework_import_beside_the_kernel_loads_where_it_is_not_installed(kernel_file):
-    # A kernel file importing Neuron's torch binding for its runner (as the nki-samples
-    # softmax tutorial does) runs; the binding is not installed on this machine.
+    # A kernel file importing Neuron's torch binding (as the nki-samples softmax tutorial
+    # does) or torch for its reference runs; neither is installed on this machine.
     if importlib.util.find_spec("torch_xla") is not None:
         pytest.skip("torch_xla is installed here")
     source = "import torch_xla.core.xla_model as xm\nfrom torch_neuronx import trace\n" + KERNEL
+    if importlib.util.find_spec("torch") is None:
+        source = "import torch\nimport torch.nn.functional as F\n" + source
     path, _ = kernel_file(source)
     run = run_kernel(path, {"a": np.full((2, 4), 5.0, np.float32)})
     np.testing.assert_array_equal(run.outputs, np.full((2, 4), 5.0))
