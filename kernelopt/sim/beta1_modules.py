@@ -18,7 +18,7 @@ from kernelopt.sim.beta1_compiler import build_compiler
 from kernelopt.sim.beta1_isa import add_isa
 from kernelopt.sim.beta1_tiles import ParDim
 from kernelopt.sim.enums import add_enums
-from kernelopt.sim.language import BUFFERS
+from kernelopt.sim.language import BUFFERS, finfo, iinfo
 from kernelopt.sim.ops import OPS, Op
 from kernelopt.sim.tensor import Tile
 
@@ -109,6 +109,7 @@ def _language(beta: Beta1, nl2: types.ModuleType) -> types.ModuleType:
         if isinstance(value, np.dtype):
             setattr(nl, name, value)
     nl.tfloat32 = np.dtype(np.float32)
+    nl.finfo, nl.iinfo = finfo, iinfo
     _add_ops(nl, beta)
     nl.par_dim = ParDim
     nl.arange = indexing.arange

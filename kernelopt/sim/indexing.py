@@ -276,15 +276,30 @@ def arange(start: int, stop: int | None = None) -> IndexExpr:
 
 
 class Grid(tuple):
-    """What ``nl.mgrid[...]`` returns: one expression per axis; ``.p``/``.x`` for 2-D."""
+    """What ``nl.mgrid[...]`` returns: one expression per axis, also named ``.p``,
+    ``.x``, ``.y``, ``.z`` for axes 0 to 3 (the nki-samples select-and-scatter kernel
+    reads a 4-D grid's window as ``w.p, w.x, w.y, w.z``)."""
+
+    def _axis(self, i: int, name: str) -> IndexExpr:
+        if i >= len(self):
+            raise IndexError_(f"a {len(self)}-D nl.mgrid has no .{name}")
+        return self[i]
 
     @property
     def p(self) -> IndexExpr:
-        return self[0]
+        return self._axis(0, "p")
 
     @property
     def x(self) -> IndexExpr:
-        return self[-1]
+        return self._axis(1, "x") if len(self) > 1 else self[0]
+
+    @property
+    def y(self) -> IndexExpr:
+        return self._axis(2, "y")
+
+    @property
+    def z(self) -> IndexExpr:
+        return self._axis(3, "z")
 
 
 class _Mgrid:

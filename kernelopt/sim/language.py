@@ -34,6 +34,13 @@ DTYPES: Mapping[str, np.dtype] = MappingProxyType(
         "float16": np.dtype(np.float16),
         "float32": np.dtype(np.float32),
         "int32": np.dtype(np.int32),
+        # The NKI language's narrower integer types (nki.language dtypes); values
+        # are held as int32 in the simulator, and take their own bytes on chip.
+        "int8": np.dtype(np.int8),
+        "int16": np.dtype(np.int16),
+        "uint8": np.dtype(np.uint8),
+        "uint16": np.dtype(np.uint16),
+        "uint32": np.dtype(np.uint32),
         "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
         "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     }
@@ -137,3 +144,20 @@ def build_language(machine: Machine, isa: Isa) -> types.ModuleType:
     for name, op in OPS.items():
         setattr(module, name, op)
     return module
+
+
+def finfo(dtype: Any) -> Any:
+    """Beta-1 ``nl.finfo(dtype)``: machine limits of a float type (bfloat16 and fp8
+    included); the nki-samples vision kernels fill padding with ``finfo(dt).min``."""
+    dt = resolve_dtype(dtype)
+    if dt is None or dt.kind not in "fV":
+        raise TypeError(f"nl.finfo: {dtype!r} is not a float dtype")
+    return ml_dtypes.finfo(dt)
+
+
+def iinfo(dtype: Any) -> Any:
+    """Beta-1 ``nl.iinfo(dtype)``: machine limits of an integer type."""
+    dt = resolve_dtype(dtype)
+    if dt is None or dt.kind not in "iu":
+        raise TypeError(f"nl.iinfo: {dtype!r} is not an integer dtype")
+    return np.iinfo(dt)

@@ -113,6 +113,50 @@ def k(x, b):
     assert r.outputs.tolist() == [[11.0, 12.0], [23.0, 24.0]]
 
 
+def test_a_4d_grid_names_its_axes_p_x_y_z(kernel_file) -> None:
+    # w = nl.mgrid[0:2, 0:2, 0:2, 0:3]; t[w.p, 2 * w.x + w.y, w.z] is the (2, 2, 2, 3)
+    # window view t[p, 2a + b, c]. With t[p, r, c] = 24p + 6r + c, each window's max
+    # (r = 2a + 1, c = 2) is 24p + 12a + 8.
+    t = np.arange(2 * 4 * 6, dtype=np.float32).reshape(2, 4, 6)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(t):
+    out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(t)
+    w = nl.mgrid[0:2, 0:2, 0:2, 0:3]
+    win = nl.copy(x[w.p, 2 * w.x + w.y, w.z])
+    nl.store(out, value=nl.max(win, axis=[2, 3]))
+    return out
+""",
+        t=t,
+    )
+    assert r.outputs.tolist() == [[8.0, 20.0], [32.0, 44.0]]
+
+
+def test_finfo_and_the_narrow_integer_dtypes(kernel_file) -> None:
+    # nl.finfo(nl.bfloat16).min is -(2 - 2**-7) * 2**127; an nl.uint8 comparison holds 0/1.
+    x = np.array([[1.0, -5.0], [7.0, 2.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    lowest = nl.full((2, 2), dtype=nl.float32, fill_value=nl.finfo(nl.bfloat16).min)
+    t = nl.load(x)
+    nl.store(out[:, 0:2], value=lowest)
+    nl.store(out[:, 2:4], value=nl.equal(nl.maximum(t, 0.0), t, dtype=nl.uint8))
+    return out
+""",
+        x=x,
+    )
+    low = -(2 - 2**-7) * 2.0**127
+    assert r.outputs[:, :2].tolist() == [[low, low], [low, low]]
+    assert r.outputs[:, 2:].tolist() == [[1.0, 0.0], [1.0, 1.0]]
+
+
 FLAT_BOUND = """
 @nki.jit
 def k(a, b, n):
