@@ -240,3 +240,61 @@ def _resolve(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...]:
     plain = shape == box and all(m == (i, 1) for i, m in enumerate(view_map))
     view = None if plain else (shape, view_map)
     return tuple(bounds), tuple(kept), loose, view, None
+
+
+def pattern_view(
+    tile: Tile, pattern: Any, offset: Any = 0, dtype: Any = None, **unsupported: Any
+) -> tuple[Any, ...]:
+    """``t.ap(pattern=[[step, num], ...], offset=)``: the view an access pattern reads
+    (NKI access patterns deep dive, aws-neuron-sdk ``nki/deep-dives/nki-aps.rst``).
+
+    The tensor is taken flat; element ``[i0, i1, ...]`` of the view is flat element
+    ``offset + sum(i_k * step_k)``, and the view's shape is the ``num``s. On chip the
+    first entry walks the partitions and its step must be the tensor's free size.
+    Only a whole ``nl.ndarray`` takes an access pattern."""
+    alloc = tile.alloc
+    given = sorted(k for k, v in unsupported.items() if v is not None)
+    if given:
+        tile._fail(f".ap: {', '.join(given)} (dynamic offsets) are not simulated")
+    if dtype is not None and np.dtype(dtype) != alloc.dtype:
+        tile._fail(f".ap: a reinterpret cast to {dtype} is not simulated")
+    whole = tile.kept == tuple(range(len(alloc.shape))) and tile.bounds == tuple(
+        (0, n) for n in alloc.shape
+    )
+    if not whole or tile.view_map is not None or tile.coords is not None:
+        tile._fail(".ap: an access pattern is taken on a whole nl.ndarray, not on a view of one")
+    try:
+        entries = [(int(step), int(num)) for step, num in pattern]
+        start = int(offset)
+    except (TypeError, ValueError):
+        tile._fail(f".ap: pattern must be [[step, num], ...] of ints, got {pattern!r}")
+    if not entries or any(num < 1 for _, num in entries):
+        tile._fail(f".ap: pattern {pattern!r} needs at least one entry, each with num >= 1")
+    space = tuple(num for _, num in entries)
+    flat = np.full(space, start, dtype=np.int64)
+    for axis, (step, num) in enumerate(entries):
+        shape = [1] * len(space)
+        shape[axis] = num
+        flat = flat + step * np.arange(num, dtype=np.int64).reshape(shape)
+    size = int(np.prod(alloc.shape))
+    if flat.min() < 0 or flat.max() >= size:
+        tile._fail(
+            f".ap: pattern {pattern!r} at offset {start} reads elements "
+            f"[{int(flat.min())}, {int(flat.max())}] of {alloc.name!r}, which has {size}"
+        )
+    if alloc.buffer.on_chip:
+        free = size // alloc.shape[0]
+        if entries[0][1] > 1 and entries[0][0] != free:
+            tile._fail(
+                f".ap: on chip the first entry walks the partitions, so its step must be "
+                f"the free size {free} of {alloc.name!r}, got {entries[0][0]}"
+            )
+    coords = tuple(np.unravel_index(flat, alloc.shape))
+    if alloc.buffer.on_chip and len(space) > 1:
+        first = coords[0][(slice(None),) + (slice(0, 1),) * (len(space) - 1)]
+        if (coords[0] != first).any():
+            tile._fail(
+                f".ap: pattern {pattern!r} runs past the end of a partition of {alloc.name!r}"
+            )
+    bounds = tuple((int(c.min()), int(c.max()) + 1) for c in coords)
+    return bounds, tuple(range(len(alloc.shape))), False, (space, None), coords

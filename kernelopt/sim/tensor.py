@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernelopt.sim.access import indirect, resolve
+from kernelopt.sim.access import indirect, pattern_view, resolve
 from kernelopt.sim.indexing import IndexError_, IndexExpr, Mask
 
 if TYPE_CHECKING:
@@ -386,6 +386,12 @@ class Tile:
 
     def __neg__(self) -> Tile:
         return self._beta1("-").binary("multiply", self, -1.0)
+
+    def ap(self, pattern: Any = None, offset: Any = 0, **options: Any) -> Tile:
+        """An access-pattern view of this whole tensor (``kernelopt.sim.access.pattern_view``)."""
+        if pattern is None:
+            self._fail(".ap: pattern=[[step, num], ...] is required")
+        return Tile(self.alloc, *pattern_view(self, pattern, offset, **options))
 
     def broadcast_to(self, shape: Any) -> Tile:
         """A new tile of ``shape`` holding this one broadcast (beta-1)."""
