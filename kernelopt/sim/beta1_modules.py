@@ -201,6 +201,19 @@ def _add_ops(nl: types.ModuleType, beta: Beta1) -> None:
     nl.softmax = softmax
 
 
+def add_convenience_calls(nl: types.ModuleType, beta: Beta1) -> None:
+    """NKI 0.3.0's ``nki.language`` convenience calls in the current API: ``nl.exp(x)``,
+    ``nl.maximum(x, y)``, ``nl.max(x, axis=)``, ``nl.softmax``, ``nl.full``, ``nl.ones``
+    and the ``*_like`` constructors return new tiles, as in beta 1 (the NKI 0.3.0
+    update guide: "convenience wrappers around nki.isa APIs"). They lower to the
+    same instructions as the beta-1 calls; ``nl.ndarray`` and ``nl.zeros`` keep the
+    current API's signatures, and ``t[...] = x`` stays an error."""
+    _add_ops(nl, beta)
+    kept = nl.ndarray, nl.zeros
+    _add_constructors(nl, beta)
+    nl.ndarray, nl.zeros = kept
+
+
 def _add_constructors(nl: types.ModuleType, beta: Beta1) -> None:
     """``nl.ndarray``, ``nl.zeros``, ``nl.full``, ``nl.ones`` and their ``*_like``."""
 

@@ -14,7 +14,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kernelopt.sim.beta1_modules import build_beta1_modules
+from kernelopt.sim.beta1_modules import add_convenience_calls, build_beta1_modules
 from kernelopt.sim.enums import add_enums
 from kernelopt.sim.isa import ISA_CALLS, Isa
 from kernelopt.sim.language import build_language
@@ -71,11 +71,16 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     nki = types.ModuleType("nki", "nki as simulated by kernelopt")
     jit = functools.partial(_jit, machine=machine)
     nki.jit = jit
+    # nki.simulate(kernel) (NKI 0.3.0's CPU simulator): here, the kernel itself.
+    nki.simulate = lambda kernel, *_a, **_kw: kernel
     nki.language = nl
     nki.isa = nisa
     modules = {"nki": nki, "nki.language": nl, "nki.isa": nisa}
     # The beta-1 API (neuronxcc.nki): importing it gives tiles its semantics.
     beta, beta_modules = build_beta1_modules(machine, isa, nl, jit)
+    add_convenience_calls(nl, beta)
+    # nki.typing (NKI 0.3.0): nt.tensor[shape] annotations, meaningless here as in beta 1.
+    nki.typing = modules["nki.typing"] = beta_modules["neuronxcc.nki.typing"]
     modules.update(beta_modules)
 
     def enable_beta1() -> None:

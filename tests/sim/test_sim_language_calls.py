@@ -1,0 +1,90 @@
+"""NKI 0.3.0's ``nki.language`` convenience calls in the current API, each against a
+hand-computed result: they return new tiles and lower to ISA instructions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernelopt.sim import SimError, run_kernel
+
+HEADER = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import nki.typing as nt
+
+"""
+
+
+def _run(kernel_file, body: str, **inputs: np.ndarray):
+    path, _ = kernel_file(HEADER + body)
+    return run_kernel(path, inputs)
+
+
+def test_a_window_max_over_an_access_pattern(kernel_file) -> None:
+    # Rows of 4: windows [[1, 2], [1, 2]] over a (2, 4) tile read as (2, 3, 2) overlapping
+    # pairs; each row's pair maxima are its elements 1..3.
+    x = np.array([[1.0, 5.0, 2.0, 8.0], [9.0, 0.0, 3.0, 4.0]], np.float32)
+    body = """
+@nki.jit
+def k(x: nt.tensor[2, 4]):
+    out = nl.ndarray((2, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((2, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    m = nl.max(t.ap(pattern=[[4, 2], [1, 3], [1, 2]]), axis=[2])
+    nisa.dma_copy(dst=out, src=m)
+    return out
+"""
+    run = _run(kernel_file, body, x=x)
+    assert run.outputs.tolist() == [[5.0, 5.0, 8.0], [9.0, 3.0, 4.0]]
+
+
+def test_elementwise_calls_constructors_and_softmax(kernel_file) -> None:
+    # out = softmax(x) over each row of [[0, ln 3]] -> [0.25, 0.75]; plus
+    # maximum(x, full 0.5) + ones = [[1.5, 1 + ln 3]].
+    x = np.array([[0.0, np.log(3.0)]], np.float32)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((1, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    s = nl.softmax(t, axis=[1])
+    y = nl.add(nl.maximum(t, nl.full((1, 2), 0.5, dtype=nl.float32)), nl.ones_like(t))
+    nisa.dma_copy(dst=out[:, 0:2], src=s)
+    nisa.dma_copy(dst=out[:, 2:4], src=y)
+    return out
+"""
+    run = _run(kernel_file, body, x=x)
+    np.testing.assert_allclose(run.outputs, [[0.25, 0.75, 1.5, 1 + np.log(3.0)]], rtol=1e-6)
+
+
+def test_tiles_are_still_written_only_by_calls(kernel_file) -> None:
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    t[...] = nl.exp(t)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    with pytest.raises(SimError, match="written by ISA calls"):
+        _run(kernel_file, body, x=np.zeros((1, 2), np.float32))
+
+
+def test_nki_simulate_returns_the_kernel(kernel_file) -> None:
+    body = """
+@nki.jit
+def k_inner(x):
+    out = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=x)
+    return out
+
+k = nki.simulate(k_inner)
+"""
+    path, _ = kernel_file(HEADER + body)
+    run = run_kernel(path, {"x": np.array([[3.0, 4.0]], np.float32)}, func="k")
+    assert run.outputs.tolist() == [[3.0, 4.0]]
