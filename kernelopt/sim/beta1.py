@@ -41,6 +41,7 @@ import numpy as np
 
 from kernelopt.sim import indexing
 from kernelopt.sim.beta1_ops import HighLevelOps, LoopReduction
+from kernelopt.sim.beta1_skip import SKIPPED
 from kernelopt.sim.beta1_tiles import BlockArray, ParDim
 from kernelopt.sim.language import BUFFERS
 from kernelopt.sim.tensor import Buffer, PlacedBuffer, Tile
@@ -269,6 +270,8 @@ class Beta1(HighLevelOps):
 
     def assign(self, dst: Any, value: Any) -> None:
         """``dst[...] = value``."""
+        if value is SKIPPED:
+            return  # the call was under a false mask=: nothing to write
         dst = self._tile("assignment", dst).checked()
         if isinstance(value, Tile) and value.alloc is dst.alloc and value.bounds == dst.bounds:
             return  # the second half of ``dst[...] += x``
@@ -305,6 +308,8 @@ class Beta1(HighLevelOps):
     def accumulate(self, dst: Tile, other: Any, op: str) -> Tile:
         """``dst += other`` (and ``-=``, ``*=``): a matmul just issued accumulates in
         ``dst``'s PSUM bank; anything else is an elementwise op in place."""
+        if other is SKIPPED:
+            return dst
         if (
             op == "add"
             and dst.buffer.kind == "psum"

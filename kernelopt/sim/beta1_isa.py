@@ -31,6 +31,7 @@ BETA1_ISA_CALLS = (
     "tensor_reduce",
     "memset",
     "reciprocal",
+    "dropout",
     "dma_copy",
 )
 
@@ -236,6 +237,16 @@ class Beta1Isa:
         dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
         s, d = _masked(src, mask), _masked(dst, mask)
         self.isa.reciprocal(d, s)
+        return dst
+
+    def dropout(
+        self, data: Any, prob: Any, *, dtype: Any = None, mask: Any = None, **_: Any
+    ) -> Tile:
+        src = self.beta._tile("dropout", data)
+        dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
+        if isinstance(prob, Tile):
+            prob = _masked(prob, mask)
+        self.isa.dropout(_masked(dst, mask), _masked(src, mask), prob)
         return dst
 
     def dma_copy(self, *, dst: Any, src: Any, mask: Any = None, **kwargs: Any) -> None:

@@ -16,6 +16,7 @@ from kernelopt.sim import indexing
 from kernelopt.sim.beta1 import Beta1
 from kernelopt.sim.beta1_compiler import build_compiler
 from kernelopt.sim.beta1_isa import add_isa
+from kernelopt.sim.beta1_skip import SKIPPED, constant, make_skippable
 from kernelopt.sim.beta1_tiles import ParDim
 from kernelopt.sim.enums import add_enums
 from kernelopt.sim.language import BUFFERS, finfo, iinfo
@@ -70,6 +71,11 @@ def build_beta1_modules(
     nisa = types.ModuleType("neuronxcc.nki.isa", "nki.isa (beta 1) as simulated")
     add_isa(nisa, beta, isa)
     add_enums(nisa)
+    nl.dropout = lambda x, rate, dtype=None, mask=None, **_: nisa.dropout(
+        x, rate, dtype=dtype, mask=mask
+    )
+    make_skippable(nl)
+    make_skippable(nisa)
     nisa.get_nc_version = lambda: (
         nisa.nc_version.gen2 if machine.params.name == "trn1" else nisa.nc_version.gen3
     )
@@ -159,7 +165,11 @@ def _add_spmd(nl: types.ModuleType, beta: Beta1) -> None:
 def _add_ops(nl: types.ModuleType, beta: Beta1) -> None:
     """The callable ``nl.*`` ops, the reductions and ``nl.softmax``."""
 
-    def op_call(op: Op, *args: Any, dtype: Any = None, mask: Any = None, **_: Any) -> Tile:
+    def op_call(op: Op, *args: Any, dtype: Any = None, mask: Any = None, **_: Any) -> Any:
+        held = constant(mask)
+        if held is False:
+            return SKIPPED
+        mask = None if held else mask
         if op.arity == 1:
             return beta.unary(op, args[0], dtype, mask)
         return beta.binary(op.name, args[0], args[1], dtype, mask)

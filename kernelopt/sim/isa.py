@@ -31,6 +31,7 @@ ISA_CALLS = (
     "tensor_reduce",
     "memset",
     "reciprocal",
+    "dropout",
     "tensor_tensor_scan",
     "tensor_scalar_reduce",
     "affine_select",

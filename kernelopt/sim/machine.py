@@ -46,6 +46,12 @@ class Machine:
         # Per allocation site: trace length at its last allocation and its
         # current generation (allocations with no instruction in between).
         self._generations: dict[tuple[int, ...], tuple[int, int]] = {}
+        # Draws for nki.isa.dropout: seeded per run, so a run repeats exactly.
+        self._rng = np.random.default_rng(0)
+
+    def random(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Uniform draws in [0, 1) for a random instruction (dropout)."""
+        return self._rng.random(shape)
 
     # --- locating the kernel line -------------------------------------------------
 

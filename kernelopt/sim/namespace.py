@@ -79,6 +79,7 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     # The beta-1 API (neuronxcc.nki): importing it gives tiles its semantics.
     beta, beta_modules = build_beta1_modules(machine, isa, nl, jit)
     add_convenience_calls(nl, beta)
+    nl.dropout = beta_modules["neuronxcc.nki.language"].dropout
     # nki.typing (NKI 0.3.0): nt.tensor[shape] annotations, meaningless here as in beta 1.
     nki.typing = modules["nki.typing"] = beta_modules["neuronxcc.nki.typing"]
     modules.update(beta_modules)

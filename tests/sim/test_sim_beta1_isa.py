@@ -169,3 +169,52 @@ def k(x):
         x=x,
     )
     assert np.array_equal(r.outputs, x.T)
+
+
+def test_a_constant_mask_runs_or_skips_the_call(kernel_file) -> None:
+    # mask=(i != 1) with i a loop index: iterations 0 and 2 add 1, iteration 1 issues
+    # nothing, so r ends at 2; a false mask on a matmul's += leaves the PSUM tile alone.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    r = nl.zeros((2, 4), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(3):
+        r[...] = nl.add(r, 1.0, mask=(i != 1))
+        r[...] = nl.load(x, mask=(i == 5))
+    nl.store(out, value=r, mask=True)
+    return out
+"""
+    )
+    run = run_kernel(path, {"x": np.full((2, 4), 7.0, np.float32)})
+    assert run.outputs.tolist() == [[2.0] * 4, [2.0] * 4]
+    assert sum(1 for i in run.trace if i.op == "dma_copy") == 1  # the store only
+
+
+def test_dropout_zeroes_with_its_probability_and_keeps_the_rest(kernel_file) -> None:
+    # Row 0 has drop probability 0, row 1 probability 1 (a [P, 1] tile); nl.dropout
+    # at rate 0.5 over 4,096 ones keeps about half, each kept element unchanged.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x, p):
+    out = nl.ndarray((2, 4096), dtype=nl.float32, buffer=nl.shared_hbm)
+    half = nl.ndarray((2, 4096), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nisa.dropout(t, nl.load(p)))
+    nl.store(half, value=nl.dropout(t, 0.5))
+    return out, half
+"""
+    )
+    run = run_kernel(
+        path,
+        {"x": np.ones((2, 4096), np.float32), "p": np.array([[0.0], [1.0]], np.float32)},
+    )
+    out, half = run.outputs
+    assert out[0].tolist() == [1.0] * 4096 and out[1].tolist() == [0.0] * 4096
+    assert set(np.unique(half).tolist()) == {0.0, 1.0}
+    assert 0.45 < half.mean() < 0.55
+    assert run.trace[[i.op for i in run.trace].index("dropout")].engine == "vector"
