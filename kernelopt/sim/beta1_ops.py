@@ -10,12 +10,15 @@ from typing import Any
 
 import numpy as np
 
+from kernelopt.sim.access import predicated
 from kernelopt.sim.beta1_core import Beta1Core
 from kernelopt.sim.beta1_tiles import clip_like, dtype_of
 from kernelopt.sim.ops import OPS, Op
 from kernelopt.sim.tensor import Tile
 
 _FAST_VECTOR_OPS = frozenset({"add", "multiply", "subtract"})
+# What an element a predicate drops reads as in each reduction: its identity.
+REDUCE_IDENTITY = {"sum": 0.0, "max": -np.inf, "min": np.inf, "prod": 1.0}
 
 
 def _padded(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
@@ -197,6 +200,9 @@ class HighLevelOps(Beta1Core):
         base = {"sum": "add", "mean": "add", "max": "maximum", "min": "minimum", "prod": "multiply"}
         full = self.new(shape, self._dtype(dtype, src.dtype))
         dst = full
+        if mask is not None and not mask.is_box and op in REDUCE_IDENTITY:
+            # A predicate over several ranges: the dropped elements leave the reduction.
+            src, mask = predicated(src, mask, REDUCE_IDENTITY[op]), None
         if mask is not None:
             # The result keeps its full shape; only the masked rows are computed.
             whole = src.shape

@@ -184,6 +184,8 @@ class Machine:
             if values is not None and tile.view_map is not None:
                 # A beta-1 access with an index-space shape of its own (kernelopt.sim.access).
                 values, written = values.reshape(tile.shape), written.reshape(tile.shape)
+        if tile.holes is not None:
+            written = written | tile.holes[0]
         if not written.all():
             if self.beta1 is None:
                 self.fail(
@@ -194,6 +196,9 @@ class Machine:
             if values is not None:
                 garbage = np.nan if values.dtype.kind == "f" else 0
                 values = np.where(written.reshape(values.shape), values, garbage)
+        if tile.holes is not None and values is not None:
+            holes, fill = tile.holes
+            values = np.where(holes, np.float32(fill), values)
         return values
 
     def write(self, tile: Tile, values: np.ndarray | float | None) -> None:

@@ -96,7 +96,18 @@ class Tile:
     order.
     """
 
-    __slots__ = ("alloc", "bounds", "kept", "shape", "index", "loose", "view_map", "coords", "via")
+    __slots__ = (
+        "alloc",
+        "bounds",
+        "kept",
+        "shape",
+        "index",
+        "loose",
+        "view_map",
+        "coords",
+        "via",
+        "holes",
+    )
 
     def __init__(
         self,
@@ -119,6 +130,9 @@ class Tile:
         self.coords = coords
         # An indirect access: the on-chip index tile its coordinates came from.
         self.via = via
+        # A gathered access under a predicate (kernelopt.sim.access.predicated): the
+        # elements the predicate drops, and the value they read as.
+        self.holes: tuple[np.ndarray, float] | None = None
         if view is None:
             self.shape = tuple(bounds[a][1] - bounds[a][0] for a in kept)
             self.view_map = None

@@ -445,3 +445,44 @@ def k(x):
     iota = next(i for i in r.trace if i.op == "iota")
     # The DMA waits for the index tile and uses software descriptor generation.
     assert iota.writes[0] in gather.reads and gather.software_dge
+
+
+POOL = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    i0 = nl.arange(2)[:, None, None, None, None]
+    i1 = nl.arange(2)[None, :, None, None, None]
+    i2 = nl.arange(2)[None, None, :, None, None]
+    i3 = nl.arange(2)[None, None, None, :, None]
+    i4 = nl.arange(2)[None, None, None, None, :]
+    t = nl.load(x)
+    r = nl.{op}(t[i0, 2 * i1 - 1 + i3, 2 * i2 - 1 + i4], axis=[3, 4],
+               mask=(2 * i1 - 1 + i3 >= 0) & (2 * i2 - 1 + i4 >= 0))
+    nl.store(out, value=r)
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("op", "expected"),
+    [
+        ("max", [[[1.0, 3.0], [7.0, 9.0]], [[11.0, 13.0], [17.0, 19.0]]]),
+        ("sum", [[[1.0, 5.0], [11.0, 28.0]], [[11.0, 25.0], [31.0, 68.0]]]),
+    ],
+)
+def test_a_padding_predicate_drops_elements_out_of_a_reduction(kernel_file, op, expected) -> None:
+    # 2 x 2 windows, stride 2, padding 1 over x[c] = [[1, 2, 3], [4, 5, 6], [7, 8, 9]] + 10c:
+    # the window at (0, 0) keeps only x[c, 0, 0]; the padding reads as the identity.
+    x = np.arange(1, 10, dtype=np.float32).reshape(1, 3, 3) + 10 * np.arange(2)[:, None, None]
+    path, _ = kernel_file(HEADER + POOL.replace("{op}", op))
+    run = run_kernel(path, {"x": x.astype(np.float32)})
+    assert run.outputs.tolist() == expected
+
+
+def test_a_padding_predicate_that_keeps_elements_past_the_tensor_is_refused(kernel_file) -> None:
+    # Without the lower bound on the rows, the window at row -1 is kept: refused.
+    body = POOL.replace("{op}", "max").replace("(2 * i1 - 1 + i3 >= 0) & ", "")
+    path, _ = kernel_file(HEADER + body)
+    with pytest.raises(SimError, match="keeps elements past axis 1"):
+        run_kernel(path, {"x": np.zeros((2, 3, 3), np.float32)})
