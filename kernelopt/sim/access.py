@@ -298,39 +298,3 @@ def pattern_view(
             )
     bounds = tuple((int(c.min()), int(c.max()) + 1) for c in coords)
     return bounds, tuple(range(len(alloc.shape))), False, (space, None), coords
-
-
-def predicated(tile: Tile, mask: Any, fill: float) -> Tile:
-    """A gathered access under a predicate over several ranges (the contributed max-pool
-    kernel's ``stride * i1 - padding + i3 >= 0 & ...`` padding bounds) for a reduction:
-    the elements it drops read as ``fill``, the reduction's identity, so they drop out
-    of the result; they may lie past the tensor, as padding does. The hardware reads
-    only the kept elements; the time is charged for the whole tile."""
-    from kernelopt.sim.tensor import Tile
-
-    if tile.coords is None:
-        tile._fail(
-            f"mask {mask!r} relates several index ranges; on a plain view it does not cut a "
-            "box (use nisa.affine_select for such a predicate)"
-        )
-    try:
-        held = np.broadcast_to(mask.evaluate(tuple(tile.shape)), tile.shape)
-    except IndexError_ as err:
-        tile._fail(str(err))
-    if not held.any():
-        tile._fail(f"mask {mask!r} keeps no element of {tile.alloc.name!r}")
-    coords, bounds = [], list(tile.bounds)
-    for axis, c in zip(tile.kept, tile.coords, strict=True):
-        size = tile.alloc.shape[axis]
-        kept = c[held]
-        if kept.min() < 0 or kept.max() >= size:
-            tile._fail(
-                f"mask {mask!r} keeps elements past axis {axis} of {tile.alloc.name!r} "
-                f"(size {size})"
-            )
-        c = np.where(held, c, np.clip(c, 0, size - 1))
-        coords.append(c)
-        bounds[axis] = (int(c.min()), int(c.max()) + 1)
-    out = Tile(tile.alloc, tuple(bounds), tile.kept, False, (tile.shape, None), tuple(coords))
-    out.holes = (~held, fill)
-    return out

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from kernelopt.sim.access import predicated
 from kernelopt.sim.beta1_core import Beta1Core
 from kernelopt.sim.beta1_tiles import clip_like, dtype_of
+from kernelopt.sim.masking import predicated
 from kernelopt.sim.ops import OPS, Op
 from kernelopt.sim.tensor import Tile
 

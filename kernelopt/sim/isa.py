@@ -8,12 +8,12 @@ then appends an ``Instruction``.
 from __future__ import annotations
 
 from kernelopt.sim.isa_dma import DmaCalls
-from kernelopt.sim.isa_engines import EngineCalls
 from kernelopt.sim.isa_fused import FusedCalls
+from kernelopt.sim.isa_random import RandomCalls
 from kernelopt.sim.isa_tensor import TensorCalls
 
 
-class Isa(TensorCalls, DmaCalls, EngineCalls, FusedCalls):
+class Isa(TensorCalls, DmaCalls, RandomCalls, FusedCalls):
     """The ISA calls, bound to one machine."""
 
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernelopt.sim.access import indirect, pattern_view, resolve
-from kernelopt.sim.indexing import IndexError_, IndexExpr, Mask
+from kernelopt.sim.indexing import IndexExpr, Mask
+from kernelopt.sim.masking import clip
 
 if TYPE_CHECKING:
     from kernelopt.sim.machine import Machine
@@ -279,65 +280,8 @@ class Tile:
         return Tile(self.alloc, tuple(bounds), tuple(kept), self.loose)
 
     def clip(self, mask: Mask | None) -> Tile:
-        """The part of this tile a beta-1 ``mask=`` keeps (index-space axis i is the
-        tile's axis i)."""
-        if mask is None:
-            return self.checked()
-        if not isinstance(mask, Mask):
-            self._fail(f"mask must be built from nl.arange/nl.mgrid comparisons, got {mask!r}")
-        if not mask.is_box:
-            # A predicate over several ranges (``512 * i_p + i_f < n``: a flat bound on a
-            # tile of a longer tensor) that holds on the whole tile cuts nothing.
-            if not self._holds_everywhere(mask):
-                self._fail(
-                    f"mask {mask!r} relates several index ranges and is false on part of "
-                    f"{self.alloc.name!r}, which does not cut a tile to a box; use "
-                    "nisa.affine_select or nl.where for such a predicate"
-                )
-            return self.checked()
-        if mask.empty():
-            self._fail(f"mask {mask!r} keeps no element of {self.alloc.name!r}")
-        if self.coords is not None:
-            return self._clip_gathered(mask)
-        bounds = list(self.bounds)
-        shape = list(self.shape)
-        vmap = self.view_map
-        for axis, (lo, hi) in mask.keep.items():
-            if axis >= len(shape):
-                continue
-            lo, hi = max(lo, 0), min(hi, shape[axis])
-            if lo == 0 and hi == shape[axis]:
-                continue
-            if hi <= lo:
-                self._fail(f"mask {mask!r} keeps no element of {self.alloc.name!r}")
-            pos, step = (axis, 1) if vmap is None else (vmap[axis] or (None, 1))
-            outer = vmap is not None and any(
-                m is not None and m[0] == pos and m[1] > step and shape[b] > 1
-                for b, m in enumerate(vmap)
-            )
-            if pos is None or outer:
-                self._fail(f"mask {mask!r} cuts an inner range of a nested access to {self!r}")
-            real = self.kept[pos]
-            start = bounds[real][0]
-            bounds[real] = (start + lo * step, start + hi * step)
-            shape[axis] = hi - lo
-        view = None if vmap is None else (tuple(shape), vmap)
-        return Tile(self.alloc, tuple(bounds), self.kept, self.loose, view).checked()
-
-    def _holds_everywhere(self, mask: Mask) -> bool:
-        try:
-            return bool(mask.evaluate(tuple(self.shape)).all())
-        except IndexError_:
-            return False
-
-    def _clip_gathered(self, mask: Mask) -> Tile:
-        cut = tuple(
-            slice(*mask.keep[a]) if a in mask.keep else slice(None) for a in range(self.ndim)
-        )
-        coords = tuple(c[cut] for c in self.coords)
-        bounds = tuple((int(c.min()), int(c.max()) + 1) for c in coords)
-        view = (coords[0].shape, None)
-        return Tile(self.alloc, bounds, self.kept, self.loose, view, coords, self.via).checked()
+        """The part of this tile a beta-1 ``mask=`` keeps (``kernelopt.sim.masking``)."""
+        return clip(self, mask)
 
     def checked(self) -> Tile:
         """This tile, failing if its index expressions reach past the tensor."""
