@@ -298,3 +298,22 @@ def pattern_view(
             )
     bounds = tuple((int(c.min()), int(c.max()) + 1) for c in coords)
     return bounds, tuple(range(len(alloc.shape))), False, (space, None), coords
+
+
+def as_column(source: Tile, tile: Tile) -> Tile:
+    """A beta-1 on-chip tile indexed down to its partition axis (``l[:, i]``) as a
+    [P, 1] column, not a 1-D tile: the public flash-attention kernel passes
+    ``l_buffer[:, i]`` on and indexes it ``[:, 0]``, and uses such columns as
+    activation biases. The current API and HBM tensors index as numpy does."""
+    from kernelopt.sim.tensor import Tile
+
+    if (
+        tile.alloc.machine.beta1 is None
+        or not tile.alloc.buffer.on_chip
+        or len(tile.kept) != 1
+        or len(source.kept) < 2
+        or tile.kept[0] != 0
+    ):
+        return tile
+    view = ((tile.shape[0], 1), ((0, 1), None))
+    return Tile(tile.alloc, tile.bounds, tile.kept, tile.loose, view)

@@ -115,7 +115,7 @@ def _language(beta: Beta1, nl2: types.ModuleType) -> types.ModuleType:
         if isinstance(value, np.dtype):
             setattr(nl, name, value)
     nl.tfloat32 = np.dtype(np.float32)
-    nl.finfo, nl.iinfo = finfo, iinfo
+    nl.finfo, nl.iinfo, nl.fp32 = finfo, iinfo, nl2.fp32
     _add_ops(nl, beta)
     nl.par_dim = ParDim
     nl.arange = indexing.arange

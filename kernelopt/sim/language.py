@@ -141,9 +141,17 @@ def build_language(machine: Machine, isa: Isa) -> types.ModuleType:
         setattr(module, name, buffer)
     for name, dt in DTYPES.items():
         setattr(module, name, dt)
+    module.fp32 = Fp32Constants
     for name, op in OPS.items():
         setattr(module, name, op)
     return module
+
+
+class Fp32Constants:
+    """``nl.fp32``: fp32 constants (``nl.fp32.min``, the most negative finite fp32,
+    which the NKI tutorials use for -inf since the 2.26 release notes)."""
+
+    min = float(np.finfo(np.float32).min)
 
 
 def finfo(dtype: Any) -> Any:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import inspect
+import itertools
+import sys
 import traceback
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,9 @@ from kernelopt.sim.schedule import Timeline, schedule
 from kernelopt.sim.tensor import Tile
 from kernelopt.sim.trace import AllocationInfo, Instruction
 from kernelopt.sim.trn2 import DEFAULT_PARAMS, Trn2Params
+
+# One private module name per kernel run (kernelopt.sim.runner.run_kernel).
+_KERNEL_MODULES = itertools.count()
 
 Outputs = np.ndarray | tuple[np.ndarray, ...] | None
 
@@ -197,11 +203,13 @@ def run_kernel(
         raise SimError(f"cannot read kernel: {exc}", file=file, line=0, kind="exception") from None
     machine = Machine(file, params, precision, compute)
     modules = build_modules(machine)
-    namespace: dict[str, Any] = {
-        "__name__": "kernelopt_sim_kernel",
-        "__file__": file,
-        "__builtins__": kernel_builtins(modules),
-    }
+    # The kernel file runs as a module of its own, registered under a private name
+    # while it runs: dataclasses and pickling look a class's module up by name (the
+    # public flash-attention kernel declares its config as a dataclass).
+    module = types.ModuleType(f"kernelopt_sim_kernel_{next(_KERNEL_MODULES)}")
+    namespace: dict[str, Any] = vars(module)
+    namespace.update({"__file__": file, "__builtins__": kernel_builtins(modules)})
+    sys.modules[module.__name__] = module
     try:
         # The kernel's arithmetic may overflow or take a root of a negative number as
         # the hardware would; the values (inf, NaN) are the result, not a warning.
@@ -214,6 +222,7 @@ def run_kernel(
     except (Exception, SystemExit) as exc:  # user code: every failure becomes a SimError
         raise _as_sim_error(exc, file) from None
     finally:
+        sys.modules.pop(module.__name__, None)
         namespace.clear()
     # A beta-1 kernel is compiled with the compiler's allocator, which spills SBUF
     # to HBM rather than fail (kernelopt.sim.spill).

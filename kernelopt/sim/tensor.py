@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernelopt.sim.access import indirect, pattern_view, resolve
+from kernelopt.sim.access import as_column, indirect, pattern_view, resolve
 from kernelopt.sim.indexing import IndexExpr, Mask
 from kernelopt.sim.masking import clip
 
@@ -242,7 +242,8 @@ class Tile:
             fill = n - (len(key) - 1)
             key = key[:at] + (slice(None),) * max(fill, 0) + key[at + 1 :]
         if self.view_map is not None or self.coords is not None:
-            if all(k == slice(None) for k in key):
+            units = zip(key, self.shape, strict=False)
+            if all(k == slice(None) or (k == 0 and d == 1) for k, d in units):
                 return self
             self._fail(f"a beta-1 access {self!r} cannot be indexed again; index the tensor once")
         if len(key) > n:
@@ -277,7 +278,7 @@ class Tile:
                         f"(axis size {size}, tile shape {self.shape})"
                     )
                 bounds[axis] = (lo + i, lo + i + 1)
-        return Tile(self.alloc, tuple(bounds), tuple(kept), self.loose)
+        return as_column(self, Tile(self.alloc, tuple(bounds), tuple(kept), self.loose))
 
     def clip(self, mask: Mask | None) -> Tile:
         """The part of this tile a beta-1 ``mask=`` keeps (``kernelopt.sim.masking``)."""

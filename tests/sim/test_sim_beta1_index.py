@@ -486,3 +486,27 @@ def test_a_padding_predicate_that_keeps_elements_past_the_tensor_is_refused(kern
     path, _ = kernel_file(HEADER + body)
     with pytest.raises(SimError, match="keeps elements past axis 1"):
         run_kernel(path, {"x": np.zeros((2, 3, 3), np.float32)})
+
+
+def test_an_on_chip_tile_indexed_to_its_partitions_is_a_column(kernel_file) -> None:
+    # l[:, 1] of a (2, 3) SBUF tile is a [2, 1] column (the flash-attention kernel
+    # passes such a column on and indexes it [:, 0]); nl.fp32.min fills the rest.
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    col = t[:, 1]
+    low = nl.full((2, 1), fill_value=nl.fp32.min, dtype=nl.float32)
+    y = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.sbuf)
+    y[:, 0:1] = nisa.activation(op=nl.copy, data=col[:, 0], bias=col)
+    y[:, 1:2] = nl.maximum(low, col)
+    nl.store(out, value=y)
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[4.0, 2.0], [10.0, 5.0]]

@@ -95,3 +95,21 @@ def test_a_missing_module_outside_the_frameworks_is_still_an_import_error(kernel
         run_kernel(path, {})
     assert (err.value.kind, err.value.line) == ("exception", line)
     assert "kernelopt_no_such_module" in err.value.message
+
+
+def test_a_kernel_file_may_declare_dataclasses_and_leaves_no_module_behind(kernel_file):
+    # The public flash-attention kernel takes its tile sizes from a frozen dataclass;
+    # dataclasses look the class's module up in sys.modules while it runs.
+    source = KERNEL.replace(
+        "@nki.jit",
+        "from dataclasses import dataclass\n\n"
+        "@dataclass(frozen=True)\nclass Config:\n    scale: float = 2.0\n\n@nki.jit",
+    ).replace(
+        "    nisa.dma_copy(dst=out, src=t)",
+        "    assert Config().scale == 2.0\n    nisa.dma_copy(dst=out, src=t)",
+    )
+    path, _ = kernel_file(source)
+    before = set(sys.modules)
+    run = run_kernel(path, {"a": np.full((2, 4), 3.0, np.float32)})
+    np.testing.assert_array_equal(run.outputs, np.full((2, 4), 3.0))
+    assert set(sys.modules) == before
