@@ -135,7 +135,18 @@ def _language(beta: Beta1, nl2: types.ModuleType) -> types.ModuleType:
     )
     nl.var = lambda x, axis, dtype=None, mask=None, **_: beta.var(x, axis, dtype, mask)
     nl.device_print = beta.device_print
+    nl.expand_dims = _expand_dims
     return nl
+
+
+def _expand_dims(data: Any, axis: Any) -> Any:
+    """``nl.expand_dims(data, axis)``: ``data`` seen with unit axes inserted at ``axis``
+    (an int or a tuple), a view as ``reshape`` makes one."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    shape = list(data.shape)
+    for a in sorted(a % (len(shape) + len(axes)) for a in axes):
+        shape.insert(a, 1)
+    return data.reshape(tuple(shape))
 
 
 def _add_spmd(nl: types.ModuleType, beta: Beta1) -> None:

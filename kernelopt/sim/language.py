@@ -41,6 +41,7 @@ DTYPES: Mapping[str, np.dtype] = MappingProxyType(
         "uint8": np.dtype(np.uint8),
         "uint16": np.dtype(np.uint16),
         "uint32": np.dtype(np.uint32),
+        "bool_": np.dtype(np.bool_),
         "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
         "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     }

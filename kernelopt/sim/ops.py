@@ -100,6 +100,12 @@ OPS: Mapping[str, Op] = MappingProxyType(
             Op("gelu", 1, _gelu),
             Op("gelu_apprx_tanh", 1, _gelu_tanh),
             Op("silu", 1, lambda x: x * _sigmoid(x)),
+            # d/dx silu(x) = sigmoid(x) (1 + x (1 - sigmoid(x))).
+            Op("silu_dx", 1, lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x)))),
+            # GELU with the sigmoid approximation, x sigmoid(1.702 x) (NKI 2.26 release
+            # notes: "Gaussian Error Linear Unit activation function with sigmoid
+            # approximation"; the constant is the approximation's usual one, unverified).
+            Op("gelu_apprx_sigmoid", 1, lambda x: x * _sigmoid(np.float32(1.702) * x)),
             Op("square", 1, np.square),
             Op("tanh", 1, np.tanh),
             Op("sigmoid", 1, _sigmoid),
@@ -137,6 +143,7 @@ OPS: Mapping[str, Op] = MappingProxyType(
             Op("right_shift", 2, _int_op(np.right_shift)),
             Op("invert", 1, _int_op(np.invert), vector=True),
             Op("mod", 2, np.mod),
+            Op("fmod", 2, np.fmod),
             Op("floor", 1, np.floor, vector=True),
             Op("ceil", 1, np.ceil, vector=True),
             Op("trunc", 1, np.trunc, vector=True),
@@ -184,6 +191,7 @@ NUMPY_OPS: Mapping[Any, Op] = MappingProxyType(
         np.bitwise_xor: OPS["bitwise_xor"],
         np.invert: OPS["invert"],
         np.mod: OPS["mod"],
+        np.fmod: OPS["fmod"],
         np.sin: OPS["sin"],
         np.cos: OPS["cos"],
         np.sign: OPS["sign"],

@@ -218,3 +218,32 @@ def k(x, p):
     assert set(np.unique(half).tolist()) == {0.0, 1.0}
     assert 0.45 < half.mean() < 0.55
     assert run.trace[[i.op for i in run.trace].index("dropout")].engine == "vector"
+
+
+def test_fmod_silu_dx_gelu_sigmoid_expand_dims_and_bool(kernel_file) -> None:
+    # fmod keeps the dividend's sign: fmod(-7, 3) = -1 where mod gives 2. silu_dx(0) is
+    # 0.5 and gelu_apprx_sigmoid(0) is 0; expand_dims makes (2, 1, 3), summed over axis 2.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 7), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    y = nl.ndarray((2, 7), dtype=nl.float32, buffer=nl.sbuf)
+    y[:, 0:1] = nl.fmod(t[:, 0:1], 3.0)
+    y[:, 1:2] = nl.mod(t[:, 0:1], 3.0)
+    y[:, 2:3] = nl.silu_dx(t[:, 1:2])
+    y[:, 3:4] = nl.gelu_apprx_sigmoid(t[:, 1:2])
+    y[:, 4:5] = nl.sum(nl.expand_dims(t, 1), axis=[2])[:, 0]
+    y[:, 5:7] = nl.equal(t[:, 0:2], -7.0, dtype=nl.bool_)
+    nl.store(out, value=y)
+    return out
+"""
+    )
+    x = np.array([[-7.0, 0.0, 1.0], [-7.0, 0.0, 2.0]], np.float32)
+    run = run_kernel(path, {"x": x})
+    assert run.outputs.tolist() == [
+        [-1.0, 2.0, 0.5, 0.0, -6.0, 1.0, 0.0],
+        [-1.0, 2.0, 0.5, 0.0, -5.0, 1.0, 0.0],
+    ]
