@@ -32,6 +32,9 @@ BETA1_ISA_CALLS = (
     "memset",
     "reciprocal",
     "dropout",
+    "max8",
+    "tensor_copy_predicated",
+    "tensor_partition_reduce",
     "dma_copy",
 )
 
@@ -247,6 +250,36 @@ class Beta1Isa:
         if isinstance(prob, Tile):
             prob = _masked(prob, mask)
         self.isa.dropout(_masked(dst, mask), _masked(src, mask), prob)
+        return dst
+
+    def max8(self, *, src: Any, mask: Any = None, dtype: Any = None, **_: Any) -> Tile:
+        s = _masked(self.beta._tile("max8", src), mask)
+        dst = self.beta.new((s.shape[0], 8), self.beta._dtype(dtype, s.dtype))
+        self.isa.max8(dst, s)
+        return dst
+
+    def tensor_copy_predicated(
+        self,
+        *,
+        src: Any,
+        dst: Any,
+        predicate: Any,
+        reverse_pred: bool = False,
+        mask: Any = None,
+        **_: Any,
+    ) -> None:
+        what = "tensor_copy_predicated"
+        d = _masked(self.beta._tile(what, dst), mask)
+        p = _masked(self.beta._tile(what, predicate), mask)
+        s = _masked(self.beta._tile(what, src), mask) if isinstance(src, Tile) else src
+        self.isa.tensor_copy_predicated(d, s, p, reverse_pred=reverse_pred)
+
+    def tensor_partition_reduce(
+        self, op: Any, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any
+    ) -> Tile:
+        src = _masked(self.beta._tile("tensor_partition_reduce", data), mask)
+        dst = self.beta.new((1, *src.shape[1:]), self.beta._dtype(dtype, src.dtype))
+        self.isa.tensor_partition_reduce(dst, op, src)
         return dst
 
     def dma_copy(self, *, dst: Any, src: Any, mask: Any = None, **kwargs: Any) -> None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from kernelopt.sim.isa_dma import DmaCalls
 from kernelopt.sim.isa_fused import FusedCalls
 from kernelopt.sim.isa_random import RandomCalls
+from kernelopt.sim.isa_select import SelectCalls
 from kernelopt.sim.isa_tensor import TensorCalls
 
 
-class Isa(TensorCalls, DmaCalls, RandomCalls, FusedCalls):
+class Isa(TensorCalls, DmaCalls, RandomCalls, SelectCalls, FusedCalls):
     """The ISA calls, bound to one machine."""
 
 
@@ -32,6 +33,9 @@ ISA_CALLS = (
     "memset",
     "reciprocal",
     "dropout",
+    "max8",
+    "tensor_copy_predicated",
+    "tensor_partition_reduce",
     "tensor_tensor_scan",
     "tensor_scalar_reduce",
     "affine_select",

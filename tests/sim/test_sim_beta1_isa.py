@@ -4,8 +4,9 @@ results, and the engine and cost each one is documented with."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from kernelopt.sim import run_kernel
+from kernelopt.sim import SimError, run_kernel
 from kernelopt.sim.cost import duration_ns
 from kernelopt.sim.trn2 import DEFAULT_PARAMS
 
@@ -247,3 +248,53 @@ def k(x):
         [-1.0, 2.0, 0.5, 0.0, -6.0, 1.0, 0.0],
         [-1.0, 2.0, 0.5, 0.0, -5.0, 1.0, 0.0],
     ]
+
+
+def test_max8_predicated_copy_and_partition_reduce(kernel_file) -> None:
+    # Row 0 is 0..9 (top 8: 9..2), row 1 is 9..0 reversed with the same top 8. The
+    # predicate x > 4 copies 100 where it holds; the partition sum of rows gives 9 per column.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x):
+    top = nl.ndarray((2, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    sel = nl.ndarray((2, 10), dtype=nl.float32, buffer=nl.shared_hbm)
+    col = nl.ndarray((1, 10), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(top, value=nisa.max8(src=t))
+    hundred = nl.full((2, 10), 100.0, dtype=nl.float32)
+    out = nl.copy(t)
+    nisa.tensor_copy_predicated(src=hundred, dst=out, predicate=nl.greater(t, 4.0, dtype=nl.uint8))
+    nl.store(sel, value=out)
+    nl.store(col, value=nisa.tensor_partition_reduce(np.add, t))
+    return top, sel, col
+"""
+    )
+    x = np.stack([np.arange(10.0), np.arange(10.0)[::-1]]).astype(np.float32)
+    run = run_kernel(path, {"x": x})
+    top, sel, col = run.outputs
+    assert top.tolist() == [[9.0, 8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0]] * 2
+    assert sel[0].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0] + [100.0] * 5
+    assert sel[1].tolist() == [100.0] * 5 + [4.0, 3.0, 2.0, 1.0, 0.0]
+    assert col.tolist() == [[9.0] * 10]
+    engines = {i.op: i.engine for i in run.trace}
+    assert engines["max8"] == "vector" and engines["tensor_partition_reduce"] == "gpsimd"
+
+
+def test_a_predicate_must_be_an_unsigned_integer_tile(kernel_file) -> None:
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 10), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    o = nl.copy(t)
+    nisa.tensor_copy_predicated(src=t, dst=o, predicate=nl.greater(t, 4.0))
+    nl.store(out, value=o)
+    return out
+"""
+    )
+    with pytest.raises(SimError, match="uint8, uint16 or uint32"):
+        run_kernel(path, {"x": np.zeros((2, 10), np.float32)})
