@@ -33,6 +33,7 @@ BETA1_ISA_CALLS = (
     "reciprocal",
     "dropout",
     "max8",
+    "nc_find_index8",
     "tensor_copy_predicated",
     "tensor_partition_reduce",
     "dma_copy",
@@ -256,6 +257,15 @@ class Beta1Isa:
         s = _masked(self.beta._tile("max8", src), mask)
         dst = self.beta.new((s.shape[0], 8), self.beta._dtype(dtype, s.dtype))
         self.isa.max8(dst, s)
+        return dst
+
+    def nc_find_index8(
+        self, *, data: Any, vals: Any, mask: Any = None, dtype: Any = None, **_: Any
+    ) -> Tile:
+        d = _masked(self.beta._tile("nc_find_index8", data), mask)
+        v = self.beta._tile("nc_find_index8", vals)
+        dst = self.beta.new((d.shape[0], 8), self.beta._dtype(dtype, np.dtype(np.uint32)))
+        self.isa.nc_find_index8(dst, d, v)
         return dst
 
     def tensor_copy_predicated(

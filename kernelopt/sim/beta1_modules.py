@@ -122,6 +122,10 @@ def _language(beta: Beta1, nl2: types.ModuleType) -> types.ModuleType:
     nl.mgrid = indexing.mgrid
     _add_constructors(nl, beta)
     nl.shared_constant = beta.shared_constant
+    # "The same behavior as nki.language.shared_constant", an identity (uint8 default).
+    nl.shared_identity_matrix = lambda n, dtype=np.uint8, **_: beta.shared_constant(
+        np.eye(int(n)), dtype
+    )
     nl.load = beta.load
     nl.load_transpose2d = beta.load_transpose2d
     nl.store = beta.store

@@ -34,6 +34,7 @@ ISA_CALLS = (
     "reciprocal",
     "dropout",
     "max8",
+    "nc_find_index8",
     "tensor_copy_predicated",
     "tensor_partition_reduce",
     "tensor_tensor_scan",

@@ -32,6 +32,35 @@ class SelectCalls(EngineCalls):
         self.m.write(dst, value)
         self._emit(op, "vector", [s], [dst], partitions=s.partitions, free=s.free_size)
 
+    def nc_find_index8(self, dst: Any, data: Any, vals: Any, name: str | None = None) -> None:
+        """The index of the first occurrence in each partition of ``data`` of each of the
+        8 ``vals`` of that partition, on VectorE, N cycles; a value absent from the row
+        gets the all-ones sentinel of dst's dtype (uint16 or uint32)."""
+        op = "nc_find_index8"
+        dst, d, v = (
+            self._tile(op, r, t) for r, t in (("dst", dst), ("data", data), ("vals", vals))
+        )
+        for role, t in (("dst", dst), ("data", d), ("vals", v)):
+            self._in(op, role, t, "sbuf", "psum")
+        if not 8 <= d.free_size <= 16384 or v.free_size != 8 or dst.free_size != 8:
+            self.m.fail(
+                "isa",
+                f"{op}: data needs 8 to 16,384 elements per partition and vals and dst 8, "
+                f"got {d.shape}, {v.shape}, {dst.shape}",
+            )
+        if dst.dtype not in (np.dtype(np.uint16), np.dtype(np.uint32)):
+            self.m.fail("isa", f"{op}: dst must be uint16 or uint32, got {dst.dtype}")
+        rows, wanted = self.m.read(d, op), self.m.read(v, op)
+        found = None
+        if rows is not None and wanted is not None:
+            rows = rows.reshape(d.partitions, 1, -1)
+            hits = rows == wanted.reshape(v.partitions, 8, 1)
+            first = hits.argmax(axis=2).astype(np.float64)
+            first[~hits.any(axis=2)] = np.iinfo(dst.dtype).max
+            found = first.reshape(dst.shape)
+        self.m.write(dst, found)
+        self._emit(op, "vector", [d, v], [dst], partitions=d.partitions, free=d.free_size)
+
     def tensor_copy_predicated(
         self,
         dst: Any,

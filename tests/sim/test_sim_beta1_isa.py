@@ -298,3 +298,25 @@ def k(x):
     )
     with pytest.raises(SimError, match="uint8, uint16 or uint32"):
         run_kernel(path, {"x": np.zeros((2, 10), np.float32)})
+
+
+def test_top8_indices_and_the_shared_identity(kernel_file) -> None:
+    # max8 then nc_find_index8 is a per-row top-8: row 0 (0..9) has its top at columns
+    # 9..2, row 1 (9..0) at 0..7. shared_identity_matrix(3) is eye(3).
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x):
+    idx = nl.ndarray((2, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    eye = nl.ndarray((3, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(idx, value=nisa.nc_find_index8(data=t, vals=nisa.max8(src=t)))
+    nl.store(eye, value=nl.load(nl.shared_identity_matrix(3, dtype=nl.float32)))
+    return idx, eye
+"""
+    )
+    x = np.stack([np.arange(10.0), np.arange(10.0)[::-1]]).astype(np.float32)
+    idx, eye = run_kernel(path, {"x": x}).outputs
+    assert idx.tolist() == [[9, 8, 7, 6, 5, 4, 3, 2], [0, 1, 2, 3, 4, 5, 6, 7]]
+    assert eye.tolist() == np.eye(3).tolist()
