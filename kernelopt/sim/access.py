@@ -78,10 +78,53 @@ def _signature(key: tuple[Any, ...]) -> tuple[Any, ...] | None:
     return tuple(sig)
 
 
+def _per_position(key: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[Any, int] | None]:
+    """The key with each position's ranges on axes of their own, when ranges of two
+    grids (or a grid and an ``nl.arange``) share an index-space axis across positions.
+
+    The layernorm tutorial's second version indexes ``x[i_p, j * 512 + i_f]`` with
+    ``i_p`` and ``i_f`` each the first range of its own ``nl.mgrid``: two variables
+    that the shared index space would put on one axis. Each position then takes the
+    next axes, in key order, and the map ``(grid, axis) -> new axis`` lets a mask over
+    those ranges find its axis (``kernelopt.sim.masking``)."""
+    owner: dict[int, tuple[int, int | None]] = {}
+    collide = False
+    for pos, k in enumerate(key):
+        if isinstance(k, IndexExpr):
+            for axis, _, _ in k.terms:
+                first = owner.setdefault(axis, (pos, k.grid))
+                collide = collide or (first[0] != pos and first[1] != k.grid)
+    if not collide:
+        return key, None
+    total = sum(len(k.terms) for k in key if isinstance(k, IndexExpr))
+    mapping: dict[Any, int] = {}
+    placed: list[Any] = []
+    for k in key:
+        if isinstance(k, IndexExpr) and k.terms:
+            terms = []
+            for axis, coef, size in sorted(k.terms):
+                mapping[(k.grid, axis)] = len(mapping)
+                terms.append((mapping[(k.grid, axis)], coef, size))
+            k = IndexExpr(k.const, tuple(terms), total, True)
+        placed.append(k)
+    return tuple(placed), mapping
+
+
 def resolve(tile: Tile, key: tuple[Any, ...]) -> Tile:
     """``tile[key]`` for a key (already expanded to one entry per axis) with expressions."""
     from kernelopt.sim.tensor import Tile
 
+    key, mapping = _per_position(key)
+    if mapping is not None:
+        try:
+            found = _resolve(tile, key)
+        except _NotABox:
+            found = gather(tile, key)
+        out = Tile(tile.alloc, *found)
+        out.axis_map = mapping
+        machine = tile.alloc.machine
+        machine.placement = (machine.line(), mapping)
+        return out
     sig = _signature(key)
     cache_key = None
     if sig is not None:

@@ -23,12 +23,25 @@ causal predicate) is kept as a predicate that ``nisa.affine_select`` and
 
 from __future__ import annotations
 
+import itertools
 import operator
 from typing import Any
 
 import numpy as np
 
 Term = tuple[int, int, int]  # (index-space axis, coefficient, size)
+
+
+# Grid identities (IndexExpr.grid): one per nl.mgrid call; MIXED for a sum over two.
+_GRIDS = itertools.count()
+MIXED = -1
+
+
+def _joined(a: int | None, b: int | None) -> int | None:
+    """The grid of a sum of expressions over grids ``a`` and ``b``."""
+    if a is None or a == b:
+        return b
+    return a if b is None else MIXED
 
 
 class IndexError_(ValueError):
@@ -45,10 +58,15 @@ def _int(value: Any, what: str) -> int:
 class IndexExpr:
     """``const + sum(coef * k)`` over the index-space axes named in ``terms``."""
 
-    __slots__ = ("const", "terms", "ndim", "placed")
+    __slots__ = ("const", "terms", "ndim", "placed", "grid")
 
-    def __init__(self, const: int, terms: tuple[Term, ...], ndim: int, placed: bool) -> None:
+    def __init__(
+        self, const: int, terms: tuple[Term, ...], ndim: int, placed: bool, grid: int | None = None
+    ) -> None:
         self.const, self.terms, self.ndim, self.placed = const, terms, ndim, placed
+        # The nl.mgrid call the ranges come from (None for nl.arange, MIXED for a sum
+        # over two grids): ranges of two grids on one axis are different variables.
+        self.grid = grid
 
     def __repr__(self) -> str:
         parts = [f"{c}*k{a}[{n}]" for a, c, n in self.terms]
@@ -120,7 +138,8 @@ class IndexExpr:
             merged[a] = (c, n)
         terms = tuple((a, c, n) for a, (c, n) in sorted(merged.items()) if c != 0)
         ndim = max(self.ndim, other.ndim)
-        return IndexExpr(self.const + other.const, terms, ndim, self.placed or other.placed)
+        grid = _joined(self.grid if self.terms else None, other.grid if other.terms else None)
+        return IndexExpr(self.const + other.const, terms, ndim, self.placed or other.placed, grid)
 
     def _lift(self, other: Any, what: str) -> IndexExpr:
         if isinstance(other, IndexExpr):
@@ -129,7 +148,7 @@ class IndexExpr:
 
     def __add__(self, other: Any) -> IndexExpr:
         if isinstance(other, int):  # the common case, kept cheap: i * 128 + i_p
-            return IndexExpr(self.const + other, self.terms, self.ndim, self.placed)
+            return IndexExpr(self.const + other, self.terms, self.ndim, self.placed, self.grid)
         return self._combine(self._lift(other, "index offset"))
 
     __radd__ = __add__
@@ -148,7 +167,7 @@ class IndexExpr:
             raise IndexError_("the product of two nl.arange ranges is not an affine expression")
         k = _int(other, "index coefficient")
         terms = tuple((a, c * k, n) for a, c, n in self.terms if c * k != 0)
-        return IndexExpr(self.const * k, terms, self.ndim, self.placed)
+        return IndexExpr(self.const * k, terms, self.ndim, self.placed, self.grid)
 
     __rmul__ = __mul__
 
@@ -167,7 +186,7 @@ class IndexExpr:
         else:
             lo, hi = 0, self.const // -c + 1  # k <= floor(const / -c)
         lo, hi = max(lo, 0), min(hi, n)
-        return Mask(self.ndim, {a: (lo, max(lo, hi))})
+        return Mask(self.ndim, {a: (lo, max(lo, hi))}, grids={a: self.grid})
 
     def __ge__(self, other: Any) -> Mask:
         return (self - other)._at_least_zero()
@@ -187,7 +206,7 @@ class Mask:
     and, for predicates over several ranges, ``preds`` (each expression >= 0) and
     ``alternatives`` (``a | b``). Only an interval mask can cut an access back."""
 
-    __slots__ = ("ndim", "keep", "preds", "alternatives")
+    __slots__ = ("ndim", "keep", "preds", "alternatives", "grids")
 
     def __init__(
         self,
@@ -195,8 +214,11 @@ class Mask:
         keep: dict[int, tuple[int, int]],
         preds: tuple[IndexExpr, ...] = (),
         alternatives: tuple[Mask, ...] = (),
+        grids: dict[int, int | None] | None = None,
     ) -> None:
         self.ndim, self.keep, self.preds, self.alternatives = ndim, keep, preds, alternatives
+        # Per kept axis, the grid of the range it bounds (IndexExpr.grid).
+        self.grids = grids or {}
 
     def __and__(self, other: Any) -> Mask:
         if not isinstance(other, Mask):
@@ -207,7 +229,11 @@ class Mask:
                 lo, hi = max(lo, keep[axis][0]), min(hi, keep[axis][1])
             keep[axis] = (lo, max(lo, hi))
         alternatives = self.alternatives + other.alternatives
-        return Mask(max(self.ndim, other.ndim), keep, self.preds + other.preds, alternatives)
+        grids = dict(self.grids)
+        for axis, grid in other.grids.items():
+            grids[axis] = grid if grids.get(axis, grid) == grid else MIXED
+        ndim = max(self.ndim, other.ndim)
+        return Mask(ndim, keep, self.preds + other.preds, alternatives, grids)
 
     def __or__(self, other: Any) -> Mask:
         if not isinstance(other, Mask):
@@ -328,10 +354,11 @@ class _Mgrid:
         for i in reversed(range(len(ranges))):
             if len(axes) > 2 and ranges[i][1] == 1:
                 axes.remove(i)
+        grid = next(_GRIDS)
         exprs = [
-            IndexExpr(start, ((axes.index(i), 1, size),), len(axes), True)
+            IndexExpr(start, ((axes.index(i), 1, size),), len(axes), True, grid)
             if i in axes
-            else IndexExpr(start, (), len(axes), True)
+            else IndexExpr(start, (), len(axes), True, grid)
             for i, (start, size) in enumerate(ranges)
         ]
         return Grid(exprs)

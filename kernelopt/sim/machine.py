@@ -46,6 +46,9 @@ class Machine:
         # Per allocation site: trace length at its last allocation and its
         # current generation (allocations with no instruction in between).
         self._generations: dict[tuple[int, ...], tuple[int, int]] = {}
+        # The last access placed per key position (kernelopt.sim.access._per_position):
+        # its line and map, for masks on the other tiles of that statement.
+        self.placement: tuple[int, dict[Any, int]] | None = None
         # Draws for nki.isa.dropout: seeded per run, so a run repeats exactly.
         self._rng = np.random.default_rng(0)
 

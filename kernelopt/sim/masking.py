@@ -22,6 +22,10 @@ def clip(tile: Tile, mask: Mask | None) -> Tile:
         return tile.checked()
     if not isinstance(mask, Mask):
         tile._fail(f"mask must be built from nl.arange/nl.mgrid comparisons, got {mask!r}")
+    if mask.grids:
+        mapping = tile.axis_map if tile.axis_map is not None else _statement_map(tile, mask)
+        if mapping is not None:
+            mask = _placed(tile, mask, mapping)
     if not mask.is_box:
         # A predicate over several ranges (``512 * i_p + i_f < n``: a flat bound on a
         # tile of a longer tensor) that holds on the whole tile cuts nothing.
@@ -113,3 +117,29 @@ def predicated(tile: Tile, mask: Any, fill: float) -> Tile:
     out = Tile(tile.alloc, tuple(bounds), tile.kept, False, (tile.shape, None), tuple(coords))
     out.holes = (~held, fill)
     return out
+
+
+def _statement_map(tile: Tile, mask: Mask) -> dict[Any, int] | None:
+    """The placement of the access this statement placed per position, when ``mask``
+    bounds its ranges: a tile the statement makes for that access (a load's
+    destination) has the access's axes."""
+    machine = tile.alloc.machine
+    recent = machine.placement
+    if recent is None or recent[0] != machine.line():
+        return None
+    if not all((mask.grids.get(axis), axis) in recent[1] for axis in mask.keep):
+        return None
+    return recent[1]
+
+
+def _placed(tile: Tile, mask: Mask, mapping: dict[Any, int]) -> Mask:
+    """A mask over the ranges of an access placed per key position, on its axes."""
+    if not mask.is_box:
+        tile._fail(f"mask {mask!r} relates several ranges of an access placed per position")
+    keep: dict[int, tuple[int, int]] = {}
+    for axis, bounds in mask.keep.items():
+        placed = mapping.get((mask.grids.get(axis), axis))
+        if placed is None:
+            tile._fail(f"mask {mask!r} bounds a range the access {tile!r} does not index")
+        keep[placed] = bounds
+    return Mask(len(tile.shape), keep)

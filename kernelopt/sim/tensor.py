@@ -108,6 +108,7 @@ class Tile:
         "coords",
         "via",
         "holes",
+        "axis_map",
     )
 
     def __init__(
@@ -134,6 +135,9 @@ class Tile:
         # A gathered access under a predicate (kernelopt.sim.access.predicated): the
         # elements the predicate drops, and the value they read as.
         self.holes: tuple[np.ndarray, float] | None = None
+        # An access placed per key position (kernelopt.sim.access._per_position): where
+        # each (grid, index axis) of its ranges went, for masks over them.
+        self.axis_map: dict[Any, int] | None = None
         if view is None:
             self.shape = tuple(bounds[a][1] - bounds[a][0] for a in kept)
             self.view_map = None

@@ -510,3 +510,32 @@ def k(x):
         x=x,
     )
     assert r.outputs.tolist() == [[4.0, 2.0], [10.0, 5.0]]
+
+
+TWO_GRIDS = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 6), dtype=nl.float32, buffer=nl.shared_hbm)
+    ip, iq = nl.mgrid[0:2, 0:6]
+    jf, js = nl.mgrid[0:4, 0:3]
+    for j in nl.affine_range(2):
+        t = nl.load(x[ip, j * 4 + jf], mask=({mask}))
+        nl.store(out[ip, j * 4 + jf], value=nl.multiply(t, 10.0), mask=({mask}))
+    return out
+"""
+
+
+def test_ranges_of_two_grids_in_one_access_take_one_axis_each(kernel_file) -> None:
+    # ip is the first range of one grid, jf the first of another: the access is
+    # (2, 4), not a clash on axis 0; the mask on jf cuts the second chunk to 2 columns.
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    path, _ = kernel_file(HEADER + TWO_GRIDS.replace("{mask}", "j * 4 + jf < 6"))
+    run = run_kernel(path, {"x": x})
+    assert run.outputs.tolist() == (10 * x).tolist()
+
+
+def test_a_mask_over_a_range_the_access_does_not_index_is_refused(kernel_file) -> None:
+    # iq belongs to the first grid but this access never indexes it.
+    path, _ = kernel_file(HEADER + TWO_GRIDS.replace("{mask}", "j * 4 + jf < 6) & (iq < 6"))
+    with pytest.raises(SimError, match="does not index"):
+        run_kernel(path, {"x": np.zeros((2, 6), np.float32)})
