@@ -74,6 +74,8 @@ def build_beta1_modules(
     nl.dropout = lambda x, rate, dtype=None, mask=None, **_: nisa.dropout(
         x, rate, dtype=dtype, mask=mask
     )
+    nl.random_seed = lambda seed, mask=None, **_: isa.random_seed(seed)
+    nl.rand = lambda shape, dtype=np.float32, **_: _rand(beta, isa, shape, dtype)
     make_skippable(nl)
     make_skippable(nisa)
     nisa.get_nc_version = lambda: (
@@ -141,6 +143,13 @@ def _language(beta: Beta1, nl2: types.ModuleType) -> types.ModuleType:
     nl.device_print = beta.device_print
     nl.expand_dims = _expand_dims
     return nl
+
+
+def _rand(beta: Beta1, isa: Isa, shape: Any, dtype: Any) -> Tile:
+    """``nl.rand(shape, dtype)``: a new tile of uniform draws in [0, 1)."""
+    tile = beta.new(tuple(shape), beta._dtype(dtype, np.dtype(np.float32)))
+    isa.random_fill(tile)
+    return tile
 
 
 def _expand_dims(data: Any, axis: Any) -> Any:

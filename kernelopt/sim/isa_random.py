@@ -1,4 +1,5 @@
-"""Random instructions: ``nki.isa.dropout``."""
+"""Random instructions: ``nki.isa.dropout``, and the fill and seed behind beta-1
+``nl.rand`` and ``nl.random_seed``."""
 
 from __future__ import annotations
 
@@ -37,3 +38,18 @@ class RandomCalls(EngineCalls):
             value = np.where(keep, value, 0.0)
         self.m.write(dst, value)
         self._emit(op, "vector", inputs, [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def random_fill(self, dst: Tile) -> None:
+        """``dst`` filled with uniform draws in [0, 1) (beta-1 ``nl.rand``). The reference
+        names no engine or cost: charged as one VectorE pass (an estimate, unverified)."""
+        self._in("rand", "dst", dst, "sbuf")
+        self.m.write(dst, self.m.random(dst.shape) if self.m.compute else None)
+        self._emit("rand", "vector", [], [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def random_seed(self, seed: Any) -> None:
+        """Seed the generator (beta-1 ``nl.random_seed``): the same seed gives the same
+        draws. A seed tile's value is read; in a trace-only run it is taken as 0."""
+        if isinstance(seed, Tile):
+            values = self.m.read(seed, "random_seed")
+            seed = 0 if values is None else int(np.asarray(values).reshape(-1)[0])
+        self.m.reseed(int(seed))

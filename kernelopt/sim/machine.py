@@ -56,6 +56,9 @@ class Machine:
         """Uniform draws in [0, 1) for a random instruction (dropout)."""
         return self._rng.random(shape)
 
+    def reseed(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed & 0xFFFFFFFF)
+
     # --- locating the kernel line -------------------------------------------------
 
     def line(self) -> int:

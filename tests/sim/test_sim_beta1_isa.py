@@ -320,3 +320,27 @@ def k(x):
     idx, eye = run_kernel(path, {"x": x}).outputs
     assert idx.tolist() == [[9, 8, 7, 6, 5, 4, 3, 2], [0, 1, 2, 3, 4, 5, 6, 7]]
     assert eye.tolist() == np.eye(3).tolist()
+
+
+def test_rand_draws_uniform_values_that_a_seed_repeats(kernel_file) -> None:
+    # Tiles 0 and 1 follow the same seed (5, read from a tile) and are identical; tile 2
+    # follows seed 7 and differs; every draw lies in [0, 1) and the mean is near 1/2.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(s):
+    out = nl.ndarray((3, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    seed = nl.load(s)
+    for i in nl.static_range(3):
+        nl.random_seed(seed=seed if i < 2 else 7)
+        nl.store(out[i], value=nl.rand((128, 512), dtype=nl.float32))
+    return out
+"""
+    )
+    run = run_kernel(path, {"s": np.array([[5]], np.int32)})
+    a, b, c = run.outputs
+    assert np.array_equal(a, b)
+    assert 0.0 <= run.outputs.min() and run.outputs.max() < 1.0
+    assert 0.45 < run.outputs.mean() < 0.55
+    assert not np.array_equal(a, c)
