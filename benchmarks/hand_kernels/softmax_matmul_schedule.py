@@ -1,10 +1,12 @@
-"""softmax(s) @ v for tests/ir/llm_workloads/softmax_matmul.py, with its instructions emitted in
-a hand-searched order (docs/llm-operators.md, "Hand-written kernels"). The best such order
-found reaches 59.1 % of roofline on sim, short of 60 %: the kernel records the figure.
+"""softmax(s) @ v for tests/ir/llm_workloads/softmax_matmul.py, written by hand, its instructions
+emitted in an order found by search (random orders, then local moves; docs/llm-operators.md,
+"Hand-written kernels"). It reaches 59.1 % of roofline on sim, short of 60 %: the kernel
+records the figure.
 
 Per row tile i (128 rows): M the negated row max (VectorE), E exp with the row sum fused
 (ScalarE; row 0's in two column halves so that its transposes start earlier), R 1/sum, T four
-TensorE transposes of exp's output into one PSUM bank and C their one copy to SBUF, X<k> / Y<k>
+TensorE transposes of exp's output into PSUM (a row's eight fill one bank) and C one copy of
+the four to SBUF, X<k> / Y<k>
 the matmul of K tile k into the first / second half of the output columns (one 512-column
 matmul where the row is not split), D / F the drain of that half scaled by 1/sum, then its
 store. The simulator places each instruction in the first idle gap of its engine in program
