@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -138,6 +139,13 @@ def check_command(
         compiler_args=compiler_args,
         explain=explain,
     )
+    # A workload with an op graph (f_nkigym) gives the roofline its math, as a tuning
+    # run on the sim device measures it; a kernel checked without one gets its trace's.
+    from kernelopt.targets.nki import roofline_work_of, with_roofline
+
+    work = roofline_work_of(workload)
+    if work is not None and report.correct:
+        report = dataclasses.replace(report, profile=with_roofline(report.profile, work, params))
     record = report_record(report)
     if as_json:
         click.echo(json.dumps(record, indent=2, sort_keys=True))

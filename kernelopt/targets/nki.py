@@ -196,12 +196,9 @@ class NkiSimTarget(Target):
                 deterministic=True,
                 extra=extra,
             )
-        profile = dict(report.profile)
-        if work is not None and profile.get("total_time"):
-            from kernelopt.sim.roofline import roofline_fields
-            from kernelopt.sim.trn2 import DEFAULT_PARAMS
+        from kernelopt.sim.chips import chip_params
 
-            profile.update(roofline_fields(profile, work, DEFAULT_PARAMS))
+        profile = with_roofline(report.profile, work, chip_params(self.chip))
         metrics = {
             k: float(v)
             for k, v in profile.items()
@@ -237,6 +234,19 @@ def _without_spans(explanation: dict[str, Any] | None) -> dict[str, Any] | None:
     if explanation is None:
         return None
     return {k: v for k, v in explanation.items() if k != "by_line"}
+
+
+def with_roofline(
+    profile: dict[str, Any], work: RooflineWork | None, params: Any
+) -> dict[str, Any]:
+    """``profile`` with its roofline fields taken from the workload's math (``work``)
+    at the measuring chip's peak rates, when there is a time and a math to take."""
+    profile = dict(profile)
+    if work is not None and profile.get("total_time"):
+        from kernelopt.sim.roofline import roofline_fields
+
+        profile.update(roofline_fields(profile, work, params))
+    return profile
 
 
 def roofline_work_of(workload: object) -> RooflineWork | None:

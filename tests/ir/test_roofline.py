@@ -87,3 +87,45 @@ def test_the_metric_is_proportional_to_speed_for_one_workload(tmp_path: Path) ->
     m = target.measurement_of(check_kernel(kernel, w), None, 0.1, work=work).metrics
     assert m["roofline_percent"] * m["total_time"] == pytest.approx(100.0 * m["roofline_time"])
     assert m["roofline_time"] == pytest.approx(roofline(work, PeakRates.of(DEFAULT_PARAMS)).time_s)
+
+
+def test_a_trn1_target_takes_the_roofline_at_trn1_peak_rates(tmp_path: Path) -> None:
+    # The same report measured for trn1 is held against trn1's peak rates, not trn2's.
+    from kernelopt.sim.chips import chip_params
+
+    w = small_workload("softmax")
+    work = roofline_work(w.f_nkigym, w.input_specs)
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(render_ir(ir_for_workload(w)))
+    report = check_kernel(kernel, w, params=chip_params("trn1"))
+    target = NkiSimTarget(workload="w.py", kernel="k.py", isolate=False, chip="trn1")
+    m = target.measurement_of(report, None, 0.1, work=work).metrics
+    trn1 = roofline(work, PeakRates.of(chip_params("trn1"))).time_s
+    assert m["roofline_time"] == pytest.approx(trn1)
+    assert trn1 != pytest.approx(roofline(work, PeakRates.of(DEFAULT_PARAMS)).time_s)
+
+
+def test_sim_check_reports_the_workloads_roofline_as_tuning_measures_it() -> None:
+    # `kernelopt sim check --workload` with an op graph prints the math's roofline, the
+    # figure a tuning run records, not one read off the kernel's own trace: the hand
+    # kernel below does work the math does not (colsum(w), a K=3 correction), so the
+    # two differ.
+    import json
+
+    from click.testing import CliRunner
+
+    from kernelopt.cli import main
+    from kernelopt.workload import load_workload
+
+    root = Path(__file__).resolve().parents[2]
+    kernel = root / "benchmarks" / "hand_kernels" / "layernorm_matmul_mean_after.py"
+    workload = root / "tests" / "ir" / "llm_workloads" / "layernorm_matmul.py"
+    result = CliRunner().invoke(
+        main, ["sim", "check", str(kernel), "--workload", str(workload), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    profile = json.loads(result.output)
+    w = load_workload(workload)
+    work = roofline_work(w.f_nkigym, w.input_specs)
+    expected = roofline(work, PeakRates.of(DEFAULT_PARAMS)).percent(profile["total_time"])
+    assert profile["roofline_percent"] == pytest.approx(expected)
