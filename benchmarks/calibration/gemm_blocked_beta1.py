@@ -14,15 +14,26 @@ the load is one block, an axis whose loop does not is loaded whole. Without
 positions, an operand is hoisted to its outer loop when that block fits in
 ``EARLY_BYTES`` per partition, else loaded inside both loops.
 
-Not as the template: an lhs block (``transposed_lhs=False``) arrives
-transposed by the DMA engine unless ``lhs_transpose="tensor"`` (the
-template's ``tile_transpose``: 128 x 128 TensorE transposes through PSUM,
-copied back to SBUF); loads move one [128, block] row of tiles per DMA
-(the template issues one DMA per 128 x 128 or 128 x 512 tile); each output
-block accumulates over its K blocks in PSUM when every output block alive
-across the K loop fits in PSUM's eight banks, else in an fp32 SBUF block
-(each K block drained into it) - the template drains every K block into an
-SBUF result; it is cast and stored once K is done.
+With ``lhs_transpose="tensor"`` an lhs block (``transposed_lhs=False``) is
+transposed as the template does it (``SBUFTensor.tile_transpose``,
+``autotune/core/tensor.py`` @1345cde, called by ``MetaGEMM.maybe_init`` in
+``autotune/gemm/kernels.py`` @1433f19 right after the block's load): each
+128 x 128 tile in place, one ``nc_transpose`` into its own [128, 128] PSUM
+tile (the input dtype on NeuronCore-v3, fp32 before) and one ``nl.copy``
+back, no batching of several transposes into one PSUM tile or one copy.
+``transpose_order="load"`` issues them as the template's program does, all
+of a block's before its matmuls; ``"use"`` issues each ``transpose_ahead``
+matmuls before the first that reads it, the order a compiler that
+interleaves them would run (the model's list scheduler places instructions
+in program order and does not reorder them so).
+
+Not as the template: by default (``lhs_transpose="dma"``) an lhs block
+arrives transposed by the DMA engine; loads move one [128, block] row of
+tiles per DMA (the template issues one DMA per 128 x 128 or 128 x 512 tile);
+each output block accumulates over its K blocks in PSUM when every output
+block alive across the K loop fits in PSUM's eight banks, else in an fp32
+SBUF block (each K block drained into it) - the template drains every K
+block into an SBUF result; it is cast and stored once K is done.
 """
 
 import neuronxcc.nki as nki
@@ -46,6 +57,7 @@ def gemm(
     lhs_position=None,
     rhs_position=None,
     lhs_transpose="dma",
+    transpose_order="load",
     transpose_ahead=2,
 ):
     if transposed_lhs:
@@ -73,23 +85,25 @@ def gemm(
         else:
             block = nl.ndarray((k_tiles, nl.par_dim(P), width), dtype=lhs.dtype, buffer=nl.sbuf)
         if which == "lhs" and not transposed_lhs and lhs_transpose == "tensor":
-            # The template's tile_transpose: lhs rows loaded as they lie, each 128 x 128
-            # tile flipped by TensorE into PSUM and copied back to SBUF.
-            natural = nl.ndarray(
+            # The template's SBUFTensor.load then tile_transpose, right at the load: lhs
+            # rows loaded as they lie (M on partitions), then every 128 x 128 tile flipped
+            # in place, one nc_transpose into its own [128, 128] PSUM tile in the input
+            # dtype and one nl.copy back over the tile it came from ("load"), or each
+            # just ahead of its first matmul ("use", flip_ahead).
+            k_cols = slice(k_tile0 * P, (k_tile0 + k_tiles) * P)
+            tiles = nl.ndarray(
                 (width // P, nl.par_dim(P), k_tiles * P), dtype=lhs.dtype, buffer=nl.sbuf
             )
-            k_cols = slice(k_tile0 * P, (k_tile0 + k_tiles) * P)
             for mt in nl.affine_range(width // P):
-                natural[mt] = nl.load(lhs[o0 + mt * P : o0 + (mt + 1) * P, k_cols])
-            # One slot per (M tile, K tile), as the template's tile array. The
-            # transposes are issued where the compiler places them, interleaved with
-            # the matmuls (``transpose_ahead`` tiles before first use), not all up front.
-            tiles = nl.ndarray(
-                ((width // P) * k_tiles, nl.par_dim(P), P), dtype=lhs.dtype, buffer=nl.sbuf
-            )
-            state["transposes"] = {"natural": natural, "tiles": tiles, "k_tiles": k_tiles}
-            state["transposes"].update(count=(width // P) * k_tiles, issued=0)
-            return (tiles, k_tile0, o0, k_tiles)
+                tiles[mt] = nl.load(lhs[o0 + mt * P : o0 + (mt + 1) * P, k_cols])
+            state["unflipped"] = {
+                (mt, kt): tiles for mt in range(width // P) for kt in range(k_tiles)
+            }
+            if transpose_order == "load":
+                for mt in nl.affine_range(width // P):
+                    for kt in nl.affine_range(k_tiles):
+                        flip(mt, kt)
+            return (tiles, k_tile0, o0, True)
         for kt in nl.affine_range(k_tiles):
             k0 = (k_tile0 + kt) * P
             if which == "rhs" or transposed_lhs:
@@ -97,18 +111,20 @@ def gemm(
             else:
                 # lhs rows arrive transposed: the DMA engine's transpose.
                 block[kt] = nl.load_transpose2d(lhs[o0 : o0 + width, k0 : k0 + P])
-        return (block, k_tile0, o0, None)
+        return (block, k_tile0, o0, False)
 
-    def transposed(index):
-        """The lhs tile at ``index`` (M tile x K tiles + K tile) of the current block,
-        transposing it and the next ``transpose_ahead`` on TensorE if not yet done."""
-        job = state["transposes"]
-        while job["issued"] <= min(index + transpose_ahead, job["count"] - 1):
-            mt, kt = divmod(job["issued"], job["k_tiles"])
-            flipped = nisa.nc_transpose(job["natural"][mt, :, kt * P : (kt + 1) * P])
-            job["tiles"][job["issued"]] = nl.copy(flipped, dtype=lhs.dtype)
-            job["issued"] += 1
-        return job["tiles"][index]
+    def flip(mt, kt):
+        """Transpose lhs tile (M tile, K tile) of the current block in place."""
+        tiles = state["unflipped"].pop((mt, kt))
+        flipped = nisa.nc_transpose(tiles[mt, :, kt * P : (kt + 1) * P])
+        tiles[mt, :, kt * P : (kt + 1) * P] = nl.copy(flipped, dtype=lhs.dtype)
+
+    def flip_ahead(uses, step):
+        """``transpose_order="use"``: the transposes of the next ``transpose_ahead``
+        tiles the matmuls will read, in the order they read them."""
+        for tile in uses[step : step + transpose_ahead + 1]:
+            if tile in state["unflipped"]:
+                flip(*tile)
 
     def early(other):
         """Load an operand as soon as its outer axis is bound, spanning its inner axis
@@ -168,16 +184,26 @@ def gemm(
     def compute(k, m, n):
         (a, a_k0, a_m0, a_tiled), (b, b_k0, b_n0, _) = state["lhs"], state["rhs"]
         acc = result_block(m, n)
+        # The lhs tiles in the order the matmuls below read them.
+        uses = [
+            ((m * mb - a_m0) // P + mt, k * (kb // P) + kt - a_k0)
+            for mt in range(mb // P)
+            for nt in range(nb // tn)
+            for kt in range(kb // P)
+        ]
+        step = 0
         for mt in nl.affine_range(mb // P):
             for nt in nl.affine_range(nb // tn):
                 psum = acc[mt][nt] if in_psum else nl.zeros((P, tn), nl.float32, buffer=nl.psum)
                 for kt in nl.affine_range(kb // P):
                     row = k * (kb // P) + kt
                     am, bn = m * mb - a_m0 + mt * P, n * nb - b_n0 + nt * tn
-                    if a_tiled is None:
-                        stationary = a[row - a_k0, :, am : am + P]
+                    if a_tiled:  # [M tile, K on partitions, K tile's M columns]
+                        flip_ahead(uses, step)
+                        stationary = a[am // P, :, (row - a_k0) * P : (row - a_k0 + 1) * P]
                     else:
-                        stationary = transposed((am // P) * a_tiled + row - a_k0)
+                        stationary = a[row - a_k0, :, am : am + P]
+                    step += 1
                     psum += nl.matmul(
                         stationary,
                         b[row - b_k0, :, bn : bn + tn],

@@ -209,33 +209,40 @@ class _Wait:
 
 
 class _Throttle:
-    """TensorE starts each busy period throttled: instructions starting within
-    the warm-up window of a period cost ``tensor_throttle_factor`` times more;
-    a period begins after ``tensor_rethrottle_idle_ns`` without work."""
+    """TensorE starts each busy period throttled: an instruction costs up to
+    ``tensor_throttle_factor`` times more, ramping to full rate over the
+    warm-up window of its period; a period begins after
+    ``tensor_rethrottle_idle_ns`` without work.
+
+    The ramp follows the engine's activity in time, read from its busy
+    intervals: the list scheduler places instructions in program order, not
+    time order, so one that fills an earlier gap runs at the rate the engine
+    had reached at that time (cold before any work, warm inside a run of
+    work), whatever was placed before it in the program."""
 
     def __init__(self, busy: _Channel, params: Trn2Params) -> None:
+        self.busy = busy
         self.params = params
-        self.last_end = float("-inf")
-        self.period_start = 0.0
 
     def factor_at(self, start: float) -> float:
         p = self.params
-        period = (
-            start if start - self.last_end >= p.tensor_rethrottle_idle_ns else self.period_start
-        )
-        # An instruction the list scheduler places in a gap before the current
-        # period began runs at the throttled rate (never below it).
-        elapsed = max(0.0, start - period)
+        starts, ends = self.busy.starts, self.busy.ends
+        # Walk back over the busy intervals before ``start`` while the gaps
+        # between them are shorter than the re-throttle idle time, no further
+        # than the warm-up window (the rate is full beyond it).
+        period = start
+        i = bisect_right(starts, start) - 1
+        while i >= 0 and start - period < p.tensor_warmup_ns:
+            if period - ends[i] >= p.tensor_rethrottle_idle_ns:
+                break
+            period = min(period, starts[i])
+            i -= 1
+        elapsed = start - period
         if elapsed >= p.tensor_warmup_ns:
             return 1.0
         # The rate ramps linearly from the throttled one to full over the window.
         low = 1.0 / p.tensor_throttle_factor
         return 1.0 / (low + (1.0 - low) * elapsed / p.tensor_warmup_ns)
-
-    def ran(self, start: float, end: float) -> None:
-        if start - self.last_end >= self.params.tensor_rethrottle_idle_ns:
-            self.period_start = start
-        self.last_end = max(self.last_end, end)
 
 
 class _Dependencies:
@@ -325,12 +332,10 @@ class _Engines:
         earliest = max(ready, self.free[engine]) if self.in_order else ready
         start = lane.reserve(earliest, duration)
         if engine == "tensor":
+            lane.release(start, duration)  # the ramp reads the work before it
             factor = self.throttle.factor_at(start)
-            if factor != 1.0:
-                lane.release(start, duration)
-                duration *= factor
-                start = lane.reserve(earliest, duration)
-            self.throttle.ran(start, start + duration)
+            duration *= factor
+            start = lane.reserve(earliest if factor != 1.0 else start, duration)
         self.free[engine] = max(self.free[engine], start + duration)
         return start, duration
 

@@ -40,7 +40,12 @@ def _calibration():
 @pytest.mark.parametrize("lhs_position", [0, 1, 2])
 @pytest.mark.parametrize("rhs_position", [0, 1, 2])
 def test_the_gemm_computes_at_every_load_position(order, lhs_position, rhs_position):
-    for transposed_lhs, transpose in ((True, "dma"), (False, "dma"), (False, "tensor")):
+    for transposed_lhs, transpose, transpose_order in (
+        (True, "dma", "load"),
+        (False, "dma", "load"),
+        (False, "tensor", "load"),
+        (False, "tensor", "use"),
+    ):
         report = check_kernel(
             GEMM,
             dataclasses.replace(WORKLOAD, input_specs=SMALL),
@@ -48,6 +53,7 @@ def test_the_gemm_computes_at_every_load_position(order, lhs_position, rhs_posit
                 "loop_order": order,
                 "transposed_lhs": transposed_lhs,
                 "lhs_transpose": transpose,
+                "transpose_order": transpose_order,
                 "lhs_position": lhs_position,
                 "rhs_position": rhs_position,
                 **BLOCKS,
@@ -102,3 +108,37 @@ def test_the_search_keeps_the_alternative_the_model_times_fastest():
     assert {k: picked.kernel_kwargs[k] for k in fastest} == fastest
     # Without the search the recorded arguments are traced.
     assert calibration.trace_case(case).kernel_kwargs["lhs_position"] == 2
+
+
+@pytest.mark.parametrize("transpose_order", ["load", "use"])
+def test_tensor_transposes_follow_the_template_one_transpose_and_one_copy_per_tile(
+    transpose_order,
+):
+    # autotune/core/tensor.py tile_transpose: one nc_transpose into its own PSUM tile and
+    # one copy back per 128 x 128 lhs tile; lhs loaded once (position 0): 2 x 2 tiles.
+    inputs = {name: np.zeros(shape, numpy_dtype(dtype)) for name, (shape, dtype) in SMALL.items()}
+    run = run_kernel(
+        GEMM,
+        inputs,
+        compute=False,
+        kernel_kwargs={
+            **BLOCKS,
+            "loop_order": "MNK",
+            "transposed_lhs": False,
+            "lhs_transpose": "tensor",
+            "transpose_order": transpose_order,
+            "lhs_position": 0,
+            "rhs_position": 0,
+        },
+    )
+    ops = [ins.op for ins in run.trace]
+    transposes = [i for i, op in enumerate(ops) if op == "nc_transpose"]
+    assert len(transposes) == 4
+    # Each transpose's PSUM tile is copied out once (ScalarE, as nl.copy lowers).
+    for i in transposes:
+        assert ops[i + 1] == "activation" and run.trace[i + 1].engine == "scalar"
+    first_matmul = ops.index("nc_matmul")
+    if transpose_order == "load":  # the template's program: all before the matmuls
+        assert transposes[-1] < first_matmul
+    else:  # each just ahead of the matmuls that read it: the last comes after some
+        assert transposes[-1] > first_matmul

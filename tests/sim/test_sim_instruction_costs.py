@@ -102,14 +102,31 @@ def test_tensor_engine_ramps_from_throttled_to_full_rate_over_the_warm_up():
     assert costs[-1] == pytest.approx(full)
 
 
-def test_an_instruction_placed_before_the_current_busy_period_runs_throttled():
-    from kernelopt.sim.schedule import _Throttle
+def test_the_warm_up_follows_the_engines_activity_in_time_not_program_order():
+    from kernelopt.sim.schedule import _Channel, _Throttle
 
-    throttle = _Throttle(None, DEFAULT_PARAMS)
-    throttle.ran(10_000.0, 10_500.0)  # a busy period starting at 10 us
-    # The list scheduler may fill a gap before it: the rate is the throttled one.
-    assert throttle.factor_at(2_000.0) == pytest.approx(DEFAULT_PARAMS.tensor_throttle_factor)
-    assert throttle.factor_at(10_000.0) == pytest.approx(DEFAULT_PARAMS.tensor_throttle_factor)
+    throttled = DEFAULT_PARAMS.tensor_throttle_factor
+    lane = _Channel()
+    lane.reserve(10_000.0, 500.0)  # the only work so far: a busy period from 10 us
+    throttle = _Throttle(lane, DEFAULT_PARAMS)
+    # The list scheduler may fill a gap before it: nothing ran then, the engine is cold.
+    assert throttle.factor_at(2_000.0) == pytest.approx(throttled)
+    assert throttle.factor_at(10_000.0) == pytest.approx(throttled)
+    # A gap inside a run of work placed earlier in the program: the engine has been
+    # busy for 4 us by then (gaps shorter than the re-throttle idle time), so it is warm.
+    lane = _Channel()
+    lane.reserve(0.0, 4_000.0)
+    lane.reserve(4_200.0, 5_000.0)
+    assert _Throttle(lane, DEFAULT_PARAMS).factor_at(4_000.0) == pytest.approx(1.0)
+    # After 3 us without work it starts cold again.
+    lane = _Channel()
+    lane.reserve(0.0, 1_000.0)
+    assert _Throttle(lane, DEFAULT_PARAMS).factor_at(4_500.0) == pytest.approx(throttled)
+    # Halfway through the warm-up window the rate is halfway up the ramp.
+    lane = _Channel()
+    lane.reserve(0.0, 1_500.0)
+    halfway = 1.0 / (0.5 / throttled + 0.5)
+    assert _Throttle(lane, DEFAULT_PARAMS).factor_at(1_500.0) == pytest.approx(halfway)
 
 
 # --- DMA ---------------------------------------------------------------------------------
