@@ -6,6 +6,13 @@ dim by dim, offering only scopes that keep its emission interval non-empty
 (an interval that contains any depth always admits one more scope, so the
 draw never dead-ends). Cross-buffer rules are then checked by ``derive``
 itself; a draw it rejects is redrawn.
+
+Where valid joint draws are rare (a chain of row reductions feeding scales
+and transposes admits few loop orders: every consumer of a row's statistic
+must sit outside the loop that completes it), ``MAX_DRAWS`` may all be
+rejected. A rejected draw is then climbed towards validity: single-knob
+moves (a block size, one buffer's scope on one dim, one loop moved
+elsewhere in the order), each kept when it leaves no more failed checks than before.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from kernelopt.ir.model import SCOPES, KernelIR, Scope
 from kernelopt.proposers.base import signature_of
 
 MAX_DRAWS = 500
+CLIMBS = 40  # fresh draws climbed towards validity once MAX_DRAWS were all rejected
+CLIMB_STEPS = 200  # single-knob moves tried per climb
 
 
 class SampleError(RuntimeError):
@@ -75,8 +84,119 @@ def sample(ir: KernelIR, rng: random.Random) -> KernelIR:
         scopes = draw_scopes(ir, position, rng)
         candidate = ir.with_knobs(order, blocks, scopes)
         if not derive(candidate)[1]:
-            return candidate
+            return _remember(candidate)
+    for _ in range(CLIMBS):
+        order = draw_loop_order(ir, rng)
+        position = {e: i for i, e in enumerate(order)}
+        blocks = {d.name: rng.choice(d.divisors()) for d in ir.dims}
+        found = climb(ir.with_knobs(order, blocks, draw_scopes(ir, position, rng)), rng)
+        if found is not None:
+            return _remember(found)
+    anchors = _ANCHORS.get(_structure(ir), [])
+    if anchors:
+        anchor = rng.choice(anchors)
+        start = ir.with_knobs(anchor.loop_order, anchor.ltiles_per_block, anchor.buffer_scopes)
+        if not derive(start)[1]:
+            return walk(start, rng, CLIMB_STEPS)
     raise SampleError(f"no valid knob state found in {MAX_DRAWS} draws for {ir.func_name}")
+
+
+# Valid states already found per IR structure (this process), so a draw that finds
+# none of its own can walk from one of them instead of failing.
+_ANCHORS: dict[tuple[object, ...], list[KernelIR]] = {}
+_MAX_ANCHORS = 32
+
+
+def _structure(ir: KernelIR) -> tuple[object, ...]:
+    return (
+        ir.func_name,
+        ir.variant,
+        tuple((d.name, d.size) for d in ir.dims),
+        tuple((op.kind, op.dst, op.srcs) for op in ir.operators),
+    )
+
+
+def _remember(ir: KernelIR) -> KernelIR:
+    anchors = _ANCHORS.setdefault(_structure(ir), [])
+    if len(anchors) < _MAX_ANCHORS:
+        anchors.append(ir)
+    return ir
+
+
+def walk(ir: KernelIR, rng: random.Random, steps: int) -> KernelIR:
+    """A random walk of single-knob moves from a valid state, each kept only when the
+    state stays valid (so the result is valid)."""
+    for _ in range(steps):
+        moved = _move(ir, rng, [])
+        if moved is not None and not derive(moved)[1]:
+            ir = moved
+    return ir
+
+
+def climb(ir: KernelIR, rng: random.Random) -> KernelIR | None:
+    """Single-knob moves from a rejected draw, each kept when it leaves no more failed
+    checks than before (sideways moves cross plateaus), until no check fails."""
+    failing, focus = _distance(ir)
+    for _ in range(CLIMB_STEPS):
+        if not failing:
+            return ir
+        moved = _move(ir, rng, focus)
+        if moved is None:
+            continue
+        distance, near = _distance(moved)
+        if distance <= failing:
+            ir, failing, focus = moved, distance, near
+    return ir if not failing else None
+
+
+# ``derive`` checks in stages and stops at the first stage that fails, so a state
+# failing a later stage is nearer validity than one failing an earlier stage,
+# however many checks each fails.
+_LATE = frozenset({"operand_scope", "fused_reduce"})
+_MIDDLE = frozenset({"psum_reducing_scope", "emission_depth", "accumulator_lifetime"})
+
+
+def _distance(ir: KernelIR) -> tuple[int, list[str]]:
+    """0 for a valid state, else how far from valid by the stage and count of its
+    failures; and the buffers the failures involve (the failing buffer, and the
+    operands of the op that writes it)."""
+    failures = derive(ir)[1]
+    if not failures:
+        return 0, []
+    checks = {f.check for f in failures}
+    stage = 2 if checks & _LATE else 1 if checks & _MIDDLE else 0
+    near: list[str] = []
+    for f in failures:
+        op = ir.producers.get(f.buffer)
+        near += [b for b in (f.buffer, *(op.srcs if op else ())) if b in ir.buffer]
+    return (3 - stage) * 1000 + len(failures), near
+
+
+def _move(ir: KernelIR, rng: random.Random, focus: list[str]) -> KernelIR | None:
+    """One knob changed at random: a block size, one buffer dim's scope, or one loop moved."""
+    kind = rng.choice(("block", "scope", "order"))
+    order = list(ir.loop_order)
+    blocks = dict(ir.ltiles_per_block)
+    scopes = {b: dict(s) for b, s in ir.buffer_scopes.items()}
+    if kind == "block":
+        dim = rng.choice(ir.dims)
+        blocks[dim.name] = rng.choice(dim.divisors())
+    elif kind == "scope":
+        # Half the scope moves go to a buffer the failures name.
+        near = [ir.buffer[b] for b in focus if rng.random() < 0.5]
+        buffers = [b for b in near or ir.buffers if b.knob_dims]
+        if not buffers:
+            return None
+        buf = rng.choice(buffers)
+        d = rng.choice(buf.knob_dims)
+        allowed = [s for s in SCOPES if not (s == Scope.PER_TILE and d in buf.lifetime_dims)]
+        scopes.setdefault(buf.name, {})[d] = rng.choice(allowed)
+    else:
+        entry = order.pop(rng.randrange(len(order)))
+        order.insert(rng.randrange(len(order) + 1), entry)
+        if any(order.index(f"{d.name}.tile") < order.index(f"{d.name}.block") for d in ir.dims):
+            return None
+    return ir.with_knobs(tuple(order), blocks, scopes)
 
 
 def sample_fitting(ir: KernelIR, rng: random.Random) -> KernelIR:
