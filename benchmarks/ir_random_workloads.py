@@ -1,0 +1,283 @@
+"""Random LLM-operator workloads in the op classes: does every one build, sample, render
+correctly, and how far does a 20-candidate run get?
+
+The shipped programs and tests/ir/llm_workloads are written by us, so they test
+the shapes we thought of. This script writes workloads in the same style from a
+seed (row norms, layer norms and softmaxes, each optionally behind a residual
+add or an activation and ahead of a transposed matmul; gated MLPs; a norm of a
+matmul's rows), at 256-1024 rows and columns, and for each:
+
+- builds it (`kernelopt ir show` does the same) and enumerates its rewrite variants;
+- draws ``--samples`` states per variant at the workload's SMALL_SPECS, renders
+  each and checks it on the simulator against the workload's own numpy
+  semantics (the op classes evaluated in fp32);
+- with ``--reach``, runs it as a new user would (`kernelopt init --kind nki
+  --workload W`, then a ``--budget``-candidate `kernelopt run` on sim) and
+  prints the roofline % reached, and with ``--reference N`` the best of N
+  random fitting states beside it.
+
+    python benchmarks/ir_random_workloads.py --count 40 --seed 0
+    python benchmarks/ir_random_workloads.py --count 12 --reach --reference 200 --keep /tmp/w
+
+Exits 1 when any workload fails to build, sample, render or check correct.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import statistics
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+SAFE = ("relu", "tanh", "sigmoid", "gelu", "silu", "copy")
+KINDS = ("rms", "ln", "softmax", "rms_mm", "ln_mm", "softmax_mm", "resid_rms_mm", "gated", "mm_rms")
+
+
+class Writer:
+    """The body of f_nkigym, one SSA line per op."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng, self.lines = rng, []
+
+    def op(self, expr: str) -> str:
+        name = f"t{len(self.lines) + 1}"
+        self.lines.append(f"{name} = {expr}")
+        return name
+
+
+def rms_scale(g: Writer, x: str, n: int) -> str:
+    """A [P, 1] column 1/sqrt(mean(x^2) + eps), in one of the spellings the ops allow."""
+    if g.rng.random() < 0.6:
+        sq = g.op(f"NKIActivation(op='square')(data={x})")
+    else:
+        sq = g.op(f"NKITensorTensor(op='multiply')(data1={x}, data2={x})")
+    ss = g.op(f"NKITensorReduce(op='add', axis=1)(data={sq})")
+    if g.rng.random() < 0.5:
+        mean = g.op(
+            f"NKITensorScalar(op0='multiply', operand0={1.0 / n!r}, op1='add', operand1=1e-5)"
+            f"(data={ss})"
+        )
+        return g.op(f"NKIActivation(op='rsqrt')(data={mean})")
+    return g.op(f"NKIActivation(op='rsqrt', scale={1.0 / n!r}, bias=1e-5)(data={ss})")
+
+
+def scaled(g: Writer, x: str, col: str) -> str:
+    """x times a [P, 1] column, given at construction, in the call, or as a scale."""
+    pick = g.rng.random()
+    if pick < 0.4:
+        return g.op(f"NKITensorScalar(op0='multiply', operand0={col})(data={x})")
+    if pick < 0.7:
+        return g.op(f"NKIActivation(op='copy', scale={col})(data={x})")
+    return g.op(f"NKITensorScalar(op0='multiply')(data={x}, operand0={col})")
+
+
+def layernorm(g: Writer, x: str, n: int) -> str:
+    total = g.op(f"NKITensorReduce(op='add', axis=1)(data={x})")
+    neg_mean = g.op(f"NKITensorScalar(op0='multiply', operand0={-1.0 / n!r})(data={total})")
+    if g.rng.random() < 0.5:
+        sq = g.op(f"NKIActivation(op='square', bias={neg_mean})(data={x})")
+    else:
+        c = g.op(f"NKITensorScalar(op0='add', operand0={neg_mean})(data={x})")
+        sq = g.op(f"NKITensorTensor(op='multiply')(data1={c}, data2={c})")
+    var = g.op(
+        f"NKITensorScalar(op0='multiply', operand0={1.0 / n!r}, op1='add', operand1=1e-5)"
+        f"(data=NKITensorReduce(op='add', axis=1)(data={sq}))"
+    )
+    rstd = g.op(f"NKIActivation(op='rsqrt')(data={var})")
+    if g.rng.random() < 0.5:
+        return g.op(
+            f"NKITensorScalar(op0='add', operand0={neg_mean}, op1='multiply', operand1={rstd})"
+            f"(data={x})"
+        )
+    return scaled(g, g.op(f"NKITensorScalar(op0='add', operand0={neg_mean})(data={x})"), rstd)
+
+
+def softmax(g: Writer, x: str) -> str:
+    scale = g.rng.choice([None, 0.125, 0.5])
+    neg_max = g.op(f"NKITensorReduce(op='maximum', axis=1, negate=True)(data={x})")
+    if scale:
+        bias = g.op(f"NKITensorScalar(op0='multiply', operand0={scale})(data={neg_max})")
+        e = g.op(f"NKIActivation(op='exp', scale={scale}, bias={bias})(data={x})")
+    else:
+        e = g.op(f"NKIActivation(op='exp', bias={neg_max})(data={x})")
+    total = g.op(f"NKITensorReduce(op='add', axis=1)(data={e})")
+    if g.rng.random() < 0.5:
+        return scaled(g, e, g.op(f"NKIReciprocal()(data={total})"))
+    return g.op(f"NKITensorScalar(op0='divide', operand0={total})(data={e})")
+
+
+def workload_source(seed: int) -> tuple[str, str]:
+    """(kind, the text of a workload file) for one seed."""
+    rng = random.Random(seed)
+    g = Writer(rng)
+    rows, k, n = rng.choice([256, 512]), rng.choice([256, 512, 1024]), rng.choice([256, 512, 1024])
+    kind = rng.choice(KINDS)
+    specs: dict[str, tuple[int, int]] = {"x": (rows, k)}
+    x = "x"
+    if kind == "resid_rms_mm":
+        specs["y"] = (rows, k)
+        x = g.op("NKITensorTensor(op='add')(data1=x, data2=y)")
+    if kind not in ("gated", "mm_rms") and rng.random() < 0.25:
+        x = g.op(f"NKIActivation(op={rng.choice(SAFE)!r})(data={x})")
+    if kind in ("rms", "rms_mm", "resid_rms_mm"):
+        out = scaled(g, x, rms_scale(g, x, k))
+    elif kind in ("ln", "ln_mm"):
+        out = layernorm(g, x, k)
+    elif kind in ("softmax", "softmax_mm"):
+        out = softmax(g, x)
+    elif kind == "gated":
+        specs = {"xT": (k, rows), "w1": (k, n), "w2": (k, n)}
+        h1 = g.op("NKIMatmul()(stationary=xT, moving=w1)")
+        h2 = g.op("NKIMatmul()(stationary=xT, moving=w2)")
+        act = g.op(f"NKIActivation(op={rng.choice(['silu', 'gelu', 'sigmoid'])!r})(data={h1})")
+        out = g.op(f"NKITensorTensor(op='multiply')(data1={act}, data2={h2})")
+    else:  # mm_rms: the rows of a matmul's result normalised
+        n = rng.choice([256, 512])
+        specs = {"xT": (k, rows), "w": (k, n)}
+        h = g.op("NKIMatmul()(stationary=xT, moving=w)")
+        out = scaled(g, h, rms_scale(g, h, n))
+    if kind.endswith("_mm"):
+        if rng.random() < 0.2:
+            out = g.op(f"NKIActivation(op={rng.choice(SAFE)!r})(data={out})")
+        specs["w"] = (k, n)
+        out = g.op(f"NKIMatmul()(stationary=NKITranspose()(data={out}), moving=w)")
+    params = ", ".join(specs)
+    body = "\n".join(f"    {line}" for line in [*g.lines, f"return {out}"])
+    small = {name: tuple(min(d, 256) for d in shape) for name, shape in specs.items()}
+    as_f32 = ", ".join(f"{p}=np.asarray({p}, dtype=np.float32)" for p in specs)
+    text = f'''"""Random workload {seed}: {kind} (benchmarks/ir_random_workloads.py)."""
+
+import numpy as np
+
+from kernelopt.ir import (
+    NKIActivation,
+    NKIMatmul,
+    NKIReciprocal,
+    NKITensorReduce,
+    NKITensorScalar,
+    NKITensorTensor,
+    NKITranspose,
+)
+
+
+def f_nkigym({params}):
+{body}
+
+
+def f_numpy({params}):
+    # The op classes' own semantics, evaluated in fp32.
+    return f_nkigym({as_f32})
+
+
+INPUT_SPECS = {{{", ".join(f"{p!r}: ({s}, 'bfloat16')" for p, s in specs.items())}}}
+SMALL_SPECS = {{{", ".join(f"{p!r}: ({s}, 'bfloat16')" for p, s in small.items())}}}
+'''
+    return kind, text
+
+
+def check(path: Path, samples: int) -> tuple[int, list[str]]:
+    """(states checked, failures) for one workload file."""
+    from kernelopt.ir import REWRITES, build_ir, enumerate_rewrite_combinations, render_ir, sample
+    from kernelopt.sim import check_kernel
+    from kernelopt.workload import load_workload
+
+    w = load_workload(path)
+    w = dataclasses.replace(w, input_specs=w.module.SMALL_SPECS)
+    try:
+        base = build_ir(w.f_nkigym, w.input_specs, name=path.stem)
+        variants = dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))
+    except Exception as exc:  # noqa: BLE001 - reported, the benchmark goes on
+        return 0, [f"build: {type(exc).__name__}: {exc}"]
+    failures, checked = [], 0
+    for name, variant in variants.items():
+        for seed in range(samples):
+            stage = "sample"
+            try:
+                state = sample(variant, random.Random(seed))
+                stage = "render"
+                source = render_ir(state)
+                stage = "check"
+                with tempfile.TemporaryDirectory() as tmp:
+                    kernel = Path(tmp) / "kernel.py"
+                    kernel.write_text(source)
+                    report = check_kernel(kernel, w)
+                checked += 1
+                if not report.correct:
+                    failures.append(f"{name} seed {seed}: {report.error_kind}: {report.error}")
+            except Exception as exc:  # noqa: BLE001
+                failures.append(f"{name} seed {seed}: {stage}: {type(exc).__name__}: {exc}")
+    return checked, failures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--count", type=int, default=40, help="how many workloads (default 40)")
+    parser.add_argument("--seed", type=int, default=0, help="the first workload's seed")
+    parser.add_argument("--samples", type=int, default=2, help="states checked per variant")
+    parser.add_argument(
+        "--reach", action="store_true", help="also run each for --budget candidates"
+    )
+    parser.add_argument("--budget", type=int, default=20)
+    parser.add_argument("--reference", type=int, default=0, help="best of N random states too")
+    parser.add_argument("--keep", type=Path, help="write the workloads here (default: a temp dir)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per workload")
+    args = parser.parse_args()
+
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="kernelopt-random-workloads-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    kinds, reached, broken = Counter(), [], 0
+    for seed in range(args.seed, args.seed + args.count):
+        kind, text = workload_source(seed)
+        path = folder / f"random_{seed:03d}.py"
+        path.write_text(text)
+        kinds[kind] += 1
+        checked, failures = check(path, args.samples)
+        broken += bool(failures)
+        row = {"workload": str(path), "kind": kind, "checked": checked, "failures": failures}
+        if args.reach:
+            from tuning_runs import workload_runs
+
+            result = workload_runs([str(path)], [0], args.budget, args.reference, True)[0]
+            row["reached"] = result["runs"][0]["best"]
+            row["best_known"] = result["best_known"] if args.reference else None
+            reached.append(row["reached"] or 0.0)
+        if args.json:
+            print(json.dumps(row), flush=True)
+        else:
+            shape = text.split("INPUT_SPECS = ")[1].splitlines()[0]
+            tail = ""
+            if args.reach:
+                known = (
+                    f" (best of {args.reference}: {row['best_known']:.1f})"
+                    if args.reference
+                    else ""
+                )
+                tail = f"  reached {row['reached']:.1f} %{known}"
+            print(
+                f"{path.name} {kind:13s} {checked:3d} states checked, "
+                f"{len(failures)} failed  {shape}{tail}",
+                flush=True,
+            )
+            for failure in failures:
+                print(f"    {failure[:400]}")
+    if not args.json:
+        print(f"{args.count} workloads ({dict(kinds)}) in {folder}: {broken} with a failure")
+        if reached:
+            print(
+                f"{args.budget}-candidate runs: median {statistics.median(reached):.1f} % of roofline, "
+                f"{sum(r >= 60 for r in reached)} of {len(reached)} at >= 60 %"
+            )
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
