@@ -11,12 +11,22 @@ import dataclasses
 
 from kernelopt.ir.build import lower
 from kernelopt.ir.model import KernelIR
-from kernelopt.ir.ops import NKIMatmul, NKITensorScalar, NKITranspose
+from kernelopt.ir.ops import NKIActivation, NKIMatmul, NKITensorScalar, NKITranspose
 from kernelopt.ir.trace import Trace, TracedOp, TracedTensor
 
 
 def _is_row_scale(op: TracedOp) -> bool:
-    """``data`` times numbers and [P, 1] columns only: a scale of each row of ``data``."""
+    """``data`` times numbers and [P, 1] columns only: a scale of each row of ``data``.
+
+    Either spelling the ISA has: ``tensor_scalar`` whose every op multiplies, or an
+    ``activation`` that copies ``data * scale`` with no bias.
+    """
+    if isinstance(op.op, NKIActivation):
+        return (
+            op.attrs.get("op") == "copy"
+            and "bias" not in op.operands
+            and (op.attrs.get("bias") is None)
+        )
     if not isinstance(op.op, NKITensorScalar):
         return False
     ops = [op.attrs.get(k) for k in ("op0", "op1") if op.attrs.get(k) is not None]
@@ -39,7 +49,8 @@ class ScaleAfterMatmul:
     """A per-row scale moved past a transpose and the matmul it feeds.
 
     Pattern: ``matmul(stationary=transpose(x * c), moving=w)``, where ``c`` is a
-    [P, 1] column (one value per row of ``x``) or a number. Scaling row ``m`` of
+    [P, 1] column (one value per row of ``x``) or a number, and ``x * c`` a
+    ``tensor_scalar`` multiply or an ``activation`` copy with that scale. Scaling row ``m`` of
     ``x`` scales row ``m`` of ``x @ w`` by the same factor, so the result is
     ``c * matmul(stationary=transpose(x), moving=w)``: the scale runs once on the
     matmul's result (it may read the PSUM accumulator, FusedDrain) and the

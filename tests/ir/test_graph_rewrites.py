@@ -148,6 +148,12 @@ def test_knobs_name_the_variant_and_a_wrong_order_is_refused(tmp_path: Path) -> 
         # The transposed rows are the result: nothing to move the scale past.
         "xn = NKITensorScalar(op0='multiply', operand0=rs)(data=x)\n"
         "    out = NKITranspose()(data=xn)",
+        # An activation's copy with a bias shifts the rows as well as scaling them.
+        "xn = NKIActivation(op='copy', scale=rs, bias=rs)(data=x)\n"
+        "    out = NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)",
+        # Any other activation of the scaled rows is not linear in them.
+        "xn = NKIActivation(op='gelu', scale=rs)(data=x)\n"
+        "    out = NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)",
     ],
 )
 def test_no_move_where_the_algebra_does_not_allow_it(tmp_path: Path, body: str) -> None:
@@ -259,3 +265,29 @@ def test_a_computed_tile_is_transposed_by_dma_from_sbuf(tmp_path: Path, dtype: s
         kernel.write_text(text)
         report = check_kernel(kernel, workload)
         assert report.correct, report.error
+
+
+def test_an_activation_copy_with_a_row_scale_moves_like_the_tensor_scalar(tmp_path: Path) -> None:
+    # x * rs spelled as the ScalarE copy ``activation(copy, scale=rs)``.
+    text = SLOW_RMSNORM.replace(
+        'xn = NKITensorScalar(op0="multiply", operand0=rs, op1="multiply", operand1=2.0)(data=x)',
+        'xn = NKIActivation(op="copy", scale=rs)(data=x)',
+    ).replace("(x * rs * 2.0)", "(x * rs)")
+    assert 'NKIActivation(op="copy", scale=rs)' in text
+    workload = _workload(tmp_path, text)
+    base = _ir(workload)
+    moved = ScaleAfterMatmul().apply(base)
+    assert moved.variant == "ScaleAfterMatmul"
+    ops = {op.name: op for op in moved.operators}
+    assert ops["transpose_t5"].srcs == ("sbuf_x",)
+    assert ops["activation_out"].srcs == ("sbuf_out_unscaled", "sbuf_rs")
+    variants = dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))
+    assert "ScaleAfterMatmul+LoadTranspose+FusedDrain" in variants
+    rng = random.Random(3)
+    for name, variant in variants.items():
+        if "ScaleAfterMatmul" not in name:
+            continue
+        kernel = tmp_path / f"{name}.py"
+        kernel.write_text(render_ir(sample(variant, rng)))
+        report = check_kernel(kernel, workload)
+        assert report.correct, f"{name}: {report.error}"
