@@ -5,7 +5,7 @@ The shipped programs and tests/ir/llm_workloads are written by us, so they test
 the shapes we thought of. This script writes workloads in the same style from a
 seed (row norms, layer norms and softmaxes, each optionally behind a residual
 add or an activation and ahead of a transposed matmul; gated MLPs; a norm of a
-matmul's rows), at 256-1024 rows and columns, and for each:
+matmul's rows), at 256-1024 rows and columns (``--sizes large``: 512-2048), and for each:
 
 - builds it (`kernelopt ir show` does the same) and enumerates its rewrite variants;
 - draws ``--samples`` states per variant at the workload's SMALL_SPECS, renders
@@ -18,6 +18,7 @@ matmul's rows), at 256-1024 rows and columns, and for each:
 
     python benchmarks/ir_random_workloads.py --count 40 --seed 0
     python benchmarks/ir_random_workloads.py --count 12 --reach --reference 200 --keep /tmp/w
+    python benchmarks/ir_random_workloads.py --count 20 --sizes large --reach
 
 Exits 1 when any workload fails to build, sample, render or check correct.
 """
@@ -113,11 +114,18 @@ def softmax(g: Writer, x: str) -> str:
     return g.op(f"NKITensorScalar(op0='divide', operand0={total})(data={e})")
 
 
-def workload_source(seed: int) -> tuple[str, str]:
+SIZES = {
+    # rows, the normalised (contracted) width, the matmul's output width
+    "small": ((256, 512), (256, 512, 1024), (256, 512, 1024)),
+    "large": ((512, 1024), (1024, 2048), (512, 1024)),
+}
+
+
+def workload_source(seed: int, sizes: str = "small") -> tuple[str, str]:
     """(kind, the text of a workload file) for one seed."""
     rng = random.Random(seed)
     g = Writer(rng)
-    rows, k, n = rng.choice([256, 512]), rng.choice([256, 512, 1024]), rng.choice([256, 512, 1024])
+    rows, k, n = (rng.choice(choices) for choices in SIZES[sizes])
     kind = rng.choice(KINDS)
     specs: dict[str, tuple[int, int]] = {"x": (rows, k)}
     x = "x"
@@ -139,7 +147,7 @@ def workload_source(seed: int) -> tuple[str, str]:
         act = g.op(f"NKIActivation(op={rng.choice(['silu', 'gelu', 'sigmoid'])!r})(data={h1})")
         out = g.op(f"NKITensorTensor(op='multiply')(data1={act}, data2={h2})")
     else:  # mm_rms: the rows of a matmul's result normalised
-        n = rng.choice([256, 512])
+        n = rng.choice([256, 512] if sizes == "small" else [512])
         specs = {"xT": (k, rows), "w": (k, n)}
         h = g.op("NKIMatmul()(stationary=xT, moving=w)")
         out = scaled(g, h, rms_scale(g, h, n))
@@ -221,6 +229,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--count", type=int, default=40, help="how many workloads (default 40)")
+    parser.add_argument(
+        "--sizes", choices=sorted(SIZES), default="small", help="small: 256-1024; large: 512-2048"
+    )
     parser.add_argument("--seed", type=int, default=0, help="the first workload's seed")
     parser.add_argument("--samples", type=int, default=2, help="states checked per variant")
     parser.add_argument(
@@ -236,7 +247,7 @@ def main() -> int:
     folder.mkdir(parents=True, exist_ok=True)
     kinds, reached, broken = Counter(), [], 0
     for seed in range(args.seed, args.seed + args.count):
-        kind, text = workload_source(seed)
+        kind, text = workload_source(seed, args.sizes)
         path = folder / f"random_{seed:03d}.py"
         path.write_text(text)
         kinds[kind] += 1
