@@ -126,10 +126,18 @@ def marked(mark: str) -> list[int]:
 
 
 def kill_marked(mark: str, *, patience_s: float = 2.0) -> list[int]:
-    """SIGKILL every process carrying ``mark`` until none is left (one may be forking)."""
+    """SIGKILL every process carrying ``mark`` until none is left (one may be forking).
+
+    None is left only when two scans in a row, a few milliseconds apart, find none:
+    a process in the middle of ``execve`` can show an empty environment for a moment,
+    so one empty scan can miss a daemon that is exec-ing its long-running program.
+    """
     killed: list[int] = []
     deadline = time.monotonic() + patience_s
-    while pids := marked(mark):
+    empty_scans = 0
+    while empty_scans < 2:
+        pids = marked(mark)
+        empty_scans = 0 if pids else empty_scans + 1
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
