@@ -107,4 +107,67 @@ class ScaleAfterMatmul:
         return dataclasses.replace(tr, ops=tuple(ops))
 
 
-GRAPH_REWRITES = (ScaleAfterMatmul(),)
+def _producer(tr: Trace, tensor: TracedTensor) -> TracedOp | None:
+    return next((o for o in tr.ops if o.output.name == tensor.name), None)
+
+
+def _pure_scale(op: TracedOp) -> tuple[str, TracedTensor | float] | None:
+    """``(column label, factor)`` when ``op`` only multiplies ``data`` by one column or
+    number: a one-op ``tensor_scalar`` multiply, or an ``activation`` copy without bias."""
+    if isinstance(op.op, NKITensorScalar):
+        if op.attrs.get("op0") != "multiply" or op.attrs.get("op1") is not None:
+            return None
+        return "_operand0", op.operands.get("operand0", op.attrs.get("operand0"))
+    if isinstance(op.op, NKIActivation) and _is_row_scale(op):
+        return "_scale", op.operands.get("scale", op.attrs.get("scale", 1.0))
+    return None
+
+
+class ScaleIntoActivation:
+    """A row scale folded into the activation that reads it: one pass instead of two.
+
+    Pattern: ``activation(f, bias=b)(data=x * c)`` with no scale of its own, where
+    ``x * c`` is a one-op ``tensor_scalar`` multiply or an ``activation`` copy (``c``
+    a [P, 1] column or a number). ScalarE computes ``f(data * scale + bias)`` in one
+    instruction, so the result is ``activation(f, scale=c, bias=b)(data=x)``, exact
+    in real arithmetic (the scaled rows are no longer rounded to their dtype before
+    ``f``). The scaled rows stay where something else reads them too.
+    """
+
+    name = "ScaleIntoActivation"
+
+    def apply(self, ir: KernelIR) -> KernelIR:
+        tr = ir.graph
+        if not isinstance(tr, Trace):
+            return ir
+        for outer in tr.ops:
+            rewritten = self._rewrite(tr, outer)
+            if rewritten is not None:
+                return lower(rewritten, ir.func_name, ir.variant_after(self.name))
+        return ir
+
+    def _rewrite(self, tr: Trace, outer: TracedOp) -> Trace | None:
+        if not isinstance(outer.op, NKIActivation) or "scale" in outer.operands:
+            return None
+        if outer.attrs.get("scale", 1.0) != 1.0:
+            return None
+        inner = _producer(tr, outer.operands["data"])
+        found = None if inner is None else _pure_scale(inner)
+        if inner is None or found is None:
+            return None
+        label, factor = found
+        operands = {**outer.operands, "data": inner.operands["data"]}
+        attrs, labels = dict(outer.attrs), dict(outer.labels)
+        if isinstance(factor, TracedTensor):
+            operands["scale"] = factor
+            attrs.pop("scale", None)
+            labels["_scale"] = inner.labels[label]
+        else:
+            attrs["scale"] = float(factor)
+        fused = TracedOp(outer.op, operands, attrs, outer.output, labels)
+        keep_inner = len(_readers(tr, inner.output)) > 1
+        ops = [fused if op is outer else op for op in tr.ops if op is not inner or keep_inner]
+        return dataclasses.replace(tr, ops=tuple(ops))
+
+
+GRAPH_REWRITES = (ScaleAfterMatmul(), ScaleIntoActivation())

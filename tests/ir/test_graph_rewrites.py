@@ -22,7 +22,7 @@ from kernelopt.ir import (
     validity_report,
 )
 from kernelopt.ir.build import build_ir
-from kernelopt.ir.graph_rewrites import ScaleAfterMatmul
+from kernelopt.ir.graph_rewrites import ScaleAfterMatmul, ScaleIntoActivation
 from kernelopt.ir.rewrites import FusedDrain, LoadTranspose
 from kernelopt.sim import check_kernel
 from kernelopt.workload import load_workload
@@ -291,3 +291,106 @@ def test_an_activation_copy_with_a_row_scale_moves_like_the_tensor_scalar(tmp_pa
         kernel.write_text(render_ir(sample(variant, rng)))
         report = check_kernel(kernel, workload)
         assert report.correct, f"{name}: {report.error}"
+
+
+NORM_THEN_ACTIVATION = (
+    HEAD
+    + """
+
+def f_nkigym(x, w):
+    ss = NKITensorReduce(op="add", axis=1)(data=NKIActivation(op="square")(data=x))
+    rs = NKIActivation(op="rsqrt", scale=1.0 / 256, bias=1e-6)(data=ss)
+    g = NKIActivation(op="gelu")(data=SCALED)
+    return NKIMatmul()(stationary=NKITranspose()(data=g), moving=w)
+
+
+def f_numpy(x, w):
+    x = x.astype(np.float32)
+    y = x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + 1e-6)
+    g = 0.5 * y * (1.0 + np.vectorize(math.erf)(y / math.sqrt(2.0)))
+    return g @ w.astype(np.float32)
+
+
+INPUT_SPECS = {"x": ((256, 256), "bfloat16"), "w": ((256, 512), "bfloat16")}
+"""
+).replace("import numpy as np", "import math\n\nimport numpy as np")
+
+
+@pytest.mark.parametrize(
+    "scaled",
+    [
+        "NKITensorScalar(op0='multiply', operand0=rs)(data=x)",
+        "NKIActivation(op='copy', scale=rs)(data=x)",
+    ],
+)
+def test_a_row_scale_folds_into_the_activation_that_reads_it(tmp_path: Path, scaled: str) -> None:
+    workload = _workload(tmp_path, NORM_THEN_ACTIVATION.replace("SCALED", scaled))
+    base = _ir(workload)
+    fused = ScaleIntoActivation().apply(base)
+    assert fused.variant == "ScaleIntoActivation"
+    assert len(fused.operators) == len(base.operators) - 1  # one element-wise pass fewer
+    gelu = next(op for op in fused.operators if op.attr("op") == "gelu")
+    assert gelu.srcs == ("sbuf_x", "sbuf_rs")  # gelu(x * rs) in one ScalarE instruction
+    variants = dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))
+    assert "ScaleIntoActivation+LoadTranspose" not in variants  # the gelu's rows are computed
+    rng = random.Random(5)
+    for name, variant in variants.items():
+        if "ScaleIntoActivation" not in name:
+            continue
+        kernel = tmp_path / f"{name}.py"
+        kernel.write_text(render_ir(sample(variant, rng)))
+        report = check_kernel(kernel, workload)
+        assert report.correct, f"{name}: {report.error}"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # The activation scales its input itself: the factors would have to multiply.
+        "g = NKIActivation(op='gelu', scale=2.0)(data=NKITensorScalar(op0='multiply', operand0=rs)(data=x))",
+        "g = NKIActivation(op='gelu', scale=rs)(data=NKITensorScalar(op0='multiply', operand0=2.0)(data=x))",
+        # A shift after the scale, or a copy that adds a bias, is not a pure scale.
+        "g = NKIActivation(op='gelu')(data=NKITensorScalar(op0='multiply', operand0=rs, op1='add', operand1=1.0)(data=x))",
+        "g = NKIActivation(op='gelu')(data=NKIActivation(op='copy', scale=rs, bias=rs)(data=x))",
+        # A scale read by a tensor_tensor: only an activation can take it as its scale.
+        "g = NKITensorTensor(op='add')(data1=NKITensorScalar(op0='multiply', operand0=rs)(data=x), data2=x)",
+    ],
+)
+def test_no_fold_where_the_activation_cannot_take_the_scale(tmp_path: Path, body: str) -> None:
+    text = (
+        HEAD.replace("NKITranspose,", "NKITranspose, NKITensorTensor,")
+        + f"""
+
+def f_nkigym(x, w):
+    rs = NKITensorReduce(op="add", axis=1)(data=x)
+    {body}
+    return NKIMatmul()(stationary=NKITranspose()(data=g), moving=w)
+
+
+def f_numpy(x, w):
+    return x
+
+
+INPUT_SPECS = {{"x": ((256, 256), "bfloat16"), "w": ((256, 512), "bfloat16")}}
+"""
+    )
+    base = _ir(_workload(tmp_path, text))
+    assert ScaleIntoActivation().apply(base) is base
+
+
+def test_scaled_rows_read_elsewhere_stay_beside_the_folded_activation(tmp_path: Path) -> None:
+    text = NORM_THEN_ACTIVATION.replace("SCALED", "xs").replace(
+        "    g = NKIActivation",
+        "    xs = NKITensorScalar(op0='multiply', operand0=rs)(data=x)\n    g = NKIActivation",
+    )
+    text = text.replace(
+        "return NKIMatmul()(stationary=NKITranspose()(data=g), moving=w)",
+        "return NKIMatmul()(stationary=NKITranspose()(data=NKITensorTensor(op='add')"
+        "(data1=g, data2=xs)), moving=w)",
+    ).replace("NKITranspose,", "NKITranspose, NKITensorTensor,")
+    base = _ir(_workload(tmp_path, text))
+    fused = ScaleIntoActivation().apply(base)
+    assert fused.variant == "ScaleIntoActivation"
+    assert len(fused.operators) == len(base.operators)  # xs kept for the add
+    gelu = next(op for op in fused.operators if op.attr("op") == "gelu")
+    assert gelu.srcs == ("sbuf_x", "sbuf_rs")
