@@ -50,7 +50,10 @@ class ScaleAfterMatmul:
 
     Pattern: ``matmul(stationary=transpose(x * c), moving=w)``, where ``c`` is a
     [P, 1] column (one value per row of ``x``) or a number, and ``x * c`` a
-    ``tensor_scalar`` multiply or an ``activation`` copy with that scale. Scaling row ``m`` of
+    ``tensor_scalar`` multiply or an ``activation`` copy with that scale (or the
+    second op of a ``tensor_scalar`` ``(x op0 a) * c``, such as a layer norm's
+    centring then scaling: the centring stays, ``x`` below is then ``x op0 a``,
+    and the transpose waits for the mean only). Scaling row ``m`` of
     ``x`` scales row ``m`` of ``x @ w`` by the same factor, so the result is
     ``c * matmul(stationary=transpose(x), moving=w)``: the scale runs once on the
     matmul's result (it may read the PSUM accumulator, FusedDrain) and the
@@ -67,7 +70,7 @@ class ScaleAfterMatmul:
         if not isinstance(tr, Trace):
             return ir
         for scale in tr.ops:
-            if not _is_row_scale(scale):
+            if not (_is_row_scale(scale) or _is_shift_then_scale(scale)):
                 continue
             for transpose in _readers(tr, scale.output):
                 rewritten = self._rewrite(tr, scale, transpose)
@@ -83,11 +86,18 @@ class ScaleAfterMatmul:
             feeds = [role for role, t in m.operands.items() if t.name == transpose.output.name]
             if not isinstance(m.op, NKIMatmul) or feeds != ["stationary"]:
                 return None  # the transposed rows are read some other way: keep them scaled
-        data = scale.operands["data"]
-        columns = {role: t for role, t in scale.operands.items() if role != "data"}
+        if _is_shift_then_scale(scale):
+            shift, factor = _split(tr, scale)
+            data = shift.output
+        else:
+            shift, factor = None, scale
+            data = scale.operands["data"]
+        columns = {role: t for role, t in factor.operands.items() if role != "data"}
         ops: list[TracedOp] = []
         for op in tr.ops:
             if op is scale:
+                if shift is not None:
+                    ops.append(shift)
                 if len(_readers(tr, scale.output)) > 1:
                     ops.append(op)  # the scaled rows have other readers: they keep it
             elif op is transpose:
@@ -99,12 +109,47 @@ class ScaleAfterMatmul:
                 )
                 ops.append(dataclasses.replace(op, output=raw))
                 labels = {"P": out.axes[0], "F": out.axes[1]}
-                labels.update({f"_{role}": scale.labels[f"_{role}"] for role in columns})
+                labels.update({f"_{role}": factor.labels[f"_{role}"] for role in columns})
                 operands = {"data": raw, **columns}
-                ops.append(TracedOp(scale.op, operands, dict(scale.attrs), out, labels))
+                ops.append(TracedOp(factor.op, operands, dict(factor.attrs), out, labels))
             else:
                 ops.append(op)
         return dataclasses.replace(tr, ops=tuple(ops))
+
+
+def _is_shift_then_scale(op: TracedOp) -> bool:
+    """``(data op0 a) * c``: a ``tensor_scalar`` whose second op multiplies (the first
+    does anything else, e.g. the centring of a layer norm)."""
+    return (
+        isinstance(op.op, NKITensorScalar)
+        and op.attrs.get("op1") == "multiply"
+        and op.attrs.get("op0") != "multiply"
+    )
+
+
+def _split(tr: Trace, op: TracedOp) -> tuple[TracedOp, TracedOp]:
+    """``(data op0 a) * c`` as two ops: the shift ``data op0 a`` (a new tensor) and the
+    scale ``* c``, whose ``data`` is left for the caller to set."""
+    attrs = op.attrs
+    shift_attrs = {"op0": attrs["op0"], "reverse0": attrs.get("reverse0", False)}
+    scale_attrs: dict[str, object] = {"op0": "multiply", "reverse0": False}
+    shift_operands = {"data": op.operands["data"]}
+    shift_labels = {"P": op.labels["P"], "F": op.labels["F"]}
+    scale_operands: dict[str, TracedTensor] = {}
+    scale_labels: dict[str, int] = {}
+    if "operand0" in op.operands:
+        shift_operands["operand0"] = op.operands["operand0"]
+        shift_labels["_operand0"] = op.labels["_operand0"]
+    else:
+        shift_attrs["operand0"] = attrs["operand0"]
+    if "operand1" in op.operands:
+        scale_operands["operand0"] = op.operands["operand1"]
+        scale_labels["_operand0"] = op.labels["_operand1"]
+    else:
+        scale_attrs["operand0"] = attrs["operand1"]
+    shifted = dataclasses.replace(op.output, name=_fresh(tr, f"{op.output.name}_shifted"))
+    shift = TracedOp(op.op, shift_operands, shift_attrs, shifted, shift_labels)
+    return shift, TracedOp(op.op, scale_operands, scale_attrs, op.output, scale_labels)
 
 
 def _producer(tr: Trace, tensor: TracedTensor) -> TracedOp | None:

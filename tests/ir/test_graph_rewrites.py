@@ -394,3 +394,83 @@ def test_scaled_rows_read_elsewhere_stay_beside_the_folded_activation(tmp_path: 
     assert len(fused.operators) == len(base.operators)  # xs kept for the add
     gelu = next(op for op in fused.operators if op.attr("op") == "gelu")
     assert gelu.srcs == ("sbuf_x", "sbuf_rs")
+
+
+LAYERNORM_SCALED_MATMUL = (
+    HEAD
+    + """
+
+def f_nkigym(x, w):
+    neg_mean = NKITensorScalar(op0="multiply", operand0=-1.0 / 256)(
+        data=NKITensorReduce(op="add", axis=1)(data=x)
+    )
+    var = NKITensorScalar(op0="multiply", operand0=1.0 / 256, op1="add", operand1=1e-5)(
+        data=NKITensorReduce(op="add", axis=1)(data=NKIActivation(op="square", bias=neg_mean)(data=x))
+    )
+    rstd = NKIActivation(op="rsqrt")(data=var)
+    xn = NKITensorScalar(op0="add", operand0=neg_mean, op1="multiply", operand1=rstd)(data=x)
+    return NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)
+
+
+def f_numpy(x, w):
+    x = x.astype(np.float32)
+    xc = x - x.mean(axis=1, keepdims=True)
+    return (xc / np.sqrt((xc * xc).mean(axis=1, keepdims=True) + 1e-5)) @ w.astype(np.float32)
+
+
+INPUT_SPECS = {"x": ((256, 256), "bfloat16"), "w": ((256, 512), "bfloat16")}
+"""
+)
+
+
+def test_a_centring_stays_and_only_its_scale_moves_past_the_matmul(tmp_path: Path) -> None:
+    workload = _workload(tmp_path, LAYERNORM_SCALED_MATMUL)
+    base = _ir(workload)
+    moved = ScaleAfterMatmul().apply(base)
+    assert moved.variant == "ScaleAfterMatmul"
+    ops = {op.name: op for op in moved.operators}
+    # x + neg_mean stays before the transpose, which no longer waits for rstd.
+    shift = ops["tensor_scalar_xn_shifted"]
+    assert shift.srcs == ("sbuf_x", "sbuf_neg_mean") and shift.attr("op0") == "add"
+    assert shift.attr("op1") is None
+    assert ops["transpose_t7"].srcs == ("sbuf_xn_shifted",)
+    scale = next(op for op in moved.operators if op.dst == "sbuf_t8")
+    assert scale.srcs == ("sbuf_t8_unscaled", "sbuf_rstd") and scale.attr("op0") == "multiply"
+    rng = random.Random(11)
+    variants = dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))
+    for name, variant in variants.items():
+        if "ScaleAfterMatmul" not in name:
+            continue
+        kernel = tmp_path / f"{name}.py"
+        kernel.write_text(render_ir(sample(variant, rng)))
+        report = check_kernel(kernel, workload)
+        assert report.correct, f"{name}: {report.error}"
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        "op0='multiply', operand0=rs, op1='add', operand1=1.0",  # a shift after the scale
+        "op0='add', operand0=rs, op1='divide', operand1=2.0",  # a division is not moved
+    ],
+)
+def test_a_scale_followed_by_a_shift_does_not_move(tmp_path: Path, ops: str) -> None:
+    text = (
+        HEAD
+        + f"""
+
+def f_nkigym(x, w):
+    rs = NKITensorReduce(op="add", axis=1)(data=x)
+    xn = NKITensorScalar({ops})(data=x)
+    return NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)
+
+
+def f_numpy(x, w):
+    return x
+
+
+INPUT_SPECS = {{"x": ((256, 256), "bfloat16"), "w": ((256, 512), "bfloat16")}}
+"""
+    )
+    base = _ir(_workload(tmp_path, text))
+    assert ScaleAfterMatmul().apply(base) is base
