@@ -29,8 +29,15 @@ def _is_row_scale(op: TracedOp) -> bool:
         )
     if not isinstance(op.op, NKITensorScalar):
         return False
-    ops = [op.attrs.get(k) for k in ("op0", "op1") if op.attrs.get(k) is not None]
-    return bool(ops) and all(o == "multiply" for o in ops)
+    ops = [i for i in ("0", "1") if op.attrs.get("op" + i) is not None]
+    return bool(ops) and all(_scales(op.attrs, i) for i in ops)
+
+
+def _scales(attrs: dict[str, object], i: str) -> bool:
+    """Whether ``tensor_scalar`` op ``i`` scales its data: a multiply, or a division of
+    the data by the operand (a division of the operand by the data is not linear)."""
+    name = attrs.get("op" + i)
+    return name == "multiply" or (name == "divide" and not attrs.get("reverse" + i))
 
 
 def _readers(tr: Trace, tensor: TracedTensor) -> list[TracedOp]:
@@ -50,7 +57,8 @@ class ScaleAfterMatmul:
 
     Pattern: ``matmul(stationary=transpose(x * c), moving=w)``, where ``c`` is a
     [P, 1] column (one value per row of ``x``) or a number, and ``x * c`` a
-    ``tensor_scalar`` multiply or an ``activation`` copy with that scale (or the
+    ``tensor_scalar`` multiply (or a division of ``x`` by ``c``: a softmax's
+    normalisation) or an ``activation`` copy with that scale (or the
     second op of a ``tensor_scalar`` ``(x op0 a) * c``, such as a layer norm's
     centring then scaling: the centring stays, ``x`` below is then ``x op0 a``,
     and the transpose waits for the mean only). Scaling row ``m`` of
@@ -118,12 +126,13 @@ class ScaleAfterMatmul:
 
 
 def _is_shift_then_scale(op: TracedOp) -> bool:
-    """``(data op0 a) * c``: a ``tensor_scalar`` whose second op multiplies (the first
-    does anything else, e.g. the centring of a layer norm)."""
+    """``(data op0 a) * c``: a ``tensor_scalar`` whose second op scales (multiplies, or
+    divides the data) and whose first does anything else, e.g. a layer norm's centring."""
     return (
         isinstance(op.op, NKITensorScalar)
-        and op.attrs.get("op1") == "multiply"
-        and op.attrs.get("op0") != "multiply"
+        and op.attrs.get("op1") is not None
+        and _scales(op.attrs, "1")
+        and not _scales(op.attrs, "0")
     )
 
 
@@ -132,7 +141,7 @@ def _split(tr: Trace, op: TracedOp) -> tuple[TracedOp, TracedOp]:
     scale ``* c``, whose ``data`` is left for the caller to set."""
     attrs = op.attrs
     shift_attrs = {"op0": attrs["op0"], "reverse0": attrs.get("reverse0", False)}
-    scale_attrs: dict[str, object] = {"op0": "multiply", "reverse0": False}
+    scale_attrs: dict[str, object] = {"op0": attrs["op1"], "reverse0": False}
     shift_operands = {"data": op.operands["data"]}
     shift_labels = {"P": op.labels["P"], "F": op.labels["F"]}
     scale_operands: dict[str, TracedTensor] = {}

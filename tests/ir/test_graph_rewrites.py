@@ -451,10 +451,13 @@ def test_a_centring_stays_and_only_its_scale_moves_past_the_matmul(tmp_path: Pat
     "ops",
     [
         "op0='multiply', operand0=rs, op1='add', operand1=1.0",  # a shift after the scale
-        "op0='add', operand0=rs, op1='divide', operand1=2.0",  # a division is not moved
+        "op0='add', operand0=rs, op1='subtract', operand1=2.0",  # two shifts
+        "op0='divide', operand0=rs, reverse0=True",  # rs / x is not linear in x
     ],
 )
-def test_a_scale_followed_by_a_shift_does_not_move(tmp_path: Path, ops: str) -> None:
+def test_a_shift_after_a_scale_or_a_reversed_division_does_not_move(
+    tmp_path: Path, ops: str
+) -> None:
     text = (
         HEAD
         + f"""
@@ -474,3 +477,51 @@ INPUT_SPECS = {{"x": ((256, 256), "bfloat16"), "w": ((256, 512), "bfloat16")}}
     )
     base = _ir(_workload(tmp_path, text))
     assert ScaleAfterMatmul().apply(base) is base
+
+
+@pytest.mark.parametrize(
+    "normalise",
+    [
+        "NKITensorScalar(op0='divide', operand0=total)(data=e)",
+        "NKITensorScalar(op0='multiply', operand0=NKIReciprocal()(data=total))(data=e)",
+    ],
+)
+def test_a_softmax_normalisation_by_division_moves_like_the_multiply(
+    tmp_path: Path, normalise: str
+) -> None:
+    text = (
+        HEAD.replace("NKITranspose,", "NKITranspose, NKIReciprocal,")
+        + f"""
+
+def f_nkigym(s, v):
+    e = NKIActivation(op="exp", bias=NKITensorReduce(op="maximum", axis=1, negate=True)(data=s))(
+        data=s
+    )
+    total = NKITensorReduce(op="add", axis=1)(data=e)
+    p = {normalise}
+    return NKIMatmul()(stationary=NKITranspose()(data=p), moving=v)
+
+
+def f_numpy(s, v):
+    s = s.astype(np.float32)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)) @ v.astype(np.float32)
+
+
+INPUT_SPECS = {{"s": ((256, 256), "bfloat16"), "v": ((256, 512), "bfloat16")}}
+"""
+    )
+    workload = _workload(tmp_path, text)
+    base = _ir(workload)
+    moved = ScaleAfterMatmul().apply(base)
+    assert moved.variant == "ScaleAfterMatmul"
+    transpose = next(op for op in moved.operators if op.kind == "transpose")
+    assert transpose.srcs == ("sbuf_e",)  # the transpose no longer waits for the row sum
+    rng = random.Random(13)
+    for name, variant in enumerate_rewrite_combinations(base, list(REWRITES.values())):
+        if "ScaleAfterMatmul" not in name:
+            continue
+        kernel = tmp_path / f"{name}.py"
+        kernel.write_text(render_ir(sample(variant, rng)))
+        report = check_kernel(kernel, workload)
+        assert report.correct, f"{name}: {report.error}"
