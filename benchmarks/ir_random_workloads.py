@@ -35,8 +35,6 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 SAFE = ("relu", "tanh", "sigmoid", "gelu", "silu", "copy")
 KINDS = ("rms", "ln", "softmax", "rms_mm", "ln_mm", "softmax_mm", "resid_rms_mm", "gated", "mm_rms")
 
@@ -255,7 +253,7 @@ def main() -> int:
         broken += bool(failures)
         row = {"workload": str(path), "kind": kind, "checked": checked, "failures": failures}
         if args.reach:
-            from tuning_runs import workload_runs
+            from tuning_runs import workload_runs  # beside this script, on sys.path when run
 
             result = workload_runs([str(path)], [0], args.budget, args.reference, True)[0]
             row["reached"] = result["runs"][0]["best"]

@@ -3,6 +3,7 @@ the faults it is there to find."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from benchmarks_support.modules import load_module
@@ -45,3 +46,10 @@ def test_a_wrong_result_is_reported_not_hidden(tmp_path: Path) -> None:
     path.write_text(text.replace("return f_nkigym(", "return 2.0 * f_nkigym("))
     checked, failures = bench.check(path, 1)
     assert checked >= 1 and len(failures) == checked
+
+
+def test_loading_the_benchmark_leaves_sys_path_alone() -> None:
+    # benchmarks/ holds a ray.py: left on sys.path, it shadows the ray package.
+    before = list(sys.path)
+    _bench()
+    assert sys.path == before
