@@ -31,7 +31,8 @@ HEAD = """
 import numpy as np
 
 from kernelopt.ir import (
-    NKIActivation, NKIMatmul, NKITensorReduce, NKITensorScalar, NKITranspose,
+    NKIActivation, NKIMatmul, NKIReciprocal, NKITensorReduce, NKITensorScalar, NKITensorTensor,
+    NKITranspose,
 )
 """
 
@@ -68,6 +69,40 @@ def _workload(tmp_path: Path, text: str, dtype: str = "bfloat16"):
 
 def _ir(workload):
     return build_ir(workload.f_nkigym, workload.input_specs, name="k")
+
+
+def _sampled_variants_are_correct(tmp_path: Path, workload, base, rewrite: str, seed: int) -> None:
+    """One sampled state of every variant that ``rewrite`` is part of checks correct."""
+    rng = random.Random(seed)
+    for name, variant in enumerate_rewrite_combinations(base, list(REWRITES.values())):
+        if rewrite not in name:
+            continue
+        kernel = tmp_path / f"{name}.py"
+        kernel.write_text(render_ir(sample(variant, rng)))
+        report = check_kernel(kernel, workload)
+        assert report.correct, f"{name}: {report.error}"
+
+
+def _rows_scaled_by_rs(body: str) -> str:
+    """A workload whose ``body`` computes ``xn`` from ``x`` and its row sum ``rs``, and
+    whose result is ``transpose(xn) @ w`` (f_numpy is a placeholder: only built)."""
+    return (
+        HEAD
+        + f"""
+
+def f_nkigym(x, w):
+    rs = NKITensorReduce(op="add", axis=1)(data=x)
+    {body}
+    return NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)
+
+
+def f_numpy(x, w):
+    return x
+
+
+INPUT_SPECS = {{"x": ((256, 256), "bfloat16"), "w": ((256, 512), "bfloat16")}}
+"""
+    )
 
 
 def test_the_scale_moves_after_the_matmul_and_the_transpose_reads_x(tmp_path: Path) -> None:
@@ -283,14 +318,7 @@ def test_an_activation_copy_with_a_row_scale_moves_like_the_tensor_scalar(tmp_pa
     assert ops["activation_out"].srcs == ("sbuf_out_unscaled", "sbuf_rs")
     variants = dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))
     assert "ScaleAfterMatmul+LoadTranspose+FusedDrain" in variants
-    rng = random.Random(3)
-    for name, variant in variants.items():
-        if "ScaleAfterMatmul" not in name:
-            continue
-        kernel = tmp_path / f"{name}.py"
-        kernel.write_text(render_ir(sample(variant, rng)))
-        report = check_kernel(kernel, workload)
-        assert report.correct, f"{name}: {report.error}"
+    _sampled_variants_are_correct(tmp_path, workload, base, "ScaleAfterMatmul", seed=3)
 
 
 NORM_THEN_ACTIVATION = (
@@ -333,48 +361,24 @@ def test_a_row_scale_folds_into_the_activation_that_reads_it(tmp_path: Path, sca
     assert gelu.srcs == ("sbuf_x", "sbuf_rs")  # gelu(x * rs) in one ScalarE instruction
     variants = dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))
     assert "ScaleIntoActivation+LoadTranspose" not in variants  # the gelu's rows are computed
-    rng = random.Random(5)
-    for name, variant in variants.items():
-        if "ScaleIntoActivation" not in name:
-            continue
-        kernel = tmp_path / f"{name}.py"
-        kernel.write_text(render_ir(sample(variant, rng)))
-        report = check_kernel(kernel, workload)
-        assert report.correct, f"{name}: {report.error}"
+    _sampled_variants_are_correct(tmp_path, workload, base, "ScaleIntoActivation", seed=5)
 
 
 @pytest.mark.parametrize(
     "body",
     [
         # The activation scales its input itself: the factors would have to multiply.
-        "g = NKIActivation(op='gelu', scale=2.0)(data=NKITensorScalar(op0='multiply', operand0=rs)(data=x))",
-        "g = NKIActivation(op='gelu', scale=rs)(data=NKITensorScalar(op0='multiply', operand0=2.0)(data=x))",
+        "xn = NKIActivation(op='gelu', scale=2.0)(data=NKITensorScalar(op0='multiply', operand0=rs)(data=x))",
+        "xn = NKIActivation(op='gelu', scale=rs)(data=NKITensorScalar(op0='multiply', operand0=2.0)(data=x))",
         # A shift after the scale, or a copy that adds a bias, is not a pure scale.
-        "g = NKIActivation(op='gelu')(data=NKITensorScalar(op0='multiply', operand0=rs, op1='add', operand1=1.0)(data=x))",
-        "g = NKIActivation(op='gelu')(data=NKIActivation(op='copy', scale=rs, bias=rs)(data=x))",
+        "xn = NKIActivation(op='gelu')(data=NKITensorScalar(op0='multiply', operand0=rs, op1='add', operand1=1.0)(data=x))",
+        "xn = NKIActivation(op='gelu')(data=NKIActivation(op='copy', scale=rs, bias=rs)(data=x))",
         # A scale read by a tensor_tensor: only an activation can take it as its scale.
-        "g = NKITensorTensor(op='add')(data1=NKITensorScalar(op0='multiply', operand0=rs)(data=x), data2=x)",
+        "xn = NKITensorTensor(op='add')(data1=NKITensorScalar(op0='multiply', operand0=rs)(data=x), data2=x)",
     ],
 )
 def test_no_fold_where_the_activation_cannot_take_the_scale(tmp_path: Path, body: str) -> None:
-    text = (
-        HEAD.replace("NKITranspose,", "NKITranspose, NKITensorTensor,")
-        + f"""
-
-def f_nkigym(x, w):
-    rs = NKITensorReduce(op="add", axis=1)(data=x)
-    {body}
-    return NKIMatmul()(stationary=NKITranspose()(data=g), moving=w)
-
-
-def f_numpy(x, w):
-    return x
-
-
-INPUT_SPECS = {{"x": ((256, 256), "bfloat16"), "w": ((256, 512), "bfloat16")}}
-"""
-    )
-    base = _ir(_workload(tmp_path, text))
+    base = _ir(_workload(tmp_path, _rows_scaled_by_rs(body)))
     assert ScaleIntoActivation().apply(base) is base
 
 
@@ -387,7 +391,7 @@ def test_scaled_rows_read_elsewhere_stay_beside_the_folded_activation(tmp_path: 
         "return NKIMatmul()(stationary=NKITranspose()(data=g), moving=w)",
         "return NKIMatmul()(stationary=NKITranspose()(data=NKITensorTensor(op='add')"
         "(data1=g, data2=xs)), moving=w)",
-    ).replace("NKITranspose,", "NKITranspose, NKITensorTensor,")
+    )
     base = _ir(_workload(tmp_path, text))
     fused = ScaleIntoActivation().apply(base)
     assert fused.variant == "ScaleIntoActivation"
@@ -436,15 +440,7 @@ def test_a_centring_stays_and_only_its_scale_moves_past_the_matmul(tmp_path: Pat
     assert ops["transpose_t7"].srcs == ("sbuf_xn_shifted",)
     scale = next(op for op in moved.operators if op.dst == "sbuf_t8")
     assert scale.srcs == ("sbuf_t8_unscaled", "sbuf_rstd") and scale.attr("op0") == "multiply"
-    rng = random.Random(11)
-    variants = dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))
-    for name, variant in variants.items():
-        if "ScaleAfterMatmul" not in name:
-            continue
-        kernel = tmp_path / f"{name}.py"
-        kernel.write_text(render_ir(sample(variant, rng)))
-        report = check_kernel(kernel, workload)
-        assert report.correct, f"{name}: {report.error}"
+    _sampled_variants_are_correct(tmp_path, workload, base, "ScaleAfterMatmul", seed=11)
 
 
 @pytest.mark.parametrize(
@@ -458,24 +454,7 @@ def test_a_centring_stays_and_only_its_scale_moves_past_the_matmul(tmp_path: Pat
 def test_a_shift_after_a_scale_or_a_reversed_division_does_not_move(
     tmp_path: Path, ops: str
 ) -> None:
-    text = (
-        HEAD
-        + f"""
-
-def f_nkigym(x, w):
-    rs = NKITensorReduce(op="add", axis=1)(data=x)
-    xn = NKITensorScalar({ops})(data=x)
-    return NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)
-
-
-def f_numpy(x, w):
-    return x
-
-
-INPUT_SPECS = {{"x": ((256, 256), "bfloat16"), "w": ((256, 512), "bfloat16")}}
-"""
-    )
-    base = _ir(_workload(tmp_path, text))
+    base = _ir(_workload(tmp_path, _rows_scaled_by_rs(f"xn = NKITensorScalar({ops})(data=x)")))
     assert ScaleAfterMatmul().apply(base) is base
 
 
@@ -490,7 +469,7 @@ def test_a_softmax_normalisation_by_division_moves_like_the_multiply(
     tmp_path: Path, normalise: str
 ) -> None:
     text = (
-        HEAD.replace("NKITranspose,", "NKITranspose, NKIReciprocal,")
+        HEAD
         + f"""
 
 def f_nkigym(s, v):
@@ -517,11 +496,4 @@ INPUT_SPECS = {{"s": ((256, 256), "bfloat16"), "v": ((256, 512), "bfloat16")}}
     assert moved.variant == "ScaleAfterMatmul"
     transpose = next(op for op in moved.operators if op.kind == "transpose")
     assert transpose.srcs == ("sbuf_e",)  # the transpose no longer waits for the row sum
-    rng = random.Random(13)
-    for name, variant in enumerate_rewrite_combinations(base, list(REWRITES.values())):
-        if "ScaleAfterMatmul" not in name:
-            continue
-        kernel = tmp_path / f"{name}.py"
-        kernel.write_text(render_ir(sample(variant, rng)))
-        report = check_kernel(kernel, workload)
-        assert report.correct, f"{name}: {report.error}"
+    _sampled_variants_are_correct(tmp_path, workload, base, "ScaleAfterMatmul", seed=13)
