@@ -75,21 +75,23 @@ def draw_scopes(
     return scopes
 
 
+def draw(ir: KernelIR, rng: random.Random) -> KernelIR:
+    """One joint draw of the three knobs, valid or not: a loop order, block sizes, then
+    each buffer's scopes conditioned on that order."""
+    order = draw_loop_order(ir, rng)
+    position = {e: i for i, e in enumerate(order)}
+    blocks = {d.name: rng.choice(d.divisors()) for d in ir.dims}
+    return ir.with_knobs(order, blocks, draw_scopes(ir, position, rng))
+
+
 def sample(ir: KernelIR, rng: random.Random) -> KernelIR:
     """A joint draw of all three knobs that passes ``validity_report``."""
     for _ in range(MAX_DRAWS):
-        order = draw_loop_order(ir, rng)
-        position = {e: i for i, e in enumerate(order)}
-        blocks = {d.name: rng.choice(d.divisors()) for d in ir.dims}
-        scopes = draw_scopes(ir, position, rng)
-        candidate = ir.with_knobs(order, blocks, scopes)
+        candidate = draw(ir, rng)
         if not derive(candidate)[1]:
             return _remember(candidate)
     for _ in range(CLIMBS):
-        order = draw_loop_order(ir, rng)
-        position = {e: i for i, e in enumerate(order)}
-        blocks = {d.name: rng.choice(d.divisors()) for d in ir.dims}
-        found = climb(ir.with_knobs(order, blocks, draw_scopes(ir, position, rng)), rng)
+        found = climb(draw(ir, rng), rng)
         if found is not None:
             return _remember(found)
     anchors = _ANCHORS.get(_structure(ir), [])

@@ -25,7 +25,7 @@ from kernelopt.ir import (
 )
 from kernelopt.ir.derive import derive
 from kernelopt.ir.rewrites import FusedDrain
-from kernelopt.ir.sample import draw_loop_order, draw_scopes
+from kernelopt.ir.sample import draw
 from kernelopt.sim import check_kernel
 from kernelopt.workload import load_workload
 
@@ -118,10 +118,7 @@ def test_a_traced_column_must_have_one_element_per_partition() -> None:
 def _states(ir, seed: int, count: int):
     rng = random.Random(seed)
     for _ in range(count):
-        order = draw_loop_order(ir, rng)
-        pos = {e: i for i, e in enumerate(order)}
-        blocks = {d.name: rng.choice(d.divisors()) for d in ir.dims}
-        yield ir.with_knobs(order, blocks, draw_scopes(ir, pos, rng))
+        yield draw(ir, rng)
 
 
 def test_a_scale_used_before_its_row_reduction_finishes_is_invalid_with_a_fix() -> None:
