@@ -66,6 +66,11 @@ class PhysicalBuffer:
     def knob_dims(self) -> tuple[str, ...]:
         return tuple(d for d in self.axes + self.lifetime_dims if d not in self.pinned_full)
 
+    def scopes_for(self, d: str) -> list[Scope]:
+        """The scopes dim ``d`` may take: an accumulator cannot be re-allocated every
+        tile of a dim it reduces over (PER_TILE would drop the partial sums)."""
+        return [s for s in SCOPES if not (s == Scope.PER_TILE and d in self.lifetime_dims)]
+
 
 @dataclass(frozen=True)
 class Operator:

@@ -21,7 +21,7 @@ import random
 
 from kernelopt.ir.derive import Bound, derive, narrow
 from kernelopt.ir.footprint import fits
-from kernelopt.ir.model import SCOPES, KernelIR, Scope
+from kernelopt.ir.model import KernelIR, Scope
 from kernelopt.proposers.base import signature_of
 
 MAX_DRAWS = 500
@@ -61,9 +61,7 @@ def draw_scopes(
                 continue
             block, tile = position[f"{d}.block"], position[f"{d}.tile"]
             options = []
-            for scope in SCOPES:
-                if scope == Scope.PER_TILE and d in buf.lifetime_dims:
-                    continue
+            for scope in buf.scopes_for(d):
                 nlo, nhi = narrow(lo, hi, d, scope, block, tile)
                 if nlo.depth <= nhi.depth:
                     options.append((scope, nlo, nhi))
@@ -191,8 +189,7 @@ def _move(ir: KernelIR, rng: random.Random, focus: list[str]) -> KernelIR | None
             return None
         buf = rng.choice(buffers)
         d = rng.choice(buf.knob_dims)
-        allowed = [s for s in SCOPES if not (s == Scope.PER_TILE and d in buf.lifetime_dims)]
-        scopes.setdefault(buf.name, {})[d] = rng.choice(allowed)
+        scopes.setdefault(buf.name, {})[d] = rng.choice(buf.scopes_for(d))
     else:
         entry = order.pop(rng.randrange(len(order)))
         order.insert(rng.randrange(len(order) + 1), entry)

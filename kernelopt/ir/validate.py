@@ -59,10 +59,7 @@ def _scope_patches(ir: KernelIR, buf_name: str) -> Iterator[Patch]:
     if buf is None:
         return
     current = {d: ir.buffer_scopes.get(buf_name, {}).get(d) for d in buf.knob_dims}
-    allowed = {
-        d: [s for s in SCOPES if not (s == Scope.PER_TILE and d in buf.lifetime_dims)]
-        for d in buf.knob_dims
-    }
+    allowed = {d: buf.scopes_for(d) for d in buf.knob_dims}
     valid = {d: v for d, v in current.items() if v in set(SCOPES)}
     for d in buf.knob_dims:
         for s in allowed[d]:
