@@ -73,10 +73,14 @@ def init(name: str, kind: str, workload: Path | None) -> None:
     if workload is not None and kind != "nki":
         raise UsageProblem("--workload is for --kind nki")
     root = _repo_root().resolve()
+    from kernelopt.ir.sample import SampleError
+
     try:
         made = scaffold(root, name, kind, workload)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+    except SampleError as exc:
+        raise click.ClickException(f"{workload}: {exc}") from None
     for path, created in made:
         click.echo(f"{'created' if created else 'kept   '} {path.relative_to(root)}")
     program = Path("programs") / f"{name}.md"

@@ -25,6 +25,7 @@ from kernelopt.ir.validate import validity_report
 from kernelopt.workload import WorkloadError, load_workload
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+SHOWN_FAILURES = 3  # of an invalid default state, in `ir show`
 
 
 def _base(workload: Path) -> KernelIR:
@@ -69,6 +70,13 @@ def show(workload: Path) -> None:
     for name, variant in enumerate_rewrite_combinations(base, list(REWRITES.values())):
         click.echo(f"== {name}")
         click.echo(repr(variant))
+        broken = validity_report(variant)
+        if broken:
+            click.echo("  (no valid knob state was found; these knobs break:)")
+            for f in broken[:SHOWN_FAILURES]:
+                click.echo(f"    {f.check}({f.buffer}): {f.detail}")
+            if len(broken) > SHOWN_FAILURES:
+                click.echo(f"    ... and {len(broken) - SHOWN_FAILURES} more")
 
 
 @ir_group.command("validate")
@@ -210,7 +218,7 @@ def init_cmd(
     try:
         loaded = load_workload(workload)
         ir, seconds = initial_state(loaded, pool, seed)
-    except (WorkloadError, IRBuildError, KnobsError) as exc:
+    except (WorkloadError, IRBuildError, KnobsError, SampleError) as exc:
         raise click.ClickException(str(exc)) from exc
     default_knobs, default_kernel = init_paths(workload)
     targets = {

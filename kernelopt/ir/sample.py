@@ -10,14 +10,17 @@ itself; a draw it rejects is redrawn.
 Where valid joint draws are rare (a chain of row reductions feeding scales
 and transposes admits few loop orders: every consumer of a row's statistic
 must sit outside the loop that completes it), ``MAX_DRAWS`` may all be
-rejected. A rejected draw is then climbed towards validity: single-knob
-moves (a block size, one buffer's scope on one dim, one loop moved
-elsewhere in the order), each kept when it leaves no more failed checks than before.
+rejected. Loop orders are then drawn among those that honour the graph's
+loop dependencies (``loop_dependencies``), and if those fail too, rejected
+draws are climbed towards validity: single-knob moves (a block size, one
+buffer's scope on one dim, one loop moved elsewhere in the order), each kept
+when it leaves no more failed checks than before.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from kernelopt.ir.derive import Bound, derive, narrow
 from kernelopt.ir.footprint import fits
@@ -25,7 +28,7 @@ from kernelopt.ir.model import KernelIR, Scope
 from kernelopt.proposers.base import signature_of
 
 MAX_DRAWS = 500
-CLIMBS = 40  # fresh draws climbed towards validity once MAX_DRAWS were all rejected
+CLIMBS = 12  # fresh draws climbed towards validity once the draws were all rejected
 CLIMB_STEPS = 200  # single-knob moves tried per climb
 
 
@@ -42,6 +45,71 @@ def draw_loop_order(ir: KernelIR, rng: random.Random) -> tuple[str, ...]:
         if t < b:
             entries[b], entries[t] = entries[t], entries[b]
     return tuple(entries)
+
+
+def loop_dependencies(ir: KernelIR) -> set[tuple[str, str]]:
+    """Pairs (a, r): a consumer that needs dim ``a``'s tile loop reads a buffer that
+    is complete only once a loop over dim ``r`` has closed (a reduction upstream of
+    it over a dim the buffer no longer holds), so ``a``'s loops should enclose ``r``'s.
+
+    A graph where a row statistic or a matmul's result feeds work over other dims
+    (two chained matmuls, attention's two products) admits few loop orders, and
+    the uniform draw almost never meets them; these pairs say which.
+    """
+    loops: dict[str, set[str]] = {}  # buffer -> dims looped over by the work producing it
+    edges: set[tuple[str, str]] = set()
+    for op in ir.operators:
+        own: set[str] = set(op.required_tiles)
+        for name in (op.dst, *op.srcs):
+            buf = ir.buffer.get(name)
+            if buf is not None:
+                own |= {d for d in buf.axes + buf.lifetime_dims if d not in buf.pinned_full}
+        upstream = set().union(*(loops.get(s, set()) for s in op.srcs))
+        for src in op.srcs:
+            buf = ir.buffer.get(src)
+            if buf is None:
+                continue
+            done_after = loops.get(src, set()) - set(buf.axes)
+            edges |= {(a, r) for a in op.required_tiles for r in done_after if a != r}
+        loops[op.dst] = own | upstream
+    return edges
+
+
+def draw_ordered_loops(ir: KernelIR, rng: random.Random) -> tuple[str, ...]:
+    """A loop order drawn among those that honour ``loop_dependencies`` (each pair
+    on a cycle may be dropped at random): a random topological order of the entries."""
+    edges = list(loop_dependencies(ir))
+    rng.shuffle(edges)
+    after: dict[str, set[str]] = {}  # entry -> entries that must come before it
+    for d in ir.dims:
+        after[f"{d.name}.block"] = set()
+        after[f"{d.name}.tile"] = {f"{d.name}.block"}
+    for a, r in edges:
+        before = f"{a}.tile"
+        if not _reaches(after, before, f"{r}.block"):  # keeps the constraints acyclic
+            after[f"{r}.block"].add(before)
+    order: list[str] = []
+    while after:
+        ready = sorted(e for e, needs in after.items() if not needs)
+        pick = rng.choice(ready)
+        order.append(pick)
+        del after[pick]
+        for needs in after.values():
+            needs.discard(pick)
+    return tuple(order)
+
+
+def _reaches(after: dict[str, set[str]], start: str, target: str) -> bool:
+    """Whether ``target`` must already come before ``start`` (a path in ``after``)."""
+    seen, todo = set(), [start]
+    while todo:
+        e = todo.pop()
+        if e == target:
+            return True
+        if e not in seen:
+            seen.add(e)
+            todo += after[e]
+    return False
 
 
 def draw_scopes(
@@ -73,10 +141,11 @@ def draw_scopes(
     return scopes
 
 
-def draw(ir: KernelIR, rng: random.Random) -> KernelIR:
-    """One joint draw of the three knobs, valid or not: a loop order, block sizes, then
+def draw(ir: KernelIR, rng: random.Random, ordered: bool = False) -> KernelIR:
+    """One joint draw of the three knobs, valid or not: a loop order (uniform, or with
+    ``ordered`` one that honours the graph's loop dependencies), block sizes, then
     each buffer's scopes conditioned on that order."""
-    order = draw_loop_order(ir, rng)
+    order = draw_ordered_loops(ir, rng) if ordered else draw_loop_order(ir, rng)
     position = {e: i for i, e in enumerate(order)}
     blocks = {d.name: rng.choice(d.divisors()) for d in ir.dims}
     return ir.with_knobs(order, blocks, draw_scopes(ir, position, rng))
@@ -84,10 +153,22 @@ def draw(ir: KernelIR, rng: random.Random) -> KernelIR:
 
 def sample(ir: KernelIR, rng: random.Random) -> KernelIR:
     """A joint draw of all three knobs that passes ``validity_report``."""
+    known = _UNSAMPLEABLE.get(_structure(ir))
+    if known is not None:  # searched in full already, in this process
+        raise SampleError(known)
     for _ in range(MAX_DRAWS):
         candidate = draw(ir, rng)
         if not derive(candidate)[1]:
             return _remember(candidate)
+    seen: Counter[tuple[str, str]] = Counter()  # (check, buffer) of the failed rules
+    example: dict[tuple[str, str], str] = {}
+    for _ in range(MAX_DRAWS):
+        candidate = draw(ir, rng, ordered=True)
+        failures = derive(candidate)[1]
+        if not failures:
+            return _remember(candidate)
+        seen.update({(f.check, f.buffer) for f in failures})
+        example.update({(f.check, f.buffer): f.detail for f in failures})
     for _ in range(CLIMBS):
         found = climb(draw(ir, rng), rng)
         if found is not None:
@@ -98,13 +179,26 @@ def sample(ir: KernelIR, rng: random.Random) -> KernelIR:
         start = ir.with_knobs(anchor.loop_order, anchor.ltiles_per_block, anchor.buffer_scopes)
         if not derive(start)[1]:
             return walk(start, rng, CLIMB_STEPS)
-    raise SampleError(f"no valid knob state found in {MAX_DRAWS} draws for {ir.func_name}")
+    message = f"no valid knob state found in {MAX_DRAWS} draws for {ir.func_name} ({ir.variant})"
+    if seen:
+        (check, buffer), count = seen.most_common(1)[0]
+        message += (
+            f"; the rule broken most often ({count} of {MAX_DRAWS} dependency-ordered draws): "
+            f"{check}({buffer}): {example[check, buffer]}"
+        )
+    if not anchors:
+        _UNSAMPLEABLE[_structure(ir)] = message
+    raise SampleError(message)
 
 
 # Valid states already found per IR structure (this process), so a draw that finds
 # none of its own can walk from one of them instead of failing.
 _ANCHORS: dict[tuple[object, ...], list[KernelIR]] = {}
 _MAX_ANCHORS = 32
+# Structures whose full search (draws, ordered draws, climbs) found no valid state
+# in this process, with the error it raised: a failing graph is not searched again
+# for each of its callers (the build's default knobs, then every screening draw).
+_UNSAMPLEABLE: dict[tuple[object, ...], str] = {}
 
 
 def _structure(ir: KernelIR) -> tuple[object, ...]:
@@ -239,7 +333,12 @@ def with_default_knobs(ir: KernelIR) -> KernelIR:
     # validity_report say so.
     if not failures or any(f.check == "isa_dtype" for f in failures):
         return candidate
-    return sample(candidate, random.Random(0))
+    try:
+        return sample(candidate, random.Random(0))
+    except SampleError:
+        # The graph admits no state the draws find: keep the defaults, so that the IR
+        # still builds and shows, and let validity_report and sample say what breaks.
+        return candidate
 
 
 def knobs_dict(ir: KernelIR) -> dict[str, object]:

@@ -158,11 +158,15 @@ def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[Ke
     live = [v for v in variants if not _dtype_invalid(v)]
     draws: dict[str, KernelIR] = {}
     misses = 0
+    unsampled: list[str] = []  # why each variant dropped out
     while live and len(draws) < DRAWS_PER_SLOT * size and misses < 20 * size:
+        variant = live[(len(draws) + misses) % len(live)]
         try:
-            ir = sample(live[(len(draws) + misses) % len(live)], rng)
-        except SampleError:
-            misses += 1
+            ir = sample(variant, rng)
+        except SampleError as exc:
+            # Found by neither draws nor climbs: further draws would not find one either.
+            live.remove(variant)
+            unsampled.append(str(exc))
             continue
         sig = knob_signature(ir)
         if sig in states or sig in draws or not fits(ir):
@@ -177,6 +181,10 @@ def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[Ke
         states.setdefault(sig, draws[sig])
         for twin in twins(draws[sig], variants):
             states.setdefault(knob_signature(twin), twin)
+    if not states and unsampled:
+        raise SampleError(
+            f"no rewrite variant of {variants[0].func_name} has a valid knob state; " + unsampled[0]
+        )
     return list(states.values())
 
 
