@@ -5,7 +5,8 @@ The shipped programs and tests/ir/llm_workloads are written by us, so they test
 the shapes we thought of. This script writes workloads in the same style from a
 seed (row norms, layer norms and softmaxes, each optionally behind a residual
 add or an activation and ahead of a transposed matmul; gated MLPs; a norm of a
-matmul's rows), at 256-1024 rows and columns (``--sizes large``: 512-2048), and for each:
+matmul's rows; a residual and activation after a matmul; a norm ahead of two
+chained matmuls), at 256-1024 rows and columns (``--sizes large``: 512-2048), and for each:
 
 - builds it (`kernelopt ir show` does the same) and enumerates its rewrite variants;
 - draws ``--samples`` states per variant at the workload's SMALL_SPECS, renders
@@ -36,7 +37,23 @@ from collections import Counter
 from pathlib import Path
 
 SAFE = ("relu", "tanh", "sigmoid", "gelu", "silu", "copy")
-KINDS = ("rms", "ln", "softmax", "rms_mm", "ln_mm", "softmax_mm", "resid_rms_mm", "gated", "mm_rms")
+KINDS = (
+    "rms",
+    "ln",
+    "softmax",
+    "rms_mm",
+    "ln_mm",
+    "softmax_mm",
+    "resid_rms_mm",
+    "gated",
+    "mm_rms",
+    "mm_resid",
+    "mlp",
+)
+# Written on request only (--kinds): softmax between two products needs the keys'
+# loop twice (rows of scores complete, then tiles of probabilities), which one
+# loop nest cannot hold; `kernelopt ir show` says which rule every state breaks.
+EXTRA_KINDS = ("attention",)
 
 
 class Writer:
@@ -119,18 +136,22 @@ SIZES = {
 }
 
 
-def workload_source(seed: int, sizes: str = "small") -> tuple[str, str]:
+def workload_source(
+    seed: int, sizes: str = "small", kinds: tuple[str, ...] = KINDS
+) -> tuple[str, str]:
     """(kind, the text of a workload file) for one seed."""
     rng = random.Random(seed)
     g = Writer(rng)
     rows, k, n = (rng.choice(choices) for choices in SIZES[sizes])
-    kind = rng.choice(KINDS)
+    kind = rng.choice(kinds)
     specs: dict[str, tuple[int, int]] = {"x": (rows, k)}
     x = "x"
     if kind == "resid_rms_mm":
         specs["y"] = (rows, k)
         x = g.op("NKITensorTensor(op='add')(data1=x, data2=y)")
-    if kind not in ("gated", "mm_rms") and rng.random() < 0.25:
+    if kind in ("rms", "ln", "softmax", "rms_mm", "ln_mm", "softmax_mm", "resid_rms_mm") and (
+        rng.random() < 0.25
+    ):
         x = g.op(f"NKIActivation(op={rng.choice(SAFE)!r})(data={x})")
     if kind in ("rms", "rms_mm", "resid_rms_mm"):
         out = scaled(g, x, rms_scale(g, x, k))
@@ -144,6 +165,26 @@ def workload_source(seed: int, sizes: str = "small") -> tuple[str, str]:
         h2 = g.op("NKIMatmul()(stationary=xT, moving=w2)")
         act = g.op(f"NKIActivation(op={rng.choice(['silu', 'gelu', 'sigmoid'])!r})(data={h1})")
         out = g.op(f"NKITensorTensor(op='multiply')(data1={act}, data2={h2})")
+    elif kind == "attention":  # softmax(q k^T [* scale]) v, q and k given transposed
+        d, keys = rng.choice([64, 128]), k
+        specs = {"qT": (d, rows), "kT": (d, keys), "v": (keys, n)}
+        s = g.op("NKIMatmul()(stationary=qT, moving=kT)")
+        if rng.random() < 0.5:
+            s = g.op(f"NKITensorScalar(op0='multiply', operand0={d**-0.5!r})(data={s})")
+        p = softmax(g, s)
+        out = g.op(f"NKIMatmul()(stationary=NKITranspose()(data={p}), moving=v)")
+    elif kind == "mm_resid":  # act(x W + r): a residual (and an activation) after a matmul
+        specs = {"xT": (k, rows), "w": (k, n), "r": (rows, n)}
+        h = g.op("NKIMatmul()(stationary=xT, moving=w)")
+        out = g.op(f"NKITensorTensor(op='add')(data1={h}, data2=r)")
+        if rng.random() < 0.5:
+            out = g.op(f"NKIActivation(op={rng.choice(SAFE)!r})(data={out})")
+    elif kind == "mlp":  # rmsnorm, then two matmuls with an activation between
+        specs = {"x": (rows, k), "w1": (k, n), "w2": (n, k)}
+        h = scaled(g, "x", rms_scale(g, "x", k))
+        h = g.op(f"NKIMatmul()(stationary=NKITranspose()(data={h}), moving=w1)")
+        h = g.op(f"NKIActivation(op={rng.choice(['gelu', 'silu', 'relu'])!r})(data={h})")
+        out = g.op(f"NKIMatmul()(stationary=NKITranspose()(data={h}), moving=w2)")
     else:  # mm_rms: the rows of a matmul's result normalised
         n = rng.choice([256, 512] if sizes == "small" else [512])
         specs = {"xT": (k, rows), "w": (k, n)}
@@ -231,6 +272,12 @@ def main() -> int:
         "--sizes", choices=sorted(SIZES), default="small", help="small: 256-1024; large: 512-2048"
     )
     parser.add_argument("--seed", type=int, default=0, help="the first workload's seed")
+    parser.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"comma-separated, of {', '.join(KINDS + EXTRA_KINDS)} (default: all but "
+        f"{', '.join(EXTRA_KINDS)})",
+    )
     parser.add_argument("--samples", type=int, default=2, help="states checked per variant")
     parser.add_argument(
         "--reach", action="store_true", help="also run each for --budget candidates"
@@ -240,15 +287,19 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="write the workloads here (default: a temp dir)")
     parser.add_argument("--json", action="store_true", help="one JSON object per workload")
     args = parser.parse_args()
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    unknown = sorted(set(kinds) - set(KINDS + EXTRA_KINDS))
+    if unknown or not kinds:
+        parser.error(f"--kinds: unknown {unknown}; expected some of {KINDS + EXTRA_KINDS}")
 
     folder = args.keep or Path(tempfile.mkdtemp(prefix="kernelopt-random-workloads-"))
     folder.mkdir(parents=True, exist_ok=True)
-    kinds, reached, broken = Counter(), [], 0
+    drawn, reached, broken = Counter(), [], 0
     for seed in range(args.seed, args.seed + args.count):
-        kind, text = workload_source(seed, args.sizes)
+        kind, text = workload_source(seed, args.sizes, kinds)
         path = folder / f"random_{seed:03d}.py"
         path.write_text(text)
-        kinds[kind] += 1
+        drawn[kind] += 1
         checked, failures = check(path, args.samples)
         broken += bool(failures)
         row = {"workload": str(path), "kind": kind, "checked": checked, "failures": failures}
@@ -279,7 +330,7 @@ def main() -> int:
             for failure in failures:
                 print(f"    {failure[:400]}")
     if not args.json:
-        print(f"{args.count} workloads ({dict(kinds)}) in {folder}: {broken} with a failure")
+        print(f"{args.count} workloads ({dict(drawn)}) in {folder}: {broken} with a failure")
         if reached:
             print(
                 f"{args.budget}-candidate runs: median {statistics.median(reached):.1f} % of roofline, "
