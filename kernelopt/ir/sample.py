@@ -153,13 +153,16 @@ def draw(ir: KernelIR, rng: random.Random, ordered: bool = False) -> KernelIR:
 
 def sample(ir: KernelIR, rng: random.Random) -> KernelIR:
     """A joint draw of all three knobs that passes ``validity_report``."""
-    known = _UNSAMPLEABLE.get(_structure(ir))
+    structure = _structure(ir)
+    known = _UNSAMPLEABLE.get(structure)
     if known is not None:  # searched in full already, in this process
         raise SampleError(known)
-    for _ in range(MAX_DRAWS):
-        candidate = draw(ir, rng)
-        if not derive(candidate)[1]:
-            return _remember(candidate)
+    if structure not in _ORDERED_FIRST:
+        for _ in range(MAX_DRAWS):
+            candidate = draw(ir, rng)
+            if not derive(candidate)[1]:
+                return _remember(candidate)
+        _ORDERED_FIRST.add(structure)
     seen: Counter[tuple[str, str]] = Counter()  # (check, buffer) of the failed rules
     example: dict[tuple[str, str], str] = {}
     for _ in range(MAX_DRAWS):
@@ -173,7 +176,7 @@ def sample(ir: KernelIR, rng: random.Random) -> KernelIR:
         found = climb(draw(ir, rng), rng)
         if found is not None:
             return _remember(found)
-    anchors = _ANCHORS.get(_structure(ir), [])
+    anchors = _ANCHORS.get(structure, [])
     if anchors:
         anchor = rng.choice(anchors)
         start = ir.with_knobs(anchor.loop_order, anchor.ltiles_per_block, anchor.buffer_scopes)
@@ -187,7 +190,7 @@ def sample(ir: KernelIR, rng: random.Random) -> KernelIR:
             f"{check}({buffer}): {example[check, buffer]}"
         )
     if not anchors:
-        _UNSAMPLEABLE[_structure(ir)] = message
+        _UNSAMPLEABLE[structure] = message
     raise SampleError(message)
 
 
@@ -199,6 +202,9 @@ _MAX_ANCHORS = 32
 # in this process, with the error it raised: a failing graph is not searched again
 # for each of its callers (the build's default knobs, then every screening draw).
 _UNSAMPLEABLE: dict[tuple[object, ...], str] = {}
+# Structures whose MAX_DRAWS uniform draws all failed once: later samples of them
+# start with the dependency-ordered draws.
+_ORDERED_FIRST: set[tuple[object, ...]] = set()
 
 
 def _structure(ir: KernelIR) -> tuple[object, ...]:

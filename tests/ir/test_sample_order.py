@@ -108,6 +108,7 @@ def test_chained_matmuls_sample_states_the_simulator_finds_correct(
 ) -> None:
     monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
     monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
+    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
     for seed in range(2):
         state = sampling.sample(ir, random.Random(seed))
         assert not derive(state)[1]
@@ -117,11 +118,34 @@ def test_chained_matmuls_sample_states_the_simulator_finds_correct(
         assert report.correct, report.error
 
 
+def test_once_uniform_draws_failed_on_a_graph_its_later_samples_start_ordered(
+    ir, monkeypatch
+) -> None:
+    monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
+    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
+    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    kinds = []
+    real_draw = sampling.draw
+
+    def counted(state, rng, ordered=False):
+        kinds.append(ordered)
+        return real_draw(state, rng, ordered)
+
+    monkeypatch.setattr(sampling, "draw", counted)
+    sampling.sample(ir, random.Random(0))
+    assert kinds.count(False) >= sampling.MAX_DRAWS  # the uniform draws all failed
+    kinds.clear()
+    later = sampling.sample(ir, random.Random(1))
+    assert not derive(later)[1]
+    assert kinds and all(kinds)  # no uniform draw spent
+
+
 def test_without_the_ordered_draws_no_state_is_found(workload, monkeypatch) -> None:
     """The failure this fixes: with only uniform draws and climbs, no state is found
     (build_ir itself stopped with that error before)."""
     monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
     monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
+    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
     monkeypatch.setattr(sampling, "draw_ordered_loops", sampling.draw_loop_order)
     ir = build_ir(workload.f_nkigym, workload.input_specs, name="mlp")
     assert derive(ir)[1]  # the default knobs, kept although invalid
@@ -167,6 +191,7 @@ def test_a_graph_no_loop_nest_holds_still_shows_and_says_which_rule_breaks(
 
     monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
     monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
+    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
     monkeypatch.setattr(sampling, "MAX_DRAWS", 60)
     monkeypatch.setattr(sampling, "CLIMBS", 2)
     path = tmp_path / "attention.py"
@@ -187,6 +212,7 @@ def test_a_graph_no_loop_nest_holds_still_shows_and_says_which_rule_breaks(
 def test_a_graph_searched_in_full_is_not_searched_again(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
     monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
+    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
     monkeypatch.setattr(sampling, "MAX_DRAWS", 30)
     monkeypatch.setattr(sampling, "CLIMBS", 1)
     path = tmp_path / "attention.py"

@@ -65,6 +65,7 @@ def test_rejected_draws_are_climbed_to_valid_distinct_states(ir, monkeypatch) ->
     monkeypatch.setattr(sampling, "MAX_DRAWS", 0)  # every state comes from a climb
     monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
     monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
+    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
     states = []
     for seed in range(3):
         try:
@@ -79,6 +80,7 @@ def test_rejected_draws_are_climbed_to_valid_distinct_states(ir, monkeypatch) ->
 def test_a_draw_that_finds_nothing_walks_from_a_valid_state_found_before(ir, monkeypatch) -> None:
     monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
     monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
+    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
     first = sampling.sample(ir, random.Random(0))
     monkeypatch.setattr(sampling, "MAX_DRAWS", 0)
     monkeypatch.setattr(sampling, "CLIMBS", 0)
@@ -90,6 +92,7 @@ def test_a_draw_that_finds_nothing_walks_from_a_valid_state_found_before(ir, mon
 def test_with_no_valid_state_known_the_error_still_says_so(ir, monkeypatch) -> None:
     monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
     monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
+    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
     monkeypatch.setattr(sampling, "MAX_DRAWS", 0)
     monkeypatch.setattr(sampling, "CLIMBS", 0)
     with pytest.raises(sampling.SampleError, match="no valid knob state"):
@@ -99,6 +102,7 @@ def test_with_no_valid_state_known_the_error_still_says_so(ir, monkeypatch) -> N
 def test_every_one_of_many_seeds_draws_a_valid_state(ir, monkeypatch) -> None:
     monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
     monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
+    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
     # 16 and 26: seeds whose 500 plain draws were all rejected before rejected draws
     # were climbed (found by drawing seeds 0-79 with the old sampler).
     for seed in (*range(6), 16, 26):
