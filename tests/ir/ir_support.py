@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from pathlib import Path
+from types import ModuleType
 
 from kernelopt.ir import KernelIR, build_ir
 from kernelopt.workload import Workload, load_workload
@@ -40,3 +42,13 @@ def small_workload(name: str) -> Workload:
 def small_ir(name: str) -> KernelIR:
     w = small_workload(name)
     return build_ir(w.f_nkigym, w.input_specs, name=name)
+
+
+def sampler_with_nothing_learnt(monkeypatch) -> ModuleType:
+    """kernelopt.ir.sample with the valid states, failed searches and ordered-first
+    graphs it remembers per process emptied for one test (restored after it)."""
+    sampling = importlib.import_module("kernelopt.ir.sample")
+    monkeypatch.setattr(sampling, "_ANCHORS", {})
+    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
+    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    return sampling

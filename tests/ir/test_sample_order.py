@@ -14,6 +14,7 @@ import importlib
 import random
 
 import pytest
+from ir_support import sampler_with_nothing_learnt
 
 from kernelopt.ir import build_ir, render_ir
 from kernelopt.ir.derive import derive
@@ -106,9 +107,7 @@ def test_ordered_draws_are_valid_where_uniform_draws_almost_never_are(ir) -> Non
 def test_chained_matmuls_sample_states_the_simulator_finds_correct(
     ir, workload, tmp_path, monkeypatch
 ) -> None:
-    monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
-    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
-    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    sampler_with_nothing_learnt(monkeypatch)
     for seed in range(2):
         state = sampling.sample(ir, random.Random(seed))
         assert not derive(state)[1]
@@ -121,9 +120,7 @@ def test_chained_matmuls_sample_states_the_simulator_finds_correct(
 def test_once_uniform_draws_failed_on_a_graph_its_later_samples_start_ordered(
     ir, monkeypatch
 ) -> None:
-    monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
-    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
-    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    sampler_with_nothing_learnt(monkeypatch)
     kinds = []
     real_draw = sampling.draw
 
@@ -143,9 +140,7 @@ def test_once_uniform_draws_failed_on_a_graph_its_later_samples_start_ordered(
 def test_without_the_ordered_draws_no_state_is_found(workload, monkeypatch) -> None:
     """The failure this fixes: with only uniform draws and climbs, no state is found
     (build_ir itself stopped with that error before)."""
-    monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
-    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
-    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    sampler_with_nothing_learnt(monkeypatch)
     monkeypatch.setattr(sampling, "draw_ordered_loops", sampling.draw_loop_order)
     ir = build_ir(workload.f_nkigym, workload.input_specs, name="mlp")
     assert derive(ir)[1]  # the default knobs, kept although invalid
@@ -179,6 +174,13 @@ INPUT_SPECS = {
 """
 
 
+def _attention(tmp_path):
+    path = tmp_path / "attention.py"
+    path.write_text(ATTENTION)
+    w = load_workload(path)
+    return path, build_ir(w.f_nkigym, w.input_specs, name="attention")
+
+
 def test_a_graph_no_loop_nest_holds_still_shows_and_says_which_rule_breaks(
     tmp_path, monkeypatch
 ) -> None:
@@ -189,15 +191,10 @@ def test_a_graph_no_loop_nest_holds_still_shows_and_says_which_rule_breaks(
 
     from kernelopt.cli import main
 
-    monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
-    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
-    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    sampler_with_nothing_learnt(monkeypatch)
     monkeypatch.setattr(sampling, "MAX_DRAWS", 60)
     monkeypatch.setattr(sampling, "CLIMBS", 2)
-    path = tmp_path / "attention.py"
-    path.write_text(ATTENTION)
-    w = load_workload(path)
-    ir = build_ir(w.f_nkigym, w.input_specs, name="attention")
+    path, ir = _attention(tmp_path)
     with pytest.raises(sampling.SampleError, match=r"the rule broken most often .*operand_scope"):
         sampling.sample(ir, random.Random(0))
     shown = CliRunner().invoke(main, ["ir", "show", str(path)])
@@ -210,15 +207,10 @@ def test_a_graph_no_loop_nest_holds_still_shows_and_says_which_rule_breaks(
 
 
 def test_a_graph_searched_in_full_is_not_searched_again(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
-    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
-    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    sampler_with_nothing_learnt(monkeypatch)
     monkeypatch.setattr(sampling, "MAX_DRAWS", 30)
     monkeypatch.setattr(sampling, "CLIMBS", 1)
-    path = tmp_path / "attention.py"
-    path.write_text(ATTENTION)
-    w = load_workload(path)
-    ir = build_ir(w.f_nkigym, w.input_specs, name="attention")
+    _, ir = _attention(tmp_path)
     with pytest.raises(sampling.SampleError) as first:
         sampling.sample(ir, random.Random(0))
     calls = []

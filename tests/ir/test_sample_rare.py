@@ -15,6 +15,7 @@ import importlib
 import random
 
 import pytest
+from ir_support import sampler_with_nothing_learnt
 
 from kernelopt.ir import (
     NKIActivation,
@@ -63,9 +64,7 @@ def test_plain_draws_are_rarely_valid_on_this_graph(ir) -> None:
 
 def test_rejected_draws_are_climbed_to_valid_distinct_states(ir, monkeypatch) -> None:
     monkeypatch.setattr(sampling, "MAX_DRAWS", 0)  # every state comes from a climb
-    monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
-    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
-    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    sampler_with_nothing_learnt(monkeypatch)
     states = []
     for seed in range(3):
         try:
@@ -78,9 +77,7 @@ def test_rejected_draws_are_climbed_to_valid_distinct_states(ir, monkeypatch) ->
 
 
 def test_a_draw_that_finds_nothing_walks_from_a_valid_state_found_before(ir, monkeypatch) -> None:
-    monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
-    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
-    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    sampler_with_nothing_learnt(monkeypatch)
     first = sampling.sample(ir, random.Random(0))
     monkeypatch.setattr(sampling, "MAX_DRAWS", 0)
     monkeypatch.setattr(sampling, "CLIMBS", 0)
@@ -90,9 +87,7 @@ def test_a_draw_that_finds_nothing_walks_from_a_valid_state_found_before(ir, mon
 
 
 def test_with_no_valid_state_known_the_error_still_says_so(ir, monkeypatch) -> None:
-    monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
-    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
-    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    sampler_with_nothing_learnt(monkeypatch)
     monkeypatch.setattr(sampling, "MAX_DRAWS", 0)
     monkeypatch.setattr(sampling, "CLIMBS", 0)
     with pytest.raises(sampling.SampleError, match="no valid knob state"):
@@ -100,9 +95,7 @@ def test_with_no_valid_state_known_the_error_still_says_so(ir, monkeypatch) -> N
 
 
 def test_every_one_of_many_seeds_draws_a_valid_state(ir, monkeypatch) -> None:
-    monkeypatch.setattr(sampling, "_ANCHORS", {}, raising=False)
-    monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
-    monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
+    sampler_with_nothing_learnt(monkeypatch)
     # 16 and 26: seeds whose 500 plain draws were all rejected before rejected draws
     # were climbed (found by drawing seeds 0-79 with the old sampler).
     for seed in (*range(6), 16, 26):
