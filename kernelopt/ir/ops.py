@@ -23,7 +23,8 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
+    # 1 / (1 + exp(-x)) through logaddexp: exp(-x) would overflow (and warn) far below 0.
+    return np.exp(-np.logaddexp(0.0, -x))
 
 
 # Names follow ``nl.<name>``; the renderer prints ``nl.<name>`` verbatim.

@@ -240,3 +240,20 @@ def test_load_transpose_keeps_the_load_other_ops_read() -> None:
     assert "psum_xt" not in rewritten.buffer
     text = render_ir(sample(rewritten, random.Random(4)))
     assert "nisa.dma_transpose(" in text and "src=x[" in text
+
+
+def test_sigmoid_and_silu_of_far_negative_values_are_zero_without_an_overflow() -> None:
+    """The op classes evaluate f_numpy-style semantics; exp(-x) overflowed (and warned)
+    for x below about -89 in fp32."""
+    import warnings
+
+    from kernelopt.ir import NKIActivation
+
+    x = np.array([[-1000.0, -20.0, 0.0, 20.0]], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sig = np.asarray(NKIActivation(op="sigmoid")(data=x), dtype=np.float64)
+        silu = np.asarray(NKIActivation(op="silu")(data=x), dtype=np.float64)
+    want = [0.0, 2.0611536e-09, 0.5, 1.0 - 2.0611536e-09]
+    assert np.allclose(sig, [want], rtol=1e-5, atol=1e-12)
+    assert np.allclose(silu, x * np.array([want]), rtol=1e-5, atol=1e-9)
