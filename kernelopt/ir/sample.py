@@ -182,7 +182,10 @@ def sample(ir: KernelIR, rng: random.Random) -> KernelIR:
         start = ir.with_knobs(anchor.loop_order, anchor.ltiles_per_block, anchor.buffer_scopes)
         if not derive(start)[1]:
             return walk(start, rng, CLIMB_STEPS)
-    message = f"no valid knob state found in {MAX_DRAWS} draws for {ir.func_name} ({ir.variant})"
+    message = (
+        f"no valid knob state found for {ir.func_name} ({ir.variant}) in {MAX_DRAWS} uniform "
+        f"and {MAX_DRAWS} dependency-ordered draws and {CLIMBS} climbs"
+    )
     if seen:
         (check, buffer), count = seen.most_common(1)[0]
         message += (
