@@ -8,6 +8,7 @@ real arithmetic) and change which instructions compute it. A lowering rewrite
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable, Iterator
 
 from kernelopt.ir.build import lower
 from kernelopt.ir.model import KernelIR
@@ -38,6 +39,21 @@ def _scales(attrs: dict[str, object], i: str) -> bool:
     the data by the operand (a division of the operand by the data is not linear)."""
     name = attrs.get("op" + i)
     return name == "multiply" or (name == "divide" and not attrs.get("reverse" + i))
+
+
+def _first_rewrite(
+    ir: KernelIR, name: str, candidates: Callable[[Trace], Iterable[Trace | None]]
+) -> KernelIR:
+    """``ir`` lowered again from the first rewritten graph ``candidates`` yields for its
+    traced graph (tried lazily, in order), as variant ``name``; ``ir`` itself when none
+    applies or it carries no traced graph."""
+    tr = ir.graph
+    if not isinstance(tr, Trace):
+        return ir
+    for rewritten in candidates(tr):
+        if rewritten is not None:
+            return lower(rewritten, ir.func_name, ir.variant_after(name))
+    return ir
 
 
 def _readers(tr: Trace, tensor: TracedTensor) -> list[TracedOp]:
@@ -74,17 +90,13 @@ class ScaleAfterMatmul:
     name = "ScaleAfterMatmul"
 
     def apply(self, ir: KernelIR) -> KernelIR:
-        tr = ir.graph
-        if not isinstance(tr, Trace):
-            return ir
+        return _first_rewrite(ir, self.name, self._candidates)
+
+    def _candidates(self, tr: Trace) -> Iterator[Trace | None]:
         for scale in tr.ops:
-            if not (_is_row_scale(scale) or _is_shift_then_scale(scale)):
-                continue
-            for transpose in _readers(tr, scale.output):
-                rewritten = self._rewrite(tr, scale, transpose)
-                if rewritten is not None:
-                    return lower(rewritten, ir.func_name, ir.variant_after(self.name))
-        return ir
+            if _is_row_scale(scale) or _is_shift_then_scale(scale):
+                for transpose in _readers(tr, scale.output):
+                    yield self._rewrite(tr, scale, transpose)
 
     def _rewrite(self, tr: Trace, scale: TracedOp, transpose: TracedOp) -> Trace | None:
         if not isinstance(transpose.op, NKITranspose) or transpose.output.name == tr.output.name:
@@ -191,14 +203,7 @@ class ScaleIntoActivation:
     name = "ScaleIntoActivation"
 
     def apply(self, ir: KernelIR) -> KernelIR:
-        tr = ir.graph
-        if not isinstance(tr, Trace):
-            return ir
-        for outer in tr.ops:
-            rewritten = self._rewrite(tr, outer)
-            if rewritten is not None:
-                return lower(rewritten, ir.func_name, ir.variant_after(self.name))
-        return ir
+        return _first_rewrite(ir, self.name, lambda tr: (self._rewrite(tr, op) for op in tr.ops))
 
     def _rewrite(self, tr: Trace, outer: TracedOp) -> Trace | None:
         if not isinstance(outer.op, NKIActivation) or "scale" in outer.operands:

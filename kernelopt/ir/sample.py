@@ -53,8 +53,8 @@ def loop_dependencies(ir: KernelIR) -> set[tuple[str, str]]:
     it over a dim the buffer no longer holds), so ``a``'s loops should enclose ``r``'s.
 
     A graph where a row statistic or a matmul's result feeds work over other dims
-    (two chained matmuls, attention's two products) admits few loop orders, and
-    the uniform draw almost never meets them; these pairs say which.
+    (two chained matmuls) admits few loop orders, and the uniform draw almost never
+    meets them; these pairs say which.
     """
     loops: dict[str, set[str]] = {}  # buffer -> dims looped over by the work producing it
     edges: set[tuple[str, str]] = set()
