@@ -8,6 +8,7 @@ views.py, exit codes and the errors that carry them in exits.py.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import click
@@ -85,8 +86,19 @@ def init(name: str, kind: str, workload: Path | None) -> None:
         click.echo(f"{'created' if created else 'kept   '} {path.relative_to(root)}")
     program = Path("programs") / f"{name}.md"
     click.echo("next: kernelopt tunes committed code, so commit, then run:")
-    click.echo(f"  git add programs ir performance.md && git commit -m 'kernelopt: {name}'")
+    paths = " ".join(shlex.quote(p) for p in _to_commit(root, made, workload))
+    click.echo(f"  git add {paths} && git commit -m 'kernelopt: {name}'")
     click.echo(f"  kernelopt run {program}")
+
+
+def _to_commit(root: Path, made: list[tuple[Path, bool]], workload: Path | None) -> list[str]:
+    """What `git add` needs after init: the top folder or file of everything made (and
+    of the workload), ``programs``, ``ir`` and ``performance.md`` first. A workload
+    outside ir/ gets its knobs and kernel beside it, which ``ir`` would not cover."""
+    paths = [p for p, _ in made] + ([workload.resolve()] if workload is not None else [])
+    tops = {p.relative_to(root).parts[0] for p in paths}
+    first = [t for t in ("programs", "ir", "performance.md") if t in tops]
+    return first + sorted(tops - set(first))
 
 
 @main.command(name="runs")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from benchmarks_support.gitrepo import Cli, git, make_repo
@@ -37,3 +38,35 @@ def test_run_in_a_repository_without_a_commit_is_a_usage_error(tmp_path: Path, c
     assert result.exit_code == 2
     assert "no commit yet; commit your code first" in result.stderr
     assert "Traceback" not in result.output + result.stderr
+
+
+MATMUL_AT_ROOT = """
+from kernelopt.ir import NKIMatmul
+
+
+def f_nkigym(lhsT, rhs):
+    return NKIMatmul()(stationary=lhsT, moving=rhs)
+
+
+def f_numpy(lhsT, rhs):
+    return lhsT.T @ rhs
+
+
+INPUT_SPECS = {"lhsT": ((128, 128), "bfloat16"), "rhs": ((128, 512), "bfloat16")}
+"""
+
+
+def test_the_printed_git_add_commits_a_workload_outside_ir(tmp_path: Path, cli: Cli) -> None:
+    """A workload at the top of the repository gets its knobs and kernel beside it, so
+    the printed `git add` names them: `git add programs ir ...` failed (no ir/)."""
+    root = make_repo(tmp_path / "fresh")
+    (root / "mm.py").write_text(MATMUL_AT_ROOT)
+    init = cli("init", "--name", "mm", "--kind", "nki", "--workload", "mm.py", cwd=root)
+    assert init.exit_code == 0, init.output
+    commit_line = init.output.strip().splitlines()[-2].strip()
+    assert commit_line.startswith("git add programs performance.md ")
+    added = shlex.split(commit_line.split(" && ")[0])[2:]
+    assert set(added) == {"programs", "performance.md", "mm.py", "mm_knobs.json", "mm_kernel.py"}
+    git(root, "add", *added)
+    git(root, "commit", "-q", "-m", "kernelopt: mm")
+    assert git(root, "status", "--porcelain").strip() == ""
