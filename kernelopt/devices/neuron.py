@@ -45,9 +45,11 @@ _TOOL_COMMANDS = ("neuron-ls", "neuron-top", "neuron-monitor")
 # so it counts as a user of the device whatever runtime version neuron-ls shows for it.
 _COMPILER_COMMANDS = ("neuronx-cc", "walrus", "walrus_driver")
 
-# Every process of the host as "PID ARGS" lines: ps where it exists, else /proc.
+# Every process of the host as "PID ARGS" lines: ps where it exists, else /proc. -ww:
+# procps cuts each line to $COLUMNS when that is set, even into a pipe, which would
+# cut a compiler's path before its name.
 PROCESS_TABLE = (
-    "ps -eo pid=,args= 2>/dev/null || for d in /proc/[0-9]*; do "
+    "ps -ww -eo pid=,args= 2>/dev/null || for d in /proc/[0-9]*; do "
     "printf '%s %s\\n' \"${d#/proc/}\" \"$(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null)\"; done"
 )
 

@@ -30,7 +30,7 @@ def ancestry_script(pids: Iterable[int]) -> str:
         f"for p in {listed}; do q=$p; n=0; while [ $n -lt {DEPTH} ]; do "
         'q=$(ps -o ppid= -p "$q" 2>/dev/null | tr -d " "); '
         '[ -n "$q" ] && [ "$q" -gt 1 ] || break; '
-        'printf "%s %s\\n" "$p" "$(ps -o args= -p "$q" 2>/dev/null)"; '
+        'printf "%s %s\\n" "$p" "$(ps -ww -o args= -p "$q" 2>/dev/null)"; '
         "n=$((n+1)); done; done"
     )
 

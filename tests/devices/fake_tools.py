@@ -20,7 +20,7 @@ from kernelopt.testing.fake_trn2 import FakeTrn2
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 # The machine's process table is shared with whatever else runs here; a gate under
 # test looks for leftover compilers among this test process's children only.
-OWN_PROCESSES = f"ps -o pid=,args= --ppid {os.getpid()} || true"
+OWN_PROCESSES = f"ps -ww -o pid=,args= --ppid {os.getpid()} || true"
 NEURON_TOOLS = ("neuron-ls", "neuron-monitor")
 TOOLS = (*NEURON_TOOLS, "nvidia-smi", "rocm-smi")
 

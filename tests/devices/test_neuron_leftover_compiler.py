@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from fake_tools import FakeTools, neuron_device
 
 from kernelopt.devices.neuron import NeuronGate
@@ -38,8 +39,11 @@ def _orphan_compiler(folder: Path) -> int:
 
 
 def test_a_leftover_compiler_in_the_process_table_makes_every_device_busy(
-    fakes: FakeTools, tmp_path: Path
+    fakes: FakeTools, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A terminal width in the environment (ps reads $COLUMNS even into a pipe) must not
+    # cut the compiler's path before its name.
+    monkeypatch.setenv("COLUMNS", "40")
     fakes.set("neuron", devices=[neuron_device(0), neuron_device(1)])
     pid = _orphan_compiler(tmp_path / "bin")
     try:
@@ -49,7 +53,7 @@ def test_a_leftover_compiler_in_the_process_table_makes_every_device_busy(
         # nothing else running here can change what it finds.
         unscoped = NeuronGate(search_path=[str(fakes.bin_dir)]).survey(LocalHost())
         assert all(f"(pid {pid})" in s.reason for s in unscoped)
-        session = f"ps -o pid=,args= -s {os.getsid(pid)} || true"
+        session = f"ps -ww -o pid=,args= -s {os.getsid(pid)} || true"
         gate = NeuronGate(search_path=[str(fakes.bin_dir)], process_table=session)
         statuses = gate.survey(LocalHost())
         assert [s.idle for s in statuses] == [False, False]

@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from fake_tools import FakeTools, neuron_device
 
 from kernelopt.devices.neuron import NeuronGate
@@ -47,15 +48,18 @@ def _compiler(folder: Path, under_driver: bool, parent: str = "") -> tuple[int, 
 
 
 def test_a_compile_under_a_kernelopt_step_is_not_a_leftover(
-    fakes: FakeTools, tmp_path: Path
+    fakes: FakeTools, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # ps reads $COLUMNS even into a pipe: a narrow one must not cut the driver step's
+    # name out of its parent's command line.
+    monkeypatch.setenv("COLUMNS", "20")
     fakes.set("neuron", devices=[neuron_device(0)])
     ours, session_ours = _compiler(tmp_path / "ours", under_driver=True)
     orphan, session_orphan = _compiler(tmp_path / "orphan", under_driver=False)
     try:
         time.sleep(0.3)
         assert in_flight(LocalHost(), [ours, orphan], timeout=20) == frozenset({ours})
-        table = f"ps -o pid=,args= -s {session_ours},{session_orphan} || true"
+        table = f"ps -ww -o pid=,args= -s {session_ours},{session_orphan} || true"
         gate = NeuronGate(search_path=[str(fakes.bin_dir)], process_table=table)
         (status,) = gate.survey(LocalHost())
         assert not status.idle and f"(pid {orphan})" in status.reason
@@ -77,7 +81,8 @@ def test_an_ancestor_with_unbalanced_quotes_does_not_stop_the_gate(
         time.sleep(0.3)
         assert in_flight(LocalHost(), [orphan], timeout=20) == frozenset()
         gate = NeuronGate(
-            search_path=[str(fakes.bin_dir)], process_table=f"ps -o pid=,args= -s {session} || true"
+            search_path=[str(fakes.bin_dir)],
+            process_table=f"ps -ww -o pid=,args= -s {session} || true",
         )
         (status,) = gate.survey(LocalHost())
         assert not status.idle and f"(pid {orphan})" in status.reason

@@ -82,7 +82,7 @@ def make_target(fake: FakeTrn2, tmp_path: Path) -> Callable[..., NeuronTarget]:
             gate=NeuronGate(
                 search_path=(str(fake.bin_dir),),
                 timeout=20,
-                process_table=f"ps -o pid=,args= --ppid {os.getpid()} || true",
+                process_table=f"ps -ww -o pid=,args= --ppid {os.getpid()} || true",
             ),
             results_dir=tmp_path / "results" / "run1",
             settings=config,
