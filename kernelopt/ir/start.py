@@ -181,9 +181,10 @@ def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[Ke
         states.setdefault(sig, draws[sig])
         for twin in twins(draws[sig], variants):
             states.setdefault(knob_signature(twin), twin)
-    if not states and unsampled:
+    if not states:
+        why = unsampled[0] if unsampled else _first_failure(variants[0])
         raise SampleError(
-            f"no rewrite variant of {variants[0].func_name} has a valid knob state; " + unsampled[0]
+            f"no rewrite variant of {variants[0].func_name} has a valid knob state; {why}"
         )
     return list(states.values())
 
@@ -212,6 +213,15 @@ def _dtype_invalid(ir: KernelIR) -> bool:
     return any(f.check == "isa_dtype" for f in derive(ir)[1])
 
 
+def _first_failure(ir: KernelIR) -> str:
+    """The first rule ``ir``'s knobs break, as ``kernelopt ir validate`` names it."""
+    from kernelopt.ir.validate import DTYPE_HINT
+
+    f = derive(ir)[1][0]
+    hint = f" ({DTYPE_HINT})" if f.check == "isa_dtype" else ""
+    return f"{f.check}({f.buffer}): {f.detail}{hint}"
+
+
 def ranked(states: Sequence[KernelIR], timer: Timer) -> list[Start]:
     """The states the timer could time, fastest first (ties keep the pool's order)."""
     timed = [(timer(ir), i, ir) for i, ir in enumerate(states)]
@@ -234,6 +244,10 @@ def initial_state(
 
     base = ir_for_workload(workload)
     if pool_size <= 0:
+        if derive(base)[1]:
+            raise SampleError(
+                f"the default knobs of {base.func_name} are not valid: {_first_failure(base)}"
+            )
         return base, None
     variants = [ir for _, ir in enumerate_rewrite_combinations(base, list(REWRITES.values()))]
     starts = ranked(pool(variants, random.Random(seed), pool_size), SimTimer(workload))

@@ -17,6 +17,7 @@ from kernelopt.ir.derive import Failure, derive, loop_positions
 from kernelopt.ir.model import SCOPES, KernelIR, Scope
 
 Patch = dict[str, Any]
+DTYPE_HINT = "no knob changes a dtype: cast the input in INPUT_SPECS or drop the rewrite"
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ def validity_report(ir: KernelIR) -> list[ValidityFailure]:
         if fix is not None:
             hint = describe_patch(fix)
         elif failure.check == "isa_dtype":
-            hint = "no knob changes a dtype: cast the input in INPUT_SPECS or drop the rewrite"
+            hint = DTYPE_HINT
         else:
             hint = "no single knob change clears this; draw a fresh state with sample()"
         report.append(ValidityFailure(failure.check, failure.buffer, failure.detail, hint, fix))

@@ -1,0 +1,75 @@
+"""A workload with no valid knob state: every command says which rule breaks.
+
+A matmul of a bf16 and an fp32 operand breaks a rule no knob changes (nc_matmul
+takes one dtype for both). The IR still builds and shows; sampling names the
+rule; ``ir init`` and ``kernelopt init`` stop with it and write nothing.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from ir_support import sampler_with_nothing_learnt
+
+from kernelopt.ir import build_ir
+from kernelopt.workload import load_workload
+
+MIXED = """
+from kernelopt.ir import NKIMatmul, NKITranspose
+
+
+def f_nkigym(x, w):
+    return NKIMatmul()(stationary=NKITranspose()(data=x), moving=w)
+
+
+def f_numpy(x, w):
+    return x @ w
+
+
+INPUT_SPECS = {"x": ((256, 256), "bfloat16"), "w": ((256, 512), "float32")}
+"""
+
+
+def _mixed(tmp_path):
+    path = tmp_path / "mixed.py"
+    path.write_text(MIXED)
+    w = load_workload(path)
+    return path, build_ir(w.f_nkigym, w.input_specs, name="mixed")
+
+
+def test_a_graph_with_no_valid_state_still_shows_and_says_which_rule_breaks(
+    tmp_path, monkeypatch
+) -> None:
+    """A matmul of a bf16 and an fp32 operand breaks a rule no knob changes. The IR
+    still builds and shows; sampling names the rule the draws break; init stops
+    cleanly and writes nothing."""
+    from click.testing import CliRunner
+
+    from kernelopt.cli import main
+
+    sampling = sampler_with_nothing_learnt(monkeypatch)
+    path, ir = _mixed(tmp_path)
+    with pytest.raises(sampling.SampleError, match=r"the rule broken most often .*isa_dtype"):
+        sampling.sample(ir, random.Random(0))
+    shown = CliRunner().invoke(main, ["ir", "show", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert "no valid knob state was found; these knobs break:" in shown.output
+    assert "nc_matmul needs stationary and moving of one dtype" in shown.output
+    started = CliRunner().invoke(main, ["ir", "init", str(path), "--pool", "4"])
+    assert started.exit_code == 1
+    assert "no rewrite variant of mixed has a valid knob state" in started.output
+    assert not (tmp_path / "mixed_knobs.json").exists()
+
+
+def test_a_graph_searched_in_full_is_not_searched_again(tmp_path, monkeypatch) -> None:
+    sampling = sampler_with_nothing_learnt(monkeypatch)
+    _, ir = _mixed(tmp_path)
+    with pytest.raises(sampling.SampleError) as first:
+        sampling.sample(ir, random.Random(0))
+    calls = []
+    monkeypatch.setattr(sampling, "derive", lambda state: calls.append(state))
+    with pytest.raises(sampling.SampleError) as again:
+        sampling.sample(ir, random.Random(1))
+    assert str(again.value) == str(first.value)
+    assert not calls
