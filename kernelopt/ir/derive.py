@@ -224,7 +224,7 @@ def derive(ir: KernelIR) -> tuple[Placement | None, list[Failure]]:
     for op in ir.operators:
         depth = max(
             [emission[b] for b in (*writes(op), *op.srcs) if b in emission]
-            + [position[f"{d}.tile"] + 1 for d in op.required_tiles]
+            + [position[f"{d}.tile"] + 1 for d in _entered(ir, op, position, fire, after)]
         )
         upstream = [deepest[s] for s in op.srcs if s in deepest]
         fire[op.name] = depth
@@ -247,9 +247,31 @@ def derive(ir: KernelIR) -> tuple[Placement | None, list[Failure]]:
                     )
                 )
     failures += _fused_reduce_failures(ir, position, emission, fire)
+    failures += _repeated_sum_failures(ir, emission, fire)
     if failures:
         return None, failures
     return Placement(position, emission, fire, after, len(position)), []
+
+
+def _entered(
+    ir: KernelIR,
+    op: Operator,
+    position: dict[str, int],
+    fire: dict[str, int],
+    after: dict[str, bool],
+) -> list[str]:
+    """The dims of ``op.required_tiles`` whose tile loops it fires inside.
+
+    An operand complete only once a loop has closed (its producer fires after that
+    loop) keeps the op outside it; a tile loop the op asks for that lies inside it
+    is not entered, and the op covers that dim's tiles with loops of its own (a
+    second matmul after the first one's reduction, issuing its moving chunks itself).
+    """
+    limit = min(
+        (fire[p.name] for s in op.srcs if (p := ir.producers.get(s)) is not None and after[p.name]),
+        default=len(position),
+    )
+    return [d for d in op.required_tiles if position[f"{d}.tile"] + 1 <= limit]
 
 
 def writes(op: Operator) -> tuple[str, ...]:
@@ -257,6 +279,54 @@ def writes(op: Operator) -> tuple[str, ...]:
     activation's fused row sum goes to (``reduce_res``)."""
     res = op.attr("reduce_res")
     return (op.dst,) if res is None else (op.dst, res)
+
+
+def _adds_into(ir: KernelIR, op: Operator) -> set[str] | None:
+    """The dims an instruction that adds into its destination may repeat over: those
+    the destination holds and those it sums over (None: the op overwrites)."""
+    buf = ir.buffer.get(op.dst)
+    if buf is None:
+        return None
+    if op.kind == "matmul":
+        return {*buf.axes, *buf.lifetime_dims}
+    psum = ir.buffer.get(op.srcs[0]) if op.kind == "drain" else None
+    if psum is not None and any(
+        scope_of(ir, psum, d) == Scope.PER_BLOCK for d in psum.lifetime_dims
+    ):
+        return {*buf.axes, op.attr("reduce")}  # a drain folding each block's sum into SBUF
+    return None
+
+
+def _repeated_sum_failures(
+    ir: KernelIR, emission: dict[str, int], fire: dict[str, int]
+) -> list[Failure]:
+    """A matmul (or a drain adding block sums into SBUF) must not fire again, into the
+    same allocation, for each tile of a dim its destination neither holds nor sums
+    over: every trip of such a loop would add the same sums again."""
+    failures: list[Failure] = []
+    for op in ir.operators:
+        own = _adds_into(ir, op)
+        if own is None:
+            continue
+        for depth in range(emission[op.dst], fire[op.name]):
+            entry = ir.loop_order[depth]
+            d, kind = entry.split(".")
+            per = ir.ltiles_per_block[d]
+            trip = per if kind == "tile" else ir.dim[d].num_tiles // per
+            if d in own or trip == 1:
+                continue
+            failures.append(
+                Failure(
+                    "repeated_sum",
+                    op.dst,
+                    f"{op.name} adds into {op.dst} inside {entry} ({trip} trips), but "
+                    f"{op.dst} is allocated outside it (depth {emission[op.dst]}) and holds "
+                    f"no {d}: each trip would add the same sums again; allocate {op.dst} "
+                    f"inside {entry} or move {entry} outside it",
+                )
+            )
+            break
+    return failures
 
 
 def _fused_reduce_failures(

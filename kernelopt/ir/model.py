@@ -77,8 +77,9 @@ class Operator:
     """One instruction site of the kernel (loads and the store included).
 
     ``srcs`` and ``dst`` name buffers, except that a load's src and the store's
-    dst name HBM tensors. ``required_tiles`` are dims whose ``.tile`` loop must
-    be open where the instruction fires.
+    dst name HBM tensors. ``required_tiles`` are dims whose ``.tile`` loop the
+    instruction fires inside, unless an operand completes only outside that loop:
+    then it covers that dim's tiles with loops of its own (``derive._entered``).
     """
 
     name: str

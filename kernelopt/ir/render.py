@@ -277,11 +277,13 @@ class _Renderer:
 
     def op_sbuf_transpose(self, op: Operator, site: _Site, indent: int) -> None:
         b = self.ir.buffer
+        indent = self.local_loops(site, op.dims, indent)
         dst, src = self.view(site, b[op.dst], indent), self.view(site, b[op.srcs[0]], indent)
         self.isa(indent, "dma_transpose", [f"dst={dst}", f"src={src}"])
 
     def op_matmul(self, op: Operator, site: _Site, indent: int) -> None:
         b = self.ir.buffer
+        indent = self.local_loops(site, op.dims, indent)
         args = [
             f"dst={self.view(site, b[op.dst], indent)}",
             f"stationary={self.view(site, b[op.srcs[0]], indent)}",
@@ -291,6 +293,7 @@ class _Renderer:
 
     def op_transpose(self, op: Operator, site: _Site, indent: int) -> None:
         b = self.ir.buffer
+        indent = self.local_loops(site, op.dims, indent)
         dst, data = self.view(site, b[op.dst], indent), self.view(site, b[op.srcs[0]], indent)
         args = [f"dst={dst}", f"data={data}"]
         self.isa(indent, "nc_transpose", args)

@@ -255,7 +255,7 @@ def climb(ir: KernelIR, rng: random.Random) -> KernelIR | None:
 # ``derive`` checks in stages and stops at the first stage that fails, so a state
 # failing a later stage is nearer validity than one failing an earlier stage,
 # however many checks each fails.
-_LATE = frozenset({"operand_scope", "fused_reduce"})
+_LATE = frozenset({"operand_scope", "fused_reduce", "repeated_sum"})
 _MIDDLE = frozenset({"psum_reducing_scope", "emission_depth", "accumulator_lifetime"})
 
 

@@ -99,6 +99,7 @@ def _candidates(ir: KernelIR, failure: Failure) -> Iterator[Patch]:
         "accumulator_lifetime",
         "operand_scope",
         "fused_reduce",
+        "repeated_sum",
     ):
         yield from _scope_patches(ir, failure.buffer)
         if loop_positions(ir)[0] is not None:
