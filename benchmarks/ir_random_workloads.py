@@ -6,7 +6,8 @@ the shapes we thought of. This script writes workloads in the same style from a
 seed (row norms, layer norms and softmaxes, each optionally behind a residual
 add or an activation and ahead of a transposed matmul; gated MLPs; a norm of a
 matmul's rows; a residual and activation after a matmul; a norm ahead of two
-chained matmuls), at 256-1024 rows and columns (``--sizes large``: 512-2048), and for each:
+chained matmuls; attention), at 256-1024 rows and columns (``--sizes large``:
+512-2048), and for each:
 
 - builds it (`kernelopt ir show` does the same) and enumerates its rewrite variants;
 - draws ``--samples`` states per variant at the workload's SMALL_SPECS, renders
@@ -49,11 +50,8 @@ KINDS = (
     "mm_rms",
     "mm_resid",
     "mlp",
+    "attention",
 )
-# Written on request only (--kinds): softmax between two products needs the keys'
-# loop twice (rows of scores complete, then tiles of probabilities), which one
-# loop nest cannot hold; `kernelopt ir show` says which rule every state breaks.
-EXTRA_KINDS = ("attention",)
 
 
 class Writer:
@@ -275,8 +273,7 @@ def main() -> int:
     parser.add_argument(
         "--kinds",
         default=",".join(KINDS),
-        help=f"comma-separated, of {', '.join(KINDS + EXTRA_KINDS)} (default: all but "
-        f"{', '.join(EXTRA_KINDS)})",
+        help=f"comma-separated, of {', '.join(KINDS)} (default: all)",
     )
     parser.add_argument("--samples", type=int, default=2, help="states checked per variant")
     parser.add_argument(
@@ -288,9 +285,9 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object per workload")
     args = parser.parse_args()
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
-    unknown = sorted(set(kinds) - set(KINDS + EXTRA_KINDS))
+    unknown = sorted(set(kinds) - set(KINDS))
     if unknown or not kinds:
-        parser.error(f"--kinds: unknown {unknown}; expected some of {KINDS + EXTRA_KINDS}")
+        parser.error(f"--kinds: unknown {unknown}; expected some of {KINDS}")
 
     folder = args.keep or Path(tempfile.mkdtemp(prefix="kernelopt-random-workloads-"))
     folder.mkdir(parents=True, exist_ok=True)
