@@ -10,7 +10,8 @@ chained matmuls; attention), at 256-1024 rows and columns (``--sizes large``:
 512-2048), and for each:
 
 - builds it (`kernelopt ir show` does the same) and enumerates its rewrite variants;
-- draws ``--samples`` states per variant at the workload's SMALL_SPECS, renders
+- draws ``--samples`` states per variant at the workload's SMALL_SPECS (with
+  ``--check-at full``, at its INPUT_SPECS: dims with more tiles, slower), renders
   each and checks it on the simulator against the workload's own numpy
   semantics (the op classes evaluated in fp32);
 - with ``--reach``, runs it as a new user would (`kernelopt init --kind nki
@@ -21,6 +22,7 @@ chained matmuls; attention), at 256-1024 rows and columns (``--sizes large``:
     python benchmarks/ir_random_workloads.py --count 40 --seed 0
     python benchmarks/ir_random_workloads.py --count 12 --reach --reference 200 --keep /tmp/w
     python benchmarks/ir_random_workloads.py --count 20 --sizes large --reach
+    python benchmarks/ir_random_workloads.py --count 20 --check-at full --samples 1
 
 Exits 1 when any workload fails to build, sample, render or check correct.
 """
@@ -227,14 +229,19 @@ SMALL_SPECS = {{{", ".join(f"{p!r}: ({s}, 'bfloat16')" for p, s in small.items()
     return kind, text
 
 
-def check(path: Path, samples: int) -> tuple[int, list[str]]:
-    """(states checked, failures) for one workload file."""
+def check(path: Path, samples: int, full: bool = False) -> tuple[int, list[str]]:
+    """(states checked, failures) for one workload file, at its SMALL_SPECS (``full``:
+    at INPUT_SPECS, where dims have more tiles: slower, and it finds faults that need
+    several tiles of a dim, such as a sum repeated over a loop of one); there the
+    states are drawn as `kernelopt ir sample` draws them, fitting on chip."""
     from kernelopt.ir import REWRITES, build_ir, enumerate_rewrite_combinations, render_ir, sample
+    from kernelopt.ir.sample import sample_fitting
     from kernelopt.sim import check_kernel
     from kernelopt.workload import load_workload
 
     w = load_workload(path)
-    w = dataclasses.replace(w, input_specs=w.module.SMALL_SPECS)
+    if not full:
+        w = dataclasses.replace(w, input_specs=w.module.SMALL_SPECS)
     try:
         base = build_ir(w.f_nkigym, w.input_specs, name=path.stem)
         variants = dict(enumerate_rewrite_combinations(base, list(REWRITES.values())))
@@ -245,7 +252,8 @@ def check(path: Path, samples: int) -> tuple[int, list[str]]:
         for seed in range(samples):
             stage = "sample"
             try:
-                state = sample(variant, random.Random(seed))
+                # At full size, the states `kernelopt ir sample` draws: those that fit.
+                state = (sample_fitting if full else sample)(variant, random.Random(seed))
                 stage = "render"
                 source = render_ir(state)
                 stage = "check"
@@ -277,6 +285,12 @@ def main() -> int:
     )
     parser.add_argument("--samples", type=int, default=2, help="states checked per variant")
     parser.add_argument(
+        "--check-at",
+        choices=("small", "full"),
+        default="small",
+        help="check the states at SMALL_SPECS (default) or at INPUT_SPECS (slower)",
+    )
+    parser.add_argument(
         "--reach", action="store_true", help="also run each for --budget candidates"
     )
     parser.add_argument("--budget", type=int, default=20)
@@ -297,7 +311,7 @@ def main() -> int:
         path = folder / f"random_{seed:03d}.py"
         path.write_text(text)
         drawn[kind] += 1
-        checked, failures = check(path, args.samples)
+        checked, failures = check(path, args.samples, args.check_at == "full")
         broken += bool(failures)
         row = {"workload": str(path), "kind": kind, "checked": checked, "failures": failures}
         if args.reach:
