@@ -6,7 +6,9 @@ instruction (``nki.isa.activation_reduce`` with ``reduce_op=nl.add`` and
 ``activation(..., reduce_cmd=reset_reduce)``), at about 64 cycles more than the
 activation alone (NKI ISA reference). So
 ``tensor_reduce(add)(activation(x))`` needs no VectorE pass over the row: the square
-of a layer norm's variance and the exp of a softmax carry their sums with them.
+of a layer norm's variance and the exp of a softmax carry their sums with them. A
+square written as ``tensor_tensor(multiply)(x, x)`` (VectorE) becomes
+``activation(square)(x)`` for the purpose: the same values, on ScalarE, with the sum.
 
 The reduction keeps an operator of its own (kind ``fused_reduce``, no instruction),
 so the column it produces still has a producer whose completion the derivation
@@ -41,6 +43,20 @@ def fusable(ir: KernelIR, act: Operator, red: Operator) -> bool:
     return all(ir.buffer[b].memory == "sbuf" for b in (act.dst, *act.srcs))
 
 
+def as_square(op: Operator) -> Operator:
+    """``tensor_tensor(multiply)(a, a)`` as the ``activation(square)(a)`` it equals (other
+    ops unchanged), so the square can carry its row sum."""
+    if op.kind != "tensor_tensor" or op.attr("op") != "multiply" or len(set(op.srcs)) != 1:
+        return op
+    return dataclasses.replace(
+        op,
+        name=op.name.replace("tensor_tensor", "activation", 1),
+        kind="activation",
+        srcs=op.srcs[:1],
+        attrs=(("op", "square"),),
+    )
+
+
 class ActivationReduce:
     """Every ``tensor_reduce(add)`` of an activation's result fused into the activation.
 
@@ -57,11 +73,12 @@ class ActivationReduce:
         operators = list(ir.operators)
         changed = False
         for i, red in enumerate(operators):
-            act = ir.producers.get(red.srcs[0]) if red.srcs else None
+            producer = ir.producers.get(red.srcs[0]) if red.srcs else None
+            act = None if producer is None else as_square(producer)
             if act is None or not fusable(ir, act, red):
                 continue
-            j = next(k for k, o in enumerate(operators) if o.name == act.name)
-            if operators[j] is not act:
+            j = next(k for k, o in enumerate(operators) if o.name == producer.name)
+            if operators[j] is not producer:
                 continue  # a second sum of one activation: one reduce_res per instruction
             extra = (("reduce_dim", red.attr("reduce")), ("reduce_res", red.dst))
             operators[j] = dataclasses.replace(act, attrs=tuple(sorted((*act.attrs, *extra))))

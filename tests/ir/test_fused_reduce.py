@@ -154,3 +154,53 @@ def test_the_rewrite_is_registered_after_the_lowering_rewrites() -> None:
     for op in ir.operators:
         if op.attr("reduce_res") is not None:
             assert all(ir.buffer[b].memory == "sbuf" for b in op.srcs)
+
+
+SQUARE_BY_MULTIPLY = """
+import numpy as np
+from kernelopt.ir import NKIActivation, NKIMatmul, NKITensorReduce, NKITensorTensor
+from kernelopt.ir import NKITensorScalar, NKITranspose
+
+
+def f_nkigym(x, w):
+    ss = NKITensorReduce(op="add", axis=1)(data=NKITensorTensor(op="multiply")(data1=x, data2=x))
+    rs = NKIActivation(op="rsqrt", scale=1 / 512, bias=1e-5)(data=ss)
+    xn = NKITensorScalar(op0="multiply", operand0=rs)(data=x)
+    return NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)
+
+
+def f_numpy(x, w):
+    x = x.astype(np.float32)
+    xn = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5)
+    return xn @ w.astype(np.float32)
+
+
+INPUT_SPECS = {"x": ((256, 512), "bfloat16"), "w": ((512, 256), "bfloat16")}
+"""
+
+
+def test_a_square_written_as_x_times_x_sums_its_row_on_scalar_engine(tmp_path: Path) -> None:
+    """x * x on VectorE then a VectorE row sum: two passes over the row. As
+    activation(square) with reduce_res it is one ScalarE pass, and VectorE has neither."""
+    path = tmp_path / "sq.py"
+    path.write_text(SQUARE_BY_MULTIPLY)
+    w = load_workload(path)
+    base = build_ir(w.f_nkigym, w.input_specs, name="sq")
+    fused = ActivationReduce().apply(base)
+    assert fused.variant == "ActivationReduce"
+    kinds = {op.name: (op.kind, op.attr("op"), op.srcs) for op in fused.operators}
+    assert kinds["activation_t0"] == ("activation", "square", ("sbuf_x",))
+    assert "tensor_tensor_t0" not in kinds and kinds["fused_reduce_ss"][0] == "fused_reduce"
+    state = fused.with_knobs(base.loop_order, base.ltiles_per_block, base.buffer_scopes)
+    before, after = engine_times(base), engine_times(state)
+    assert before is not None and after is not None
+    # Two VectorE passes become one ScalarE pass: less VectorE work, less in all.
+    assert after.vector < before.vector
+    assert after.vector + after.scalar < before.vector + before.scalar
+    for seed in range(2):
+        text = render_ir(sample(fused, random.Random(seed)))
+        assert "op=nl.square" in text and "nisa.activation_reduce(" in text
+        kernel = tmp_path / f"sq_{seed}.py"
+        kernel.write_text(text)
+        report = check_kernel(kernel, w)
+        assert report.correct, report.error
