@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from kernelopt.ir.derive import Placement, derive
 from kernelopt.ir.engines import drain_adds, engine_plan
 from kernelopt.ir.model import KernelIR, Operator
-from kernelopt.ir.render import buffer_dtype
+from kernelopt.ir.render import buffer_dtype, psum_rows
 from kernelopt.sim.cost import duration_ns
 from kernelopt.sim.isa_engines import ACCUMULATOR_READ_CYCLES
 from kernelopt.sim.trace import Instruction
@@ -181,8 +181,10 @@ def _elementwise(
     psum = any(b.memory == "psum" for b in buffers)
     free_tiles = count.tiles(df, depth)
     wide = not psum and free_tiles > 1
-    n = count.tiles(dp, depth) * (1 if wide else free_tiles)
-    width = ir.dim[df].tile * (free_tiles if wide else 1)
+    # With a PSUM operand, a run of partition-dim tiles in one bank is one instruction.
+    rows = psum_rows(ir, op, count.tiles(dp, depth)) if psum else 1
+    n = count.tiles(dp, depth) // rows * (1 if wide else free_tiles)
+    width = ir.dim[df].tile * (free_tiles if wide else 1) * rows
     engine = plan.get(op.name, "scalar" if op.kind == "activation" else "vector")
     inputs = 1
     if op.kind == "tensor_tensor" or (op.kind == "drain" and drain_adds(ir, op)):

@@ -17,6 +17,8 @@ from kernelopt.ir.engines import drain_adds as _drain_adds
 from kernelopt.ir.engines import engine_plan
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
 from kernelopt.ir.render_text import Lin, Writer, slice_text, var
+from kernelopt.sim.trn2 import DEFAULT_PARAMS
+from kernelopt.workload import numpy_dtype
 
 DTYPES = {
     "bfloat16": "nl.bfloat16",
@@ -91,6 +93,27 @@ class _Site:
             scope = scope_of(self.ir, buf, d)
             return start, (Lin() if scope == Scope.PER_BLOCK else start), per
         return Lin(), Lin(), self.ir.dim[d].num_tiles
+
+
+def psum_rows(ir: KernelIR, op: Operator, trip: int) -> int:
+    """How many partition-dim tiles one element-wise instruction with a PSUM operand
+    covers at once (of ``trip`` it loops over): the tiles a PSUM buffer holds along its
+    partition dim lie one after another in its free bytes, so a run of them inside one
+    2 KiB bank is one access (a transpose's 128 x 128 bf16 tiles: eight to a bank).
+    The run starts at a multiple of its length, so it never straddles a bank."""
+    if trip <= 1 or op.attr("columns") or op.attr("reduce_res") is not None:
+        return 1  # a [P, 1] column operand stays one tile: the ISA takes it per partition
+    runs = [trip]
+    for name in (*writes(op), *op.srcs):
+        buf = ir.buffer[name]
+        if buf.memory != "psum":
+            continue
+        _, _, free = buffer_shape(ir, buf)
+        row = free * numpy_dtype(buffer_dtype(ir, buf)).itemsize
+        bank = DEFAULT_PARAMS.psum_bank_bytes
+        runs.append(bank // row if bank % row == 0 else 1)
+    fit = min(runs)
+    return next(r for r in range(fit, 0, -1) if trip % r == 0)
 
 
 def buffer_dtype(ir: KernelIR, buf: PhysicalBuffer) -> str:
@@ -242,6 +265,16 @@ class _Renderer:
         f = self._offset(indent, f"f_{buf.name}", start * tf)
         return f"{buf.name}[:, {site.buffer_index(buf, dp)}, {slice_text(f, count * tf)}]"
 
+    def rows_view(self, site: _Site, buf: PhysicalBuffer, indent: int, rows: int) -> str:
+        """``rows`` partition-dim tiles of ``buf`` from the ``rows``-th multiple of the
+        site's own loop over that dim, as one 3-D (partition, tiles, free) view."""
+        dp, df = buf.axes
+        name = f"l{site.dim_index(dp)}"
+        index = site.buffer_index(buf, dp)
+        start = Lin(tuple((v, c * rows if v == name else c) for v, c in index.terms), index.const)
+        f = self._offset(indent, f"f_{buf.name}", site.buffer_index(buf, df) * self.ir.dim[df].tile)
+        return f"{buf.name}[:, {slice_text(start, rows)}, {slice_text(f, self.ir.dim[df].tile)}]"
+
     def _dma(self, site: _Site, buf: PhysicalBuffer, hbm: str, indent: int, load: bool) -> None:
         ir = self.ir
         dp, df = buf.axes
@@ -309,9 +342,19 @@ class _Renderer:
         # the ~100-cycle fixed cost is paid once, not once per tile.
         sbuf = all(self.ir.buffer[b].memory == "sbuf" for b in (*writes(op), *op.srcs))
         wide = df if sbuf and site.local_trip(df) > 1 else ""
-        indent = self.local_loops(site, (dp,) if wide else (dp, df), indent)
         buffers = (*writes(op), *op.srcs)
-        views = {name: self.view(site, self.ir.buffer[name], indent, wide) for name in buffers}
+        rows = 1 if sbuf else psum_rows(self.ir, op, site.local_trip(dp))
+        if rows > 1:
+            # A run of partition-dim tiles of one PSUM bank per instruction.
+            i = site.dim_index(dp)
+            self.w.line(indent, f"for l{i} in nl.affine_range({site.local_trip(dp) // rows}):")
+            indent = self.local_loops(site, (df,), indent + 4)
+            views = {
+                name: self.rows_view(site, self.ir.buffer[name], indent, rows) for name in buffers
+            }
+        else:
+            indent = self.local_loops(site, (dp,) if wide else (dp, df), indent)
+            views = {name: self.view(site, self.ir.buffer[name], indent, wide) for name in buffers}
         self.isa(indent, head.removeprefix("nisa."), [a.format(**views) for a in args])
 
     def op_copy(self, op: Operator, site: _Site, indent: int) -> None:

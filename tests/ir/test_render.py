@@ -159,3 +159,36 @@ def test_a_psum_operand_keeps_one_instruction_per_bank(tmp_path) -> None:
             if op == "activation"
         ]
         assert acts and all(psum and free <= 512 for free, psum in acts)
+
+
+def test_a_copy_out_of_psum_takes_a_run_of_transposed_tiles_of_one_bank(tmp_path) -> None:
+    """x's transpose held whole (two row tiles of 128 x 128 bf16 per column tile: 512 B of
+    one PSUM bank) is copied to SBUF two tiles per instruction, a 3-D view, and the
+    simulator finds the kernel right; the cost model counts what runs."""
+    from kernelopt.ir.cost import _Counter, _instructions
+    from kernelopt.ir.derive import derive
+    from kernelopt.ir.engines import engine_plan
+    from kernelopt.sim import check_kernel
+
+    ir = small_ir("rmsnorm_matmul")
+    state = ir.with_knobs(
+        buffer_scopes={b.name: dict.fromkeys(b.knob_dims, FULL) for b in ir.buffers}
+    )
+    text = render_ir(state)
+    assert "src=psum_xt[:, l1 * 2 : l1 * 2 + 2, " in text
+    copies = [
+        free
+        for op, _, free, psum in _executed(state, tmp_path, "rmsnorm_matmul")
+        if op == "tensor_copy" and psum and free == 256
+    ]
+    assert len(copies) == 2  # one per column tile, each two row tiles wide
+    placement = derive(state)[0]
+    copy = next(op for op in state.operators if op.name == "copy_xt")
+    counted = _instructions(
+        state, copy, _Counter(state, placement), placement.fire[copy.name], engine_plan(state)
+    )
+    assert [(n, ins.free) for n, ins in counted] == [(2, 256)]
+    kernel = tmp_path / "held.py"
+    kernel.write_text(text)
+    report = check_kernel(kernel, small_workload("rmsnorm_matmul"))
+    assert report.correct, report.error
