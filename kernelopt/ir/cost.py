@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelopt.ir.derive import Placement, derive
-from kernelopt.ir.engines import drain_adds, engine_plan
+from kernelopt.ir.derive import Placement, derive, drain_adds
+from kernelopt.ir.engines import engine_plan
 from kernelopt.ir.model import KernelIR, Operator
 from kernelopt.ir.render import buffer_dtype, psum_rows
 from kernelopt.sim.cost import duration_ns
@@ -60,9 +60,7 @@ class _Counter:
     def trips(self, depth: int) -> int:
         n = 1
         for entry in self.ir.loop_order[:depth]:
-            d, kind = entry.split(".")
-            per = self.ir.ltiles_per_block[d]
-            n *= per if kind == "tile" else self.ir.dim[d].num_tiles // per
+            n *= self.ir.trip(entry)
         return n
 
     def tiles(self, d: str, depth: int) -> int:

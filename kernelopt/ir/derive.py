@@ -289,12 +289,15 @@ def _adds_into(ir: KernelIR, op: Operator) -> set[str] | None:
         return None
     if op.kind == "matmul":
         return {*buf.axes, *buf.lifetime_dims}
-    psum = ir.buffer.get(op.srcs[0]) if op.kind == "drain" else None
-    if psum is not None and any(
-        scope_of(ir, psum, d) == Scope.PER_BLOCK for d in psum.lifetime_dims
-    ):
+    if op.kind == "drain" and drain_adds(ir, op):
         return {*buf.axes, op.attr("reduce")}  # a drain folding each block's sum into SBUF
     return None
+
+
+def drain_adds(ir: KernelIR, drain: Operator) -> bool:
+    """Whether a PSUM drain folds a block's partial sum into SBUF (``tensor_tensor`` add)."""
+    psum = ir.buffer[drain.srcs[0]]
+    return any(scope_of(ir, psum, d) == Scope.PER_BLOCK for d in psum.lifetime_dims)
 
 
 def _repeated_sum_failures(
@@ -310,9 +313,7 @@ def _repeated_sum_failures(
             continue
         for depth in range(emission[op.dst], fire[op.name]):
             entry = ir.loop_order[depth]
-            d, kind = entry.split(".")
-            per = ir.ltiles_per_block[d]
-            trip = per if kind == "tile" else ir.dim[d].num_tiles // per
+            d, trip = entry.split(".")[0], ir.trip(entry)
             if d in own or trip == 1:
                 continue
             failures.append(

@@ -25,12 +25,6 @@ from kernelopt.ir.render import buffer_dtype, buffer_shape
 Node = tuple[Any, ...]
 
 
-def _trip(ir: KernelIR, entry: str) -> int:
-    d, kind = entry.split(".")
-    per = ir.ltiles_per_block[d]
-    return per if kind == "tile" else ir.dim[d].num_tiles // per
-
-
 def _nest(ir: KernelIR, p: Placement, depth: int, plan: dict[str, str]) -> list[Node]:
     """The items at ``depth`` and the loop below it, in program order."""
     count = _Counter(ir, p)
@@ -51,7 +45,7 @@ def _nest(ir: KernelIR, p: Placement, depth: int, plan: dict[str, str]) -> list[
     if depth < p.depth and any(v > depth for v in (*p.emission.values(), *p.fire.values())):
         entry = ir.loop_order[depth]
         body = _nest(ir, p, depth + 1, plan)
-        trip = _trip(ir, entry)
+        trip = ir.trip(entry)
         dim = entry.split(".")[0]
         if trip == 1 or ir.dim[dim].size == 1:
             items += body  # a loop of one trip is no loop

@@ -10,20 +10,14 @@ two so that neither finishes long after the other.
 
 from __future__ import annotations
 
-from kernelopt.ir.derive import scope_of
-from kernelopt.ir.model import KernelIR, Operator, Scope
+from kernelopt.ir.derive import drain_adds
+from kernelopt.ir.model import KernelIR, Operator
 from kernelopt.sim.trn2 import DEFAULT_PARAMS
 
 # Element-wise instructions by the engine that must run them; the rest may run on either.
 VECTOR_ONLY = ("tensor_tensor", "tensor_reduce", "reciprocal")
 SCALAR_ONLY = ("activation",)
 EITHER = ("tensor_scalar", "copy", "drain")  # a drain by add is a tensor_tensor: VectorE
-
-
-def drain_adds(ir: KernelIR, drain: Operator) -> bool:
-    """Whether a PSUM drain folds a block's partial sum into SBUF (``tensor_tensor`` add)."""
-    psum = ir.buffer[drain.srcs[0]]
-    return any(scope_of(ir, psum, d) == Scope.PER_BLOCK for d in psum.lifetime_dims)
 
 
 def engine_plan(ir: KernelIR) -> dict[str, str]:

@@ -136,6 +136,12 @@ class KernelIR:
     def producers(self) -> dict[str, Operator]:
         return {op.dst: op for op in self.operators}
 
+    def trip(self, entry: str) -> int:
+        """Trips of one ``loop_order`` entry (``d0.block`` or ``d0.tile``) under the block sizes."""
+        d, kind = entry.split(".")
+        per = self.ltiles_per_block[d]
+        return per if kind == "tile" else self.dim[d].num_tiles // per
+
     def variant_after(self, rewrite: str) -> str:
         """The variant name once ``rewrite`` has applied to this IR (``A+B`` for B after A)."""
         return rewrite if self.variant == "base" else f"{self.variant}+{rewrite}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelopt.ir.derive import Placement, derive, scope_of, writes
-from kernelopt.ir.engines import drain_adds as _drain_adds
+from kernelopt.ir.derive import drain_adds as _drain_adds
 from kernelopt.ir.engines import engine_plan
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
 from kernelopt.ir.render_text import Lin, Writer, slice_text, var
@@ -191,9 +191,7 @@ class _Renderer:
         if depth < self.max_depth:
             entry = ir.loop_order[depth]
             d, kind = entry.split(".")
-            i, dim = int(d[1:]), ir.dim[d]
-            per = ir.ltiles_per_block[d]
-            trip = per if kind == "tile" else dim.num_tiles // per
+            i, dim, trip = int(d[1:]), ir.dim[d], ir.trip(entry)
             if dim.size == 1:
                 # A column's one-element dim has nothing to loop over: where its loops
                 # sit in loop_order changes no instruction, so it prints no loop.
