@@ -305,7 +305,10 @@ def _repeated_sum_failures(
 ) -> list[Failure]:
     """A matmul (or a drain adding block sums into SBUF) must not fire again, into the
     same allocation, for each tile of a dim its destination neither holds nor sums
-    over: every trip of such a loop would add the same sums again."""
+    over: every trip of such a loop would add the same sums again. A dim of one tile
+    loops once whatever the block sizes; any other counts, so that, as for every other
+    rule, validity does not depend on ``ltiles_per_block`` (the search changes block
+    sizes without checking again)."""
     failures: list[Failure] = []
     for op in ir.operators:
         own = _adds_into(ir, op)
@@ -314,7 +317,7 @@ def _repeated_sum_failures(
         for depth in range(emission[op.dst], fire[op.name]):
             entry = ir.loop_order[depth]
             d, trip = entry.split(".")[0], ir.trip(entry)
-            if d in own or trip == 1:
+            if d in own or ir.dim[d].num_tiles == 1:
                 continue
             failures.append(
                 Failure(
