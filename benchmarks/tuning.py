@@ -76,7 +76,8 @@ class Scorer:
         self.work = roofline_work(workload.f_nkigym, workload.input_specs)
         self.key = METRIC_KEYS.get(metric, metric)
         self.cache: dict[str, tuple[float | None, dict]] = {}
-        self.dir = Path(tempfile.mkdtemp(prefix="kernelopt-tuning-"))
+        self._scratch = tempfile.TemporaryDirectory(prefix="kernelopt-tuning-")
+        self.dir = Path(self._scratch.name)
         self.count = 0
 
     def __call__(self, source: str) -> float | None:

@@ -38,7 +38,9 @@ class SimTimer:
         self.inputs = make_inputs(workload.input_specs, 0)
         self.macs = compute_mac_count(workload.f_nkigym, workload.input_specs)
         self.cache: dict[str, float | None] = {}
-        self.dir = Path(tempfile.mkdtemp(prefix="kernelopt-start-"))
+        # Removed when the timer is dropped or the interpreter exits, not left in /tmp.
+        self._scratch = tempfile.TemporaryDirectory(prefix="kernelopt-start-")
+        self.dir = Path(self._scratch.name)
 
     def __call__(self, ir: KernelIR) -> float | None:
         from kernelopt.sim import SimError, run_kernel

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 
 from ir_support import small_ir, small_workload
@@ -112,3 +113,13 @@ def test_a_drawn_state_is_screened_on_its_twin_variant_too() -> None:
             assert knob_signature(t) in signatures
             paired += 1
     assert paired >= 2
+
+
+def test_the_timer_leaves_no_scratch_directory_behind() -> None:
+    timer = SimTimer(small_workload("softmax"))
+    timer(small_ir("softmax"))
+    scratch = timer.dir
+    assert (scratch / "kernel.py").exists()
+    del timer
+    gc.collect()
+    assert not scratch.exists()
