@@ -44,9 +44,13 @@ class EngineCalls(IsaCore):
             self._no_psum(name, dst, a, b)
         va, vb = self.m.read(a, name), self.m.read(b, name)
         self.m.write(dst, None if va is None else fn.fn(va, vb))
-        # One pass when an input is in PSUM or both are bf16 SBUF with add/mul/sub.
+        # One pass when an input is in PSUM or both are bf16 SBUF with add/mul/sub: VectorE's
+        # fast mode (the Trn2 guide); GpSimd streams both inputs.
         fast = "psum" in (a.buffer.kind, b.buffer.kind) or (
-            fn.name in _FAST_VECTOR_OPS and a.dtype.name == _BF16 and b.dtype.name == _BF16
+            unit == "vector"
+            and fn.name in _FAST_VECTOR_OPS
+            and a.dtype.name == _BF16
+            and b.dtype.name == _BF16
         )
         self._emit(
             name,

@@ -65,6 +65,24 @@ def k(x):
     ]
 
 
+def test_the_one_pass_bf16_mode_is_vector_engines_only(kernel_file):
+    body = """
+@nki.jit
+def k(x):
+    a = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+    b = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(a, 1.0)
+    nisa.tensor_tensor(b, a, a, op=nl.add)
+    nisa.tensor_tensor(b, a, a, op=nl.add, engine=nisa.engine.gpsimd)
+    return x
+"""
+    run = _run(kernel_file, body, {"x": np.zeros((1,), np.float32)})
+    vector, gpsimd = (i for i in run.trace if i.op == "tensor_tensor")
+    # bf16 add in SBUF: VectorE streams the pair once, GpSimd both inputs.
+    assert (vector.engine, vector.inputs) == ("vector", 1)
+    assert (gpsimd.engine, gpsimd.inputs) == ("gpsimd", 2)
+
+
 def test_gpsimd_cannot_reach_psum(kernel_file):
     body = """
 @nki.jit
