@@ -18,7 +18,7 @@ from kernelopt.ir.knobs_io import (
 from kernelopt.ir.model import KernelIR
 from kernelopt.ir.render import APIS, render_ir
 from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
-from kernelopt.ir.sample import SampleError, knob_signature, sample_fitting
+from kernelopt.ir.sample import SampleError, knob_signature, sample_rotation
 from kernelopt.ir.start import INIT_POOL, init_paths, initial_state
 from kernelopt.ir.trace import IRBuildError
 from kernelopt.ir.validate import validity_report
@@ -162,12 +162,13 @@ def sample_cmd(workload: Path, count: int, seed: int, as_json: bool) -> None:
     """
     base = _base(workload)
     variants = [ir for _, ir in enumerate_rewrite_combinations(base, list(REWRITES.values()))]
-    rng = random.Random(seed)
-    for i in range(count):
-        try:
-            ir = sample_fitting(variants[i % len(variants)], rng)
-        except SampleError as exc:
-            raise click.ClickException(str(exc)) from exc
+    try:
+        states, skipped = sample_rotation(variants, count, random.Random(seed))
+    except SampleError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for variant, why in skipped.items():
+        click.echo(f"kernelopt ir sample: skipped variant {variant}: {why}", err=True)
+    for i, ir in enumerate(states):
         if as_json:
             click.echo(json.dumps(knobs_to_json(ir), sort_keys=True))
         else:

@@ -314,6 +314,31 @@ def sample_fitting(ir: KernelIR, rng: random.Random) -> KernelIR:
     )
 
 
+def sample_rotation(
+    variants: list[KernelIR], count: int, rng: random.Random
+) -> tuple[list[KernelIR], dict[str, str]]:
+    """``count`` fitting states drawn over ``variants`` in turn, and the variants left
+    out (variant name -> why): one with no state that fits is skipped, not fatal, as
+    long as another variant has one; when none has, the first variant's error is raised."""
+    states: list[KernelIR] = []
+    skipped: dict[str, str] = {}
+    live = list(variants)
+    first: SampleError | None = None
+    i = 0
+    while len(states) < count and live:
+        ir = live[i % len(live)]
+        try:
+            states.append(sample_fitting(ir, rng))
+            i += 1
+        except SampleError as exc:
+            first = first or exc
+            skipped[ir.variant] = str(exc)
+            live.remove(ir)
+    if len(states) < count and first is not None:
+        raise first
+    return states, skipped
+
+
 def default_knobs(ir: KernelIR) -> KernelIR:
     """One tile per block; parallel loops outside reducing ones; buffers one tile wide.
 

@@ -73,3 +73,24 @@ def test_a_graph_searched_in_full_is_not_searched_again(tmp_path, monkeypatch) -
         sampling.sample(ir, random.Random(1))
     assert str(again.value) == str(first.value)
     assert not calls
+
+
+def test_sampling_over_variants_skips_one_with_no_state_and_keeps_drawing(
+    tmp_path, monkeypatch
+) -> None:
+    """`kernelopt ir sample` draws over the variants in turn; a variant with no state
+    that fits is left out (and named) while another variant still has states; only
+    when none has does the first error stop it."""
+    from ir_support import small_ir
+
+    from kernelopt.ir.footprint import fits
+
+    sampling = sampler_with_nothing_learnt(monkeypatch)
+    _, mixed = _mixed(tmp_path)
+    good = small_ir("matmul")
+    states, skipped = sampling.sample_rotation([mixed, good], 4, random.Random(0))
+    assert len(states) == 4
+    assert all(s.func_name == good.func_name and fits(s) for s in states)
+    assert list(skipped) == [mixed.variant] and "isa_dtype" in skipped[mixed.variant]
+    with pytest.raises(sampling.SampleError, match="isa_dtype"):
+        sampling.sample_rotation([mixed], 2, random.Random(0))
