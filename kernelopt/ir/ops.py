@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kernelopt.sim.ops import OPS as SIM_OPS
+
 PMAX = 128  # partitions; also the TensorE contraction limit
 
 
@@ -47,6 +49,28 @@ UNARY_OPS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "tanh": np.tanh,
     "sigmoid": _sigmoid,
 }
+# The rest of ScalarE's activation functions (the NKI docs' "Supported Activation
+# Functions"), with the simulator's own definitions so both sides compute the same.
+UNARY_OPS.update(
+    {
+        name: SIM_OPS[name].fn
+        for name in (
+            "sqrt",
+            "log",
+            "reciprocal",
+            "abs",
+            "gelu_apprx_tanh",
+            "gelu_apprx_sigmoid",
+            "softplus",
+            "mish",
+            "erf",
+            "sin",
+            "cos",
+            "arctan",
+            "sign",
+        )
+    }
+)
 REDUCE_OPS: dict[str, Callable[..., np.ndarray]] = {
     "add": np.sum,
     "maximum": np.max,

@@ -257,3 +257,71 @@ def test_sigmoid_and_silu_of_far_negative_values_are_zero_without_an_overflow() 
     want = [0.0, 2.0611536e-09, 0.5, 1.0 - 2.0611536e-09]
     assert np.allclose(sig, [want], rtol=1e-5, atol=1e-12)
     assert np.allclose(silu, x * np.array([want]), rtol=1e-5, atol=1e-9)
+
+
+# Every activation function beyond the first nine, against a reference written here.
+_ACTIVATIONS = {
+    "sqrt": np.sqrt,
+    "log": np.log,
+    "reciprocal": lambda x: 1.0 / x,
+    "abs": np.abs,
+    "gelu_apprx_tanh": lambda x: 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3))),
+    "gelu_apprx_sigmoid": lambda x: x / (1 + np.exp(-1.702 * x)),
+    "softplus": lambda x: np.log1p(np.exp(x)),
+    "mish": lambda x: x * np.tanh(np.log1p(np.exp(x))),
+    "erf": np.vectorize(__import__("math").erf),
+    "sin": np.sin,
+    "cos": np.cos,
+    "arctan": np.arctan,
+    "sign": np.sign,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ACTIVATIONS))
+def test_each_activation_function_computes_its_definition(name: str) -> None:
+    x = np.linspace(0.1, 3.0, 24, dtype=np.float32).reshape(2, 12)
+    x[0] = -x[0] if name not in ("sqrt", "log") else x[0]
+    got = np.asarray(NKIActivation(op=name, scale=0.5, bias=0.25)(data=x), dtype=np.float64)
+    want = _ACTIVATIONS[name](x.astype(np.float64) * 0.5 + 0.25)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+RMS_SQRT = """
+import numpy as np
+
+from kernelopt.ir import NKIActivation, NKIMatmul, NKIReciprocal, NKITensorReduce
+from kernelopt.ir import NKITensorScalar, NKITranspose
+
+
+def f_nkigym(x, w):
+    ss = NKITensorReduce(op="add", axis=1)(data=NKIActivation(op="square")(data=x))
+    rms = NKIActivation(op="sqrt", scale=1.0 / 512, bias=1e-6)(data=ss)
+    y = NKITensorScalar(op0="multiply", operand0=NKIReciprocal()(data=rms))(data=x)
+    h = NKIActivation(op="gelu_apprx_tanh")(data=y)
+    return NKIMatmul()(stationary=NKITranspose()(data=h), moving=w)
+
+
+def f_numpy(x, w):
+    y = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6)
+    h = 0.5 * y * (1 + np.tanh(0.7978845608 * (y + 0.044715 * y**3)))
+    return h @ w
+
+
+INPUT_SPECS = {"x": ((256, 512), "float32"), "w": ((512, 256), "float32")}
+"""
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_an_rms_norm_written_with_sqrt_and_reciprocal_runs_correct(
+    tmp_path: Path, seed: int
+) -> None:
+    path = tmp_path / "workload.py"
+    path.write_text(RMS_SQRT)
+    w = load_workload(path)
+    ir = sample(build_ir(w.f_nkigym, w.input_specs, name="rms_sqrt"), random.Random(seed))
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(render_ir(ir))
+    text = kernel.read_text()
+    assert "op=nl.sqrt" in text and "op=nl.gelu_apprx_tanh" in text
+    report = check_kernel(kernel, w)
+    assert report.correct, f"{report.error_kind}: {report.error}"
