@@ -6,8 +6,9 @@ the shapes we thought of. This script writes workloads in the same style from a
 seed (row norms, layer norms and softmaxes, each optionally behind a residual
 add or an activation and ahead of a transposed matmul; gated MLPs; a norm of a
 matmul's rows; a residual and activation after a matmul; a norm ahead of two
-chained matmuls; attention), at 256-1024 rows and columns (``--sizes large``:
-512-2048), and for each:
+chained matmuls; attention; an rms norm written with sqrt and a reciprocal,
+then one of ScalarE's other activations, ahead of a matmul), at 256-1024 rows
+and columns (``--sizes large``: 512-2048), and for each:
 
 - builds it (`kernelopt ir show` does the same) and enumerates its rewrite variants;
 - draws ``--samples`` states per variant at the workload's SMALL_SPECS (with
@@ -53,7 +54,11 @@ KINDS = (
     "mm_resid",
     "mlp",
     "attention",
+    "rms_sqrt_mm",
 )
+# Activations beyond the first ones, drawn only by the kinds added with them (so that a
+# seed of the earlier kinds still writes the workload it wrote).
+MORE = ("gelu_apprx_tanh", "gelu_apprx_sigmoid", "softplus", "mish", "erf", "arctan")
 
 
 class Writer:
@@ -185,6 +190,11 @@ def workload_source(
         h = g.op(f"NKIMatmul()(stationary=NKITranspose()(data={h}), moving=w1)")
         h = g.op(f"NKIActivation(op={rng.choice(['gelu', 'silu', 'relu'])!r})(data={h})")
         out = g.op(f"NKIMatmul()(stationary=NKITranspose()(data={h}), moving=w2)")
+    elif kind == "rms_sqrt_mm":  # 1 / sqrt(mean(x^2) + eps) as sqrt, then a reciprocal
+        ss = g.op(f"NKITensorReduce(op='add', axis=1)(data=NKIActivation(op='square')(data={x}))")
+        rms = g.op(f"NKIActivation(op='sqrt', scale={1.0 / k!r}, bias=1e-5)(data={ss})")
+        out = scaled(g, x, g.op(f"NKIReciprocal()(data={rms})"))
+        out = g.op(f"NKIActivation(op={rng.choice(MORE)!r})(data={out})")
     else:  # mm_rms: the rows of a matmul's result normalised
         n = rng.choice([256, 512] if sizes == "small" else [512])
         specs = {"xT": (k, rows), "w": (k, n)}
