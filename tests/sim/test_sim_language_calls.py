@@ -110,3 +110,19 @@ def k(x, y):
     run = _run(kernel_file, body, x=x, y=y)
     assert run.outputs.tolist() == [[[4, 3], [6, 4]], [[1, 3], [2, 4]], [[1, 3], [2, 4]]]
 
+
+def test_a_helper_module_beside_the_kernel_gets_the_simulated_nki(kernel_file) -> None:
+    kernel_file(
+        "import nki.language as nl\n\ndef twice(t):\n    return nl.multiply(t, 2.0)\n", "helper.py"
+    )
+    body = """
+from helper import twice
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, twice(nl.load(x)))
+    return out
+"""
+    run = _run(kernel_file, body, x=np.array([[1.0, -2.0]], np.float32))
+    assert run.outputs.tolist() == [[2.0, -4.0]]
