@@ -344,3 +344,22 @@ def k(s):
     assert 0.0 <= run.outputs.min() and run.outputs.max() < 1.0
     assert 0.45 < run.outputs.mean() < 0.55
     assert not np.array_equal(a, c)
+
+
+def test_a_reduced_column_broadcasts_along_the_free_axis(kernel_file) -> None:
+    # Row sums of [[1, 2], [3, 4]] are the [2] tile [3, 7]: its axis is the partition
+    # axis, so broadcast to (2, 3) it repeats along each row.
+    x = np.array([[1, 2], [3, 4]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    s = nisa.tensor_reduce(np.add, data=nl.load(x), axis=(1,))
+    nl.store(out, value=s.broadcast_to((2, 3)))
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[3, 3, 3], [7, 7, 7]]
