@@ -140,12 +140,16 @@ class Beta1(HighLevelOps):
         PSUM, as the NKI architecture guide says NKI does, then a ScalarE copy out."""
         m = self.m
         src = self._tile("broadcast_to", tile)
+        # The first axis is the partition axis: a lower-rank tile lines up from the
+        # left, as in the elementwise ops (a [P] reduction result is a column).
+        padded = src.shape + (1,) * (len(shape) - src.ndim)
         try:
-            np.broadcast_shapes(src.shape, shape)
+            if np.broadcast_shapes(padded, shape) != shape:
+                raise ValueError
         except ValueError:
             m.fail("isa", f"broadcast_to: {src.shape} does not broadcast to {shape}")
         values = m.read(src, "broadcast_to")
-        data = None if values is None else np.broadcast_to(values, shape)
+        data = None if values is None else np.broadcast_to(values.reshape(padded), shape)
         dst = self.new(shape, src.dtype)
         if src.partitions == shape[0] or not src.buffer.on_chip:
             m.write(dst, data)

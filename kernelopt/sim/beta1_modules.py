@@ -246,6 +246,14 @@ def add_convenience_calls(nl: types.ModuleType, beta: Beta1) -> None:
     kept = nl.ndarray, nl.zeros
     _add_constructors(nl, beta)
     nl.ndarray, nl.zeros = kept
+    # The NKI 0.3.0 reference's nki.language.load(src, dtype), store(dst, value),
+    # load_transpose2d(src, dtype), matmul(x, y, transpose_x) and transpose(x, dtype):
+    # the beta-1 calls without mask=.
+    nl.load = lambda src, dtype=None: beta.load(src, dtype=dtype)
+    nl.load_transpose2d = lambda src, dtype=None: beta.load_transpose2d(src, dtype=dtype)
+    nl.store = lambda dst, value: beta.store(dst, value)
+    nl.matmul = lambda x, y, transpose_x=False: beta.matmul(x, y, transpose_x)
+    nl.transpose = lambda x, dtype=None: beta.transpose(x, dtype)
 
 
 def _add_constructors(nl: types.ModuleType, beta: Beta1) -> None:

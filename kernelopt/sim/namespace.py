@@ -12,6 +12,7 @@ import builtins
 import functools
 import types
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from kernelopt.sim.beta1_modules import add_convenience_calls, build_beta1_modules
@@ -115,8 +116,25 @@ class _Absent(types.ModuleType):
         )
 
 
-def kernel_builtins(modules: Mapping[str, types.ModuleType]) -> dict[str, Any]:
+def kernel_builtins(
+    modules: Mapping[str, types.ModuleType], directory: Path | None = None
+) -> dict[str, Any]:
+    """The kernel's builtins; a module file in ``directory`` (the kernel's folder,
+    which Python puts first on the path of a script run from there) is run with
+    these same builtins, once per run, so its own ``import nki`` gets this run's
+    modules (the nki-samples attention tutorial imports its softmax helper so)."""
     real_import = builtins.__import__
+    siblings: dict[str, types.ModuleType] = {}
+
+    def sibling(name: str) -> types.ModuleType | None:
+        path = None if directory is None or "." in name else directory / f"{name}.py"
+        if path is None or not path.is_file():
+            return None
+        if name not in siblings:
+            module = siblings[name] = types.ModuleType(name)
+            module.__dict__.update({"__file__": str(path), "__builtins__": namespace})
+            exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+        return siblings[name]
 
     def sim_import(
         name: str,
@@ -135,6 +153,9 @@ def kernel_builtins(modules: Mapping[str, types.ModuleType]) -> dict[str, Any]:
             if root == "neuronxcc":
                 modules["neuronxcc"]._kernelopt_enable()
             return modules[name] if fromlist else modules[root]
+        local = sibling(name) if level == 0 else None
+        if local is not None:
+            return local
         try:
             return real_import(name, globals, locals, fromlist or (), level)
         except ModuleNotFoundError:

@@ -208,7 +208,7 @@ def run_kernel(
     # public flash-attention kernel declares its config as a dataclass).
     module = types.ModuleType(f"kernelopt_sim_kernel_{next(_KERNEL_MODULES)}")
     namespace: dict[str, Any] = vars(module)
-    namespace.update({"__file__": file, "__builtins__": kernel_builtins(modules)})
+    namespace.update({"__file__": file, "__builtins__": kernel_builtins(modules, path.parent)})
     sys.modules[module.__name__] = module
     try:
         # The kernel's arithmetic may overflow or take a root of a negative number as

@@ -344,3 +344,42 @@ def k(s):
     assert 0.0 <= run.outputs.min() and run.outputs.max() < 1.0
     assert 0.45 < run.outputs.mean() < 0.55
     assert not np.array_equal(a, c)
+
+
+def test_a_reduced_column_broadcasts_along_the_free_axis(kernel_file) -> None:
+    # Row sums of [[1, 2], [3, 4]] are the [2] tile [3, 7]: its axis is the partition
+    # axis, so broadcast to (2, 3) it repeats along each row.
+    x = np.array([[1, 2], [3, 4]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    s = nisa.tensor_reduce(np.add, data=nl.load(x), axis=(1,))
+    nl.store(out, value=s.broadcast_to((2, 3)))
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[3, 3, 3], [7, 7, 7]]
+
+
+def test_load_transpose2d_casts_to_its_dtype(kernel_file) -> None:
+    # dtype= is "data type to cast the output type to": fp32 [[1, 2], [3, 4]] lands
+    # transposed, [[1, 3], [2, 4]], in a bf16 tile (values exact in bf16).
+    x = np.array([[1, 2], [3, 4]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load_transpose2d(x, dtype=nl.bfloat16)
+    assert t.dtype == nl.bfloat16
+    nl.store(out, value=nl.copy(t, dtype=nl.float32))
+    return out
+""",
+        x=x,
+    )
+    assert r.outputs.tolist() == [[1, 3], [2, 4]]

@@ -88,3 +88,41 @@ k = nki.simulate(k_inner)
     path, _ = kernel_file(HEADER + body)
     run = run_kernel(path, {"x": np.array([[3.0, 4.0]], np.float32)}, func="k")
     assert run.outputs.tolist() == [[3.0, 4.0]]
+
+
+def test_load_matmul_transpose_and_store(kernel_file) -> None:
+    # x = [[1, 2], [3, 4]], y = [[1, 0], [1, 1]]: x.T @ y = [[4, 3], [6, 4]];
+    # nl.transpose(x) and nl.load_transpose2d(x) are both [[1, 3], [2, 4]].
+    x = np.array([[1, 2], [3, 4]], np.float32)
+    y = np.array([[1, 0], [1, 1]], np.float32)
+    body = """
+@nki.jit
+def k(x, y):
+    out = nl.ndarray((3, 2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    tx = nl.load(x)
+    for i, p in enumerate([nl.matmul(tx, nl.load(y), transpose_x=True), nl.transpose(tx)]):
+        s = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=s, src=p)
+        nl.store(dst=out[i], value=s)
+    nl.store(out[2], nl.load_transpose2d(x))
+    return out
+"""
+    run = _run(kernel_file, body, x=x, y=y)
+    assert run.outputs.tolist() == [[[4, 3], [6, 4]], [[1, 3], [2, 4]], [[1, 3], [2, 4]]]
+
+
+def test_a_helper_module_beside_the_kernel_gets_the_simulated_nki(kernel_file) -> None:
+    kernel_file(
+        "import nki.language as nl\n\ndef twice(t):\n    return nl.multiply(t, 2.0)\n", "helper.py"
+    )
+    body = """
+from helper import twice
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, twice(nl.load(x)))
+    return out
+"""
+    run = _run(kernel_file, body, x=np.array([[1.0, -2.0]], np.float32))
+    assert run.outputs.tolist() == [[2.0, -4.0]]
