@@ -97,7 +97,18 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
 # max-pool kernel torch for its reference). Neuron's bindings need the Neuron
 # runtime and the frameworks are not kernelopt's dependencies, so where they
 # are not installed a kernel file still loads; any use of them fails at its line.
-FRAMEWORK_ROOTS = ("torch", "torch_xla", "torch_neuronx", "jax", "jax_neuronx", "libneuronxla")
+# Host-side modules a kernel file imports for its runner (frameworks, Neuron's bindings,
+# model code and logging: the nki-samples rotary tutorial imports transformers and loguru).
+FRAMEWORK_ROOTS = (
+    "torch",
+    "torch_xla",
+    "torch_neuronx",
+    "jax",
+    "jax_neuronx",
+    "libneuronxla",
+    "transformers",
+    "loguru",
+)
 
 
 class _Absent(types.ModuleType):

@@ -252,3 +252,38 @@ def k(x):
     for shape, words in (("64, 2, 512", "partition axis"), ("128, 3, 100", "consecutive")):
         with pytest.raises(SimError, match=words):
             _run(kernel_file, body.replace("{shape}", shape), {"x": x})
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_a_row_reduction_lands_in_a_column_with_or_without_keepdims(kernel_file, keepdims):
+    """A [P, 1] destination holds the same values per partition as a [P] one; the public
+    tutorials write one without keepdims=True."""
+    body = f"""
+@nki.jit
+def k(x):
+    t = nl.ndarray((4, 3), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(t, x)
+    m = nl.ndarray((4, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(m, nl.maximum, t, axis=(1,), keepdims={keepdims})
+    out = nl.ndarray((4, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(out, m)
+    return out
+"""
+    x = np.array([[1, 7, 3], [-2, -5, -1], [0, 0, 4], [9, 8, 7]], np.float32)
+    run = _run(kernel_file, body, {"x": x})
+    np.testing.assert_array_equal(run.outputs, [[7], [-1], [4], [9]])
+
+
+def test_a_row_reduction_into_a_wrong_shape_says_which(kernel_file):
+    body = """
+@nki.jit
+def k(x):
+    t = nl.ndarray((4, 3), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(t, x)
+    m = nl.ndarray((4, 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(m, nl.maximum, t, axis=(1,))
+    return x
+"""
+    path, _ = kernel_file(HEADER + body)
+    with pytest.raises(SimError, match=r"shape mismatch: dst \(4, 2\), expected \(4,\)"):
+        run_kernel(path, {"x": np.zeros((4, 3), np.float32)})

@@ -72,6 +72,10 @@ def test_a_framework_import_beside_the_kernel_loads_where_it_is_not_installed(ke
     source = "import torch_xla.core.xla_model as xm\nfrom torch_neuronx import trace\n" + KERNEL
     if importlib.util.find_spec("torch") is None:
         source = "import torch\nimport torch.nn.functional as F\n" + source
+    if importlib.util.find_spec("loguru") is None:  # the rotary tutorial's host-side imports
+        source = "from loguru import logger\n" + source
+    if importlib.util.find_spec("transformers") is None:
+        source = "from transformers.models.llama import modeling_llama\n" + source
     path, _ = kernel_file(source)
     run = run_kernel(path, {"a": np.full((2, 4), 5.0, np.float32)})
     np.testing.assert_array_equal(run.outputs, np.full((2, 4), 5.0))
