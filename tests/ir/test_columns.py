@@ -178,18 +178,24 @@ INPUT_SPECS = {"x": ((256, 1024), "float32")}
 """
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_softmax_columns_render_and_compute_f_numpy(tmp_path: Path, seed: int) -> None:
+def _sampled_kernel_checked(tmp_path: Path, source: str, seed: int) -> str:
+    """A state drawn for the workload in ``source``, rendered and checked correct on the
+    simulator; the kernel's text."""
     path = tmp_path / "workload.py"
-    path.write_text(SOFTMAX)
+    path.write_text(source)
     w = load_workload(path)
-    ir = sample(build_ir(w.f_nkigym, w.input_specs, name="softmax"), random.Random(seed))
+    ir = sample(build_ir(w.f_nkigym, w.input_specs, name="k"), random.Random(seed))
     kernel = tmp_path / "kernel.py"
     kernel.write_text(render_ir(ir))
-    text = kernel.read_text()
-    assert "negate=True" in text and "nisa.reciprocal(" in text and "bias=sbuf_m[" in text
     report = check_kernel(kernel, w)
     assert report.correct, f"{report.error_kind}: {report.error}"
+    return kernel.read_text()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_softmax_columns_render_and_compute_f_numpy(tmp_path: Path, seed: int) -> None:
+    text = _sampled_kernel_checked(tmp_path, SOFTMAX, seed)
+    assert "negate=True" in text and "nisa.reciprocal(" in text and "bias=sbuf_m[" in text
 
 
 def test_fused_drain_reads_psum_and_pins_the_reduction() -> None:
@@ -315,13 +321,5 @@ INPUT_SPECS = {"x": ((256, 512), "float32"), "w": ((512, 256), "float32")}
 def test_an_rms_norm_written_with_sqrt_and_reciprocal_runs_correct(
     tmp_path: Path, seed: int
 ) -> None:
-    path = tmp_path / "workload.py"
-    path.write_text(RMS_SQRT)
-    w = load_workload(path)
-    ir = sample(build_ir(w.f_nkigym, w.input_specs, name="rms_sqrt"), random.Random(seed))
-    kernel = tmp_path / "kernel.py"
-    kernel.write_text(render_ir(ir))
-    text = kernel.read_text()
+    text = _sampled_kernel_checked(tmp_path, RMS_SQRT, seed)
     assert "op=nl.sqrt" in text and "op=nl.gelu_apprx_tanh" in text
-    report = check_kernel(kernel, w)
-    assert report.correct, f"{report.error_kind}: {report.error}"
