@@ -297,7 +297,7 @@ class HighLevelOps(Beta1Core):
         if src.ndim != 2:
             self.m.fail("isa", f"nl.load_transpose2d: 2-D tiles only, got {src.shape}")
         dst = self.new((src.shape[1], src.shape[0]), self._dtype(dtype, src.dtype))
-        self.isa.dma_transpose(dst, src)
+        self.isa.transpose_by_dma(dst, src, cast=True)
         return dst
 
     def store(self, dst: Any, value: Any, mask: Any = None) -> None:

@@ -60,6 +60,17 @@ class DmaCalls(IsaCore):
         oob_mode: Any = None,
         name: str | None = None,
     ) -> None:
+        # Beta 1's dma_transpose takes dtype=, "data type to cast the output type to"
+        # (the NKI reference of neuronxcc.nki): there the DMA casts.
+        cast = self.m.beta1 is not None
+        self.transpose_by_dma(dst, src, axes, dge_mode=dge_mode, cast=cast)
+
+    def transpose_by_dma(
+        self, dst: Any, src: Any, axes: Any = None, dge_mode: Any = None, cast: bool = False
+    ) -> None:
+        """``dma_transpose``; with ``cast`` the DMA converts to dst's dtype, as
+        ``load_transpose2d(dtype=)`` does in both APIs ("data type to cast the output
+        type to", nki.language.load_transpose2d, Trn2/Trn3 and neuronxcc.nki pages)."""
         m, op = self.m, "dma_transpose"
         dst = self._tile(op, "dst", dst)
         src = self._tile(op, "src", src)
@@ -75,9 +86,7 @@ class DmaCalls(IsaCore):
                 "isa",
                 f"{op}: axes {perm} not supported for a {src.ndim}-D tile (use {allowed[src.ndim]})",
             )
-        # Beta 1's dma_transpose and load_transpose2d take dtype=, "data type to cast
-        # the output type to" (the NKI reference of neuronxcc.nki): the DMA casts.
-        if dst.dtype != src.dtype and m.beta1 is None:
+        if dst.dtype != src.dtype and not cast:
             m.fail("isa", f"{op}: dtypes must match: dst {dst.dtype} vs src {src.dtype}")
         expected = tuple(src.shape[a] for a in perm)
         if dst.shape != expected:

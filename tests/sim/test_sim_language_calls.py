@@ -111,6 +111,29 @@ def k(x, y):
     assert run.outputs.tolist() == [[[4, 3], [6, 4]], [[1, 3], [2, 4]], [[1, 3], [2, 4]]]
 
 
+def test_load_transpose2d_casts_to_its_dtype_and_dma_transpose_does_not(kernel_file) -> None:
+    # 1 + 2^-10 is not a bf16: the cast rounds it to 1.
+    x = np.array([[1.0 + 2.0**-10, 2.0], [3.0, 4.0]], np.float32)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 2), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nl.store(out, nl.load_transpose2d(x, dtype=nl.bfloat16))
+    return out
+"""
+    path, _ = kernel_file(HEADER + body)
+    run = run_kernel(path, {"x": x}, precision="native")
+    assert np.asarray(run.outputs, np.float32).tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    refused = body.replace(
+        "nl.store(out, nl.load_transpose2d(x, dtype=nl.bfloat16))",
+        "t = nl.ndarray((2, 2), dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+        "    nisa.dma_transpose(dst=t, src=x)\n    nl.store(out, t)",
+    )
+    path, _ = kernel_file(HEADER + refused)
+    with pytest.raises(SimError, match="dtypes must match"):
+        run_kernel(path, {"x": x})
+
+
 def test_a_helper_module_beside_the_kernel_gets_the_simulated_nki(kernel_file) -> None:
     kernel_file(
         "import nki.language as nl\n\ndef twice(t):\n    return nl.multiply(t, 2.0)\n", "helper.py"
