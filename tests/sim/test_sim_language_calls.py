@@ -149,3 +149,19 @@ def k(x):
 """
     run = _run(kernel_file, body, x=np.array([[1.0, -2.0]], np.float32))
     assert run.outputs.tolist() == [[2.0, -4.0]]
+
+
+def test_psum_fmax_is_one_bank(kernel_file) -> None:
+    # The nki.language.tile_size page (Neuron SDK 2.33): psum_fmax is the "maximum free
+    # dimension per PSUM bank per partition, in FP32 elements": a 2 KiB bank holds 512.
+    body = """
+@nki.jit
+def k():
+    out = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=t[0:1, 0:1], value=nl.tile_size.psum_fmax)
+    nisa.memset(dst=t[0:1, 1:2], value=nl.tile_size.psum_bank_fmax)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    assert _run(kernel_file, body).outputs.tolist() == [[512.0, 512.0]]
