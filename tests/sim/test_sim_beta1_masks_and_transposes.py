@@ -42,3 +42,27 @@ def k(x):
         x=x,
     )
     assert r.outputs.tolist() == [[2.0, 4.0], [6.0, 8.0], [10.0, 12.0]]
+
+
+def test_a_pass_through_transpose_moves_unwritten_elements_only(kernel_file) -> None:
+    # A [4, 2] tile with rows 0-1 loaded and rows 2-3 never written, transposed by
+    # nc_matmul(is_transpose=True) against the identity: the written part lands as
+    # x.T in columns 0-1 (the nki.isa.nc_transpose page: this is the TensorE
+    # transpose, bit-accurate from NeuronCore-v3), the garbage only in columns 2-3.
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x, ident):
+    out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:4, 0:2]
+    t = nl.load(x[i_p, i_f], mask=i_p < 2)
+    r = nisa.nc_matmul(t, nl.load(ident), is_transpose=True)
+    nl.store(out, value=r[0:2, 0:2])
+    return out
+""",
+        x=x,
+        ident=np.eye(4, dtype=np.float32),
+    )
+    assert r.outputs.tolist() == [[1.0, 3.0], [2.0, 4.0]]
