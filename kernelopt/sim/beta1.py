@@ -42,7 +42,7 @@ import numpy as np
 from kernelopt.sim import indexing
 from kernelopt.sim.beta1_ops import HighLevelOps, LoopReduction
 from kernelopt.sim.beta1_skip import SKIPPED
-from kernelopt.sim.beta1_tiles import BlockArray, ParDim
+from kernelopt.sim.beta1_tiles import BlockArray, ParDim, placed_by
 from kernelopt.sim.language import BUFFERS
 from kernelopt.sim.tensor import Buffer, PlacedBuffer, Tile
 from kernelopt.sim.trace import Instruction
@@ -83,6 +83,8 @@ class Beta1(HighLevelOps):
                 fill,
             )
         address = (0, buffer.base) if isinstance(buffer, PlacedBuffer) else None
+        if isinstance(buffer, PlacedBuffer) and buffer.func is not None:
+            address = placed_by(self.m, buffer, (), shape, resolved)
         tile = self.m.allocate(
             tuple(int(d) for d in shape), resolved, buffer, name or None, address=address
         )

@@ -45,10 +45,13 @@ class PlacedBuffer(Buffer):
     """An on-chip buffer placed by hand (beta-1 ``nki.compiler.sbuf.mod_alloc`` /
     ``psum.mod_alloc``): ``base`` is the byte offset in each partition and
     ``tiles`` the physical copies per block axis, block ``i`` of an axis taking
-    copy ``i % tiles[axis]``."""
+    copy ``i % tiles[axis]``, or ``func`` places each block (``alloc(func)``)."""
 
     base: int = 0
     tiles: tuple[int, ...] = ()
+    # ``nki.compiler.sbuf.alloc(func)`` / ``psum.alloc(func)``: func(idx, pdim_size,
+    # fdim_bytes) places each block instead of base and tiles.
+    func: Any = None
 
 
 class Allocation:

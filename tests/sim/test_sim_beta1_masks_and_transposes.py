@@ -1,6 +1,7 @@
 """Beta-1 constructs public reference kernels lean on, each against a hand-computed
-result: a mask that keeps no index, and a TensorE pass-through transpose of a tile
-whose unwritten rows must not spoil the written ones."""
+result: a mask that keeps no index, a TensorE pass-through transpose of a tile whose
+unwritten rows must not spoil the written ones, and blocks placed by an allocation
+function."""
 
 from __future__ import annotations
 
@@ -66,3 +67,42 @@ def k(x, ident):
         ident=np.eye(4, dtype=np.float32),
     )
     assert r.outputs.tolist() == [[1.0, 3.0], [2.0, 4.0]]
+
+
+def test_alloc_places_each_block_where_its_function_says(kernel_file) -> None:
+    # nki.compiler.psum.alloc / sbuf.alloc (SDK 2.2x reference): func(idx, pdim_size,
+    # fdim_size) returns (bank, start partition, byte address) in PSUM and (start
+    # partition, byte address) in SBUF. Blocks 0 and 1 go to banks 5 and 2 (byte
+    # 10240 and 4096 of each partition) and to SBUF bytes 64 and 64 + 8: x @ I lands
+    # in both blocks, and 2 * x + 1 in the result.
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    r = run(
+        kernel_file,
+        """
+import functools
+import neuronxcc.nki.compiler as ncc
+
+def bank_of(banks, idx, pdim_size, fdim_size):
+    return (banks[idx[0]], 0, 0)
+
+def sbuf_at(idx, pdim_size, fdim_size):
+    return (0, 64 + idx[0] * fdim_size)
+
+@nki.jit
+def k(x, ident):
+    out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    ps = nl.ndarray((2, nl.par_dim(2), 2), dtype=nl.float32,
+                    buffer=ncc.psum.alloc(functools.partial(bank_of, banks=(5, 2))))
+    sb = nl.ndarray((2, nl.par_dim(2), 2), dtype=nl.float32, buffer=ncc.sbuf.alloc(sbuf_at))
+    for i in nl.affine_range(2):
+        ps[i] = nisa.nc_matmul(nl.load(ident), nl.load(x))
+        sb[i] = nl.copy(ps[i])
+    nl.store(out, value=nl.add(nl.add(sb[0], sb[1]), 1.0))
+    return out
+""",
+        x=x,
+        ident=np.eye(2, dtype=np.float32),
+    )
+    assert r.outputs.tolist() == [[3.0, 5.0], [7.0, 9.0]]
+    blocks = {a.name: a.address for a in r.allocations if a.name.endswith("]")}
+    assert sorted(blocks.values()) == [(0, 64), (0, 72), (0, 4096), (0, 10240)]
