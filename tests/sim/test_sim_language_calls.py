@@ -165,3 +165,27 @@ def k():
     return out
 """
     assert _run(kernel_file, body).outputs.tolist() == [[512.0, 512.0]]
+
+
+def test_a_relative_import_loads_the_package_module_with_the_simulated_nki(
+    kernel_file, tmp_path
+) -> None:
+    # Python's relative import: from pkg/ops/kernel.py, "..util.scale" is
+    # pkg/util/scale.py; its own "import nki.language" gets the simulated module.
+    for folder in ("pkg/util", "pkg/ops"):
+        (tmp_path / folder).mkdir(parents=True)
+    kernel_file("", "pkg/__init__.py")
+    kernel_file("import nki.language as nl\n\nFACTOR = 3.0\n", "pkg/util/scale.py")
+    body = """
+from ..util.scale import FACTOR, nl as helper_nl
+
+@nki.jit
+def k(x):
+    assert helper_nl is nl
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(x), FACTOR))
+    return out
+"""
+    path, _ = kernel_file(HEADER + body, "pkg/ops/kernel.py")
+    run = run_kernel(path, {"x": np.array([[1.0, -2.0]], np.float32)})
+    assert run.outputs.tolist() == [[3.0, -6.0]]
