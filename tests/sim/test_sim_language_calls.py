@@ -189,3 +189,20 @@ def k(x):
     path, _ = kernel_file(HEADER + body, "pkg/ops/kernel.py")
     run = run_kernel(path, {"x": np.array([[1.0, -2.0]], np.float32)})
     assert run.outputs.tolist() == [[3.0, -6.0]]
+
+
+def test_an_hbm_tensor_reshapes_as_a_view(kernel_file) -> None:
+    # The nki.language.NkiTensor page: reshape is a view sharing the storage. x (2, 2, 2)
+    # read as (4, 2) is rows [1, 2], [3, 4], [5, 6], [7, 8]; the doubled rows written
+    # through out's (4, 2) view land in out (2, 2, 2).
+    x = np.arange(1.0, 9.0, dtype=np.float32).reshape(2, 2, 2)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, 2), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.reshape((4, 2)))
+    nisa.dma_copy(dst=out.reshape((4, 2)), src=nl.multiply(t, 2.0))
+    return out
+"""
+    assert _run(kernel_file, body, x=x).outputs.tolist() == (2 * x).tolist()
