@@ -42,9 +42,9 @@ import numpy as np
 from kernelopt.sim import indexing
 from kernelopt.sim.beta1_ops import HighLevelOps, LoopReduction
 from kernelopt.sim.beta1_skip import SKIPPED
-from kernelopt.sim.beta1_tiles import BlockArray, ParDim
+from kernelopt.sim.beta1_tiles import BlockArray, ParDim, placed_by
 from kernelopt.sim.language import BUFFERS
-from kernelopt.sim.tensor import Buffer, PlacedBuffer, Tile
+from kernelopt.sim.tensor import Buffer, PlacedBuffer, Tile, reshape_hbm
 from kernelopt.sim.trace import Instruction
 
 _TENSOR_OPS = frozenset({"nc_matmul", "nc_transpose"})
@@ -83,6 +83,8 @@ class Beta1(HighLevelOps):
                 fill,
             )
         address = (0, buffer.base) if isinstance(buffer, PlacedBuffer) else None
+        if isinstance(buffer, PlacedBuffer) and buffer.func is not None:
+            address = placed_by(self.m, buffer, (), shape, resolved)
         tile = self.m.allocate(
             tuple(int(d) for d in shape), resolved, buffer, name or None, address=address
         )
@@ -116,23 +118,7 @@ class Beta1(HighLevelOps):
         )
 
     def reshape(self, tile: Tile, shape: tuple[int, ...]) -> Tile:
-        alloc = tile.alloc
-        whole = tile.bounds == tuple((0, n) for n in alloc.shape)
-        if alloc.buffer.on_chip or not whole:
-            self.m.fail("isa", f"reshape: only a whole HBM tensor can be reshaped, not {tile!r}")
-        if int(np.prod(shape)) != int(np.prod(alloc.shape)):
-            self.m.fail("isa", f"reshape: {alloc.shape} cannot become {shape}")
-        view = self.m.allocate(
-            shape,
-            alloc.dtype,
-            alloc.buffer,
-            alloc.name,
-            data=None if alloc.data is None else alloc.data.reshape(shape),
-            filled=True,
-        )
-        # Share the values and the initialised bits with the original tensor.
-        view.alloc.written = alloc.written.reshape(shape)
-        return view
+        return reshape_hbm(tile, shape)
 
     def broadcast_to(self, tile: Tile, shape: tuple[int, ...]) -> Tile:
         """``tile.broadcast_to(shape)``: along the free axes a VectorE copy; across

@@ -9,7 +9,8 @@ allocation" guide): ``nki.compiler.sbuf.mod_alloc(base_addr=, num_free_tiles=)``
 puts a block array's blocks at ``base_addr`` bytes into each partition,
 block ``i`` in physical copy ``i % num_free_tiles``;
 ``nki.compiler.psum.mod_alloc(base_bank=, num_bank_tiles=)`` does the same
-with whole 2 KiB PSUM banks. The simulator honours the placement: blocks
+with whole 2 KiB PSUM banks; ``sbuf.alloc(func)`` / ``psum.alloc(func)`` place each
+block where ``func`` says (``beta1_tiles.placed_by``). The simulator honours the placement: blocks
 sharing a copy are one buffer, so the kernel waits for the copy to be free
 (``kernelopt.sim.memory``, hand-placed allocations).
 """
@@ -57,13 +58,17 @@ def _psum_mod_alloc(
     return PlacedBuffer("psum", "psum", base=base, tiles=_tiles(num_bank_tiles))
 
 
+def _alloc(kind: str) -> Any:
+    return lambda func: PlacedBuffer(kind, kind, func=func)
+
+
 def build_compiler() -> types.ModuleType:
     compiler = types.ModuleType("neuronxcc.nki.compiler", "nki.compiler (beta 1) as simulated")
     compiler.sbuf = types.SimpleNamespace(
-        mod_alloc=_sbuf_mod_alloc, auto_alloc=lambda *a, **k: BUFFERS["sbuf"]
+        mod_alloc=_sbuf_mod_alloc, alloc=_alloc("sbuf"), auto_alloc=lambda *a, **k: BUFFERS["sbuf"]
     )
     compiler.psum = types.SimpleNamespace(
-        mod_alloc=_psum_mod_alloc, auto_alloc=lambda *a, **k: BUFFERS["psum"]
+        mod_alloc=_psum_mod_alloc, alloc=_alloc("psum"), auto_alloc=lambda *a, **k: BUFFERS["psum"]
     )
     compiler.__getattr__ = lambda name: directive  # type: ignore[attr-defined]
     return compiler

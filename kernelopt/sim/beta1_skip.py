@@ -3,7 +3,13 @@ index the simulator runs as an int. The NKI docs call ``mask`` "a compile-time c
 predicate that controls whether/how this instruction is executed": true, the call runs
 unmasked; false, nothing is issued and the call's result is ``SKIPPED``, which an
 assignment or ``+=`` then ignores (the public LoRA kernel guards its first-iteration
-work so)."""
+work so). An index-expression mask that holds for no index (``t * 128 + i_p < n`` on a
+row tile wholly past ``n``) is false the same way: the docs describe the mask only as
+what runs, and the masked-out part of a call is neither moved nor computed; the
+public kernel that needs it is aws-neuron/nki-samples
+``src/nki_samples/reference/allocated_fused_linear.py`` @23835a5, whose loop over
+pairs of 128-row tiles runs its second tile wholly masked when the row count holds an
+odd number of tiles."""
 
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from kernelopt.sim.indexing import Mask
 
 
 class Skipped:
@@ -26,9 +34,11 @@ SKIPPED = Skipped()
 
 
 def constant(mask: Any) -> bool | None:
-    """A mask that is a plain truth value, or None for an index-expression mask."""
+    """A mask that is a plain truth value or keeps no index; None for any other mask."""
     if isinstance(mask, bool | np.bool_):
         return bool(mask)
+    if isinstance(mask, Mask) and mask.is_box and mask.empty():
+        return False
     return None
 
 

@@ -83,6 +83,8 @@ class BlockArray:
         buffer = self.buffer
         if not isinstance(buffer, PlacedBuffer):
             return None
+        if buffer.func is not None:
+            return placed_by(self.beta.m, buffer, index, self.tile_shape, self.dtype)
         tiles = buffer.tiles + (1,) * (len(index) - len(buffer.tiles))
         copy = 0
         for i, n in zip(index, tiles, strict=False):
@@ -129,6 +131,28 @@ class BlockView:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self.array[self.prefix + (key if isinstance(key, tuple) else (key,))] = value
+
+
+def placed_by(
+    m: Any, buffer: PlacedBuffer, index: tuple[int, ...], shape: tuple[int, ...], dtype: np.dtype
+) -> tuple[int, int]:
+    """``alloc(func)`` (the nki.compiler.sbuf.alloc / psum.alloc pages, SDK 2.2x):
+    ``func(idx, pdim_size, fdim_size)``, the size in bytes per partition, returns
+    ``(start_partition, byte_addr)`` in SBUF and ``(bank, start_partition,
+    byte_addr)`` in PSUM, the byte address within the bank. The arguments go by
+    keyword: nki-samples reference/allocated_attention.py (@0f86bb6) binds its
+    bank map first with ``functools.partial(psum_addr, bank_map=...)``."""
+    per_partition = int(np.prod(shape[1:])) * dtype.itemsize
+    place = buffer.func(idx=index, pdim_size=shape[0], fdim_size=per_partition)
+    place = tuple(int(v) for v in place)
+    if buffer.kind == "psum":
+        if len(place) != 3:
+            m.fail("isa", f"psum.alloc func must return (bank, partition, addr), got {place}")
+        bank, part, addr = place
+        return (part, bank * m.params.psum_bank_bytes + addr)
+    if len(place) != 2:
+        m.fail("isa", f"sbuf.alloc func must return (partition, addr), got {place}")
+    return (place[0], place[1])
 
 
 def clip_like(value: Any, mask: Any, shape: tuple[int, ...]) -> Any:

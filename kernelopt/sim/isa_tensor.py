@@ -52,7 +52,7 @@ class TensorCalls(IsaCore):
             else:
                 old = m.read(dst, op)
         if a is not None and b is not None:
-            prod = a.T @ b
+            prod = _transposed(a, b) if is_transpose else a.T @ b
             if acc and partial:
                 prod = np.where(written, old + prod, prod)
             elif acc:
@@ -148,3 +148,16 @@ class TensorCalls(IsaCore):
             transpose=unit == "tensor",
             macs=0,
         )
+
+
+def _transposed(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a.T @ b`` for a pass-through transpose (``b`` the identity): a NaN (an
+    unwritten element) lands only where the identity moves it, not on its whole row.
+    The nki.isa.nc_transpose page: a TensorE transpose is nc_matmul with
+    is_transpose=True and, from NeuronCore-v3, "bit-accurate"."""
+    nan = np.isnan(a)
+    if not nan.any():
+        return a.T @ b
+    prod = np.where(nan, 0.0, a).T @ b
+    prod[(nan.T.astype(np.float32) @ (b != 0)) > 0] = np.nan
+    return prod

@@ -56,7 +56,10 @@ class TileSize:
     gemm_stationary_fmax: int
     gemm_moving_fmax: int
     psum_bank_fmax: int  # fp32 values per partition in one PSUM bank
-    psum_fmax: int  # fp32 values per partition in all of PSUM
+    # psum_fmax is one bank too: the nki.language.tile_size page (Neuron SDK
+    # 2.33) reads "Maximum free dimension per PSUM bank per partition, in FP32
+    # elements" ("despite the name", deprecated for psum_bank_fmax).
+    psum_fmax: int
     bn_stats_fmax: int = 512  # nki.isa.bn_stats input free size limit
 
 
@@ -133,7 +136,7 @@ def build_language(machine: Machine, isa: Isa) -> types.ModuleType:
         gemm_stationary_fmax=p.stationary_fmax,
         gemm_moving_fmax=p.moving_fmax,
         psum_bank_fmax=p.psum_bank_bytes // 4,
-        psum_fmax=p.psum_partition_bytes // 4,
+        psum_fmax=p.psum_bank_bytes // 4,
     )
     module.affine_range = _range
     module.sequential_range = _range

@@ -127,25 +127,51 @@ class _Absent(types.ModuleType):
         )
 
 
+def _relative_target(name: str, globals: Mapping[str, Any] | None, level: int) -> Path | None:
+    """Where ``from <level dots><name> import ...`` points from the importing file: its
+    folder, ``level - 1`` folders up, then ``name``'s parts (Python's relative imports;
+    nki-library kernels import their package's utils so, ``from ..utils.x import y``)."""
+    file = (globals or {}).get("__file__")
+    if not file:
+        return None
+    base = Path(file).parent
+    for _ in range(level - 1):
+        base = base.parent
+    return base.joinpath(*[p for p in name.split(".") if p])
+
+
 def kernel_builtins(
     modules: Mapping[str, types.ModuleType], directory: Path | None = None
 ) -> dict[str, Any]:
     """The kernel's builtins; a module file in ``directory`` (the kernel's folder,
-    which Python puts first on the path of a script run from there) is run with
-    these same builtins, once per run, so its own ``import nki`` gets this run's
-    modules (the nki-samples attention tutorial imports its softmax helper so)."""
+    which Python puts first on the path of a script run from there), or one a
+    relative import names, is run with these same builtins, once per run, so its
+    own ``import nki`` gets this run's modules (the nki-samples attention tutorial
+    imports its softmax helper so)."""
     real_import = builtins.__import__
-    siblings: dict[str, types.ModuleType] = {}
+    loaded: dict[Path, types.ModuleType] = {}
 
-    def sibling(name: str) -> types.ModuleType | None:
-        path = None if directory is None or "." in name else directory / f"{name}.py"
-        if path is None or not path.is_file():
+    def load(target: Path) -> types.ModuleType | None:
+        path = target / "__init__.py" if target.is_dir() else target.with_suffix(".py")
+        if not target.is_dir() and not path.is_file():
             return None
-        if name not in siblings:
-            module = siblings[name] = types.ModuleType(name)
+        if path not in loaded:
+            module = loaded[path] = types.ModuleType(target.name)
             module.__dict__.update({"__file__": str(path), "__builtins__": namespace})
-            exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
-        return siblings[name]
+            if path.is_file():
+                exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+        return loaded[path]
+
+    def relative(name: str, globals: Any, fromlist: Any, level: int) -> types.ModuleType:
+        target = _relative_target(name, globals, level)
+        module = load(target) if target is not None else None
+        if module is None:
+            raise ImportError(f"relative import {'.' * level}{name}: no module file found")
+        for item in fromlist or ():
+            sub = None if hasattr(module, item) else load(target / item)
+            if sub is not None:
+                setattr(module, item, sub)
+        return module
 
     def sim_import(
         name: str,
@@ -164,13 +190,14 @@ def kernel_builtins(
             if root == "neuronxcc":
                 modules["neuronxcc"]._kernelopt_enable()
             return modules[name] if fromlist else modules[root]
-        local = sibling(name) if level == 0 else None
-        if local is not None:
-            return local
+        if level > 0:
+            return relative(name, globals, fromlist, level)
+        if directory is not None and "." not in name and (directory / f"{name}.py").is_file():
+            return load(directory / name)
         try:
             return real_import(name, globals, locals, fromlist or (), level)
         except ModuleNotFoundError:
-            if level != 0 or root not in FRAMEWORK_ROOTS:
+            if root not in FRAMEWORK_ROOTS:
                 raise
             module = _Absent(root)
             return module if not fromlist else _Absent(name)

@@ -45,10 +45,13 @@ class PlacedBuffer(Buffer):
     """An on-chip buffer placed by hand (beta-1 ``nki.compiler.sbuf.mod_alloc`` /
     ``psum.mod_alloc``): ``base`` is the byte offset in each partition and
     ``tiles`` the physical copies per block axis, block ``i`` of an axis taking
-    copy ``i % tiles[axis]``."""
+    copy ``i % tiles[axis]``, or ``func`` places each block (``alloc(func)``)."""
 
     base: int = 0
     tiles: tuple[int, ...] = ()
+    # ``nki.compiler.sbuf.alloc(func)`` / ``psum.alloc(func)``: func(idx, pdim_size,
+    # fdim_bytes) places each block instead of base and tiles.
+    func: Any = None
 
 
 class Allocation:
@@ -363,10 +366,12 @@ class Tile:
     def reshape(self, shape: Any) -> Tile:
         """A reshaped view: on chip, this tile with its free axes split (``[128, 512]``
         as ``[128, 4, 128]``, the four 128-column blocks a DMA transpose moves at
-        once); a whole HBM tensor reshaped (beta-1 kernels reshape their inputs)."""
+        once); a whole HBM tensor reshaped (kernels of both APIs reshape their inputs)."""
         if self.alloc.buffer.on_chip:
             return self._split_free_axes(tuple(int(d) for d in shape))
-        return self._beta1("reshape").reshape(self, tuple(shape))
+        # The current API too: the nki.language.NkiTensor page (Trn2/Trn3) lists reshape
+        # among the view operations that "share the same underlying storage".
+        return reshape_hbm(self, tuple(int(d) for d in shape))
 
     def _split_free_axes(self, shape: tuple[int, ...]) -> Tile:
         """The same box seen with each free axis split into consecutive axes, in
@@ -410,3 +415,24 @@ class Tile:
 
     def _fail(self, message: str) -> None:
         self.alloc.machine.fail("isa", message)
+
+
+def reshape_hbm(tile: Tile, shape: tuple[int, ...]) -> Tile:
+    """A whole HBM tensor seen with another shape, sharing its values and initialised
+    bits (``t.reshape(shape)`` on an HBM tensor)."""
+    alloc, m = tile.alloc, tile.alloc.machine
+    whole = tile.bounds == tuple((0, n) for n in alloc.shape)
+    if alloc.buffer.on_chip or not whole:
+        m.fail("isa", f"reshape: only a whole HBM tensor can be reshaped, not {tile!r}")
+    if int(np.prod(shape)) != int(np.prod(alloc.shape)):
+        m.fail("isa", f"reshape: {alloc.shape} cannot become {shape}")
+    view = m.allocate(
+        shape,
+        alloc.dtype,
+        alloc.buffer,
+        alloc.name,
+        data=None if alloc.data is None else alloc.data.reshape(shape),
+        filled=True,
+    )
+    view.alloc.written = alloc.written.reshape(shape)
+    return view

@@ -149,3 +149,60 @@ def k(x):
 """
     run = _run(kernel_file, body, x=np.array([[1.0, -2.0]], np.float32))
     assert run.outputs.tolist() == [[2.0, -4.0]]
+
+
+def test_psum_fmax_is_one_bank(kernel_file) -> None:
+    # The nki.language.tile_size page (Neuron SDK 2.33): psum_fmax is the "maximum free
+    # dimension per PSUM bank per partition, in FP32 elements": a 2 KiB bank holds 512.
+    body = """
+@nki.jit
+def k():
+    out = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=t[0:1, 0:1], value=nl.tile_size.psum_fmax)
+    nisa.memset(dst=t[0:1, 1:2], value=nl.tile_size.psum_bank_fmax)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    assert _run(kernel_file, body).outputs.tolist() == [[512.0, 512.0]]
+
+
+def test_a_relative_import_loads_the_package_module_with_the_simulated_nki(
+    kernel_file, tmp_path
+) -> None:
+    # Python's relative import: from pkg/ops/kernel.py, "..util.scale" is
+    # pkg/util/scale.py; its own "import nki.language" gets the simulated module.
+    for folder in ("pkg/util", "pkg/ops"):
+        (tmp_path / folder).mkdir(parents=True)
+    kernel_file("", "pkg/__init__.py")
+    kernel_file("import nki.language as nl\n\nFACTOR = 3.0\n", "pkg/util/scale.py")
+    body = """
+from ..util.scale import FACTOR, nl as helper_nl
+
+@nki.jit
+def k(x):
+    assert helper_nl is nl
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(x), FACTOR))
+    return out
+"""
+    path, _ = kernel_file(HEADER + body, "pkg/ops/kernel.py")
+    run = run_kernel(path, {"x": np.array([[1.0, -2.0]], np.float32)})
+    assert run.outputs.tolist() == [[3.0, -6.0]]
+
+
+def test_an_hbm_tensor_reshapes_as_a_view(kernel_file) -> None:
+    # The nki.language.NkiTensor page: reshape is a view sharing the storage. x (2, 2, 2)
+    # read as (4, 2) is rows [1, 2], [3, 4], [5, 6], [7, 8]; the doubled rows written
+    # through out's (4, 2) view land in out (2, 2, 2).
+    x = np.arange(1.0, 9.0, dtype=np.float32).reshape(2, 2, 2)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, 2), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.reshape((4, 2)))
+    nisa.dma_copy(dst=out.reshape((4, 2)), src=nl.multiply(t, 2.0))
+    return out
+"""
+    assert _run(kernel_file, body, x=x).outputs.tolist() == (2 * x).tolist()
