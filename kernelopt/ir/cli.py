@@ -60,13 +60,15 @@ def ir_group() -> None:
 @click.argument("workload", type=_FILE)
 def show(workload: Path) -> None:
     """Print the IR of WORKLOAD (dimensions, buffers, operators, default knobs)
-    for every rewrite variant.
+    for every rewrite variant, after the workload's roofline on trn2 (the time no
+    kernel of it beats: what roofline_percent divides by).
 
     \b
     Example:
         kernelopt ir show ir/matmul_lhs_rhs/workload.py
     """
     base = _base(workload)
+    click.echo(_roofline_line(workload))
     for name, variant in enumerate_rewrite_combinations(base, list(REWRITES.values())):
         click.echo(f"== {name}")
         click.echo(repr(variant))
@@ -77,6 +79,22 @@ def show(workload: Path) -> None:
                 click.echo(f"    {f.check}({f.buffer}): {f.detail}")
             if len(broken) > SHOWN_FAILURES:
                 click.echo(f"    ... and {len(broken) - SHOWN_FAILURES} more")
+
+
+def _roofline_line(workload: Path) -> str:
+    """The time no kernel of the workload beats on trn2 (the roofline the
+    ``roofline_percent`` metric divides by), and its three parts."""
+    from kernelopt.ir.mac import roofline_work
+    from kernelopt.sim.roofline import PeakRates, roofline
+    from kernelopt.sim.trn2 import DEFAULT_PARAMS
+
+    w = load_workload(workload)
+    r = roofline(roofline_work(w.f_nkigym, w.input_specs), PeakRates.of(DEFAULT_PARAMS))
+    return (
+        f"roofline on trn2: {r.time_s * 1e6:.2f} us, {r.bound.replace('_', '/')}-bound "
+        f"(tensor {r.tensor_s * 1e6:.2f} us, vector/scalar {r.vector_scalar_s * 1e6:.2f} us, "
+        f"hbm {r.hbm_s * 1e6:.2f} us); a kernel at T us reaches 100 x {r.time_s * 1e6:.2f} / T %"
+    )
 
 
 @ir_group.command("validate")

@@ -36,6 +36,23 @@ def test_show_prints_each_variant() -> None:
     assert "physical_buffers:" in result.output and "psum_lhs_T" in result.output
 
 
+def test_show_prints_the_workloads_roofline_first(tmp_path: Path) -> None:
+    # exp over 256 x 512 bf16: 2 x 262,144 bytes to and from HBM at 368 B/ns = 1.42 us;
+    # 131,072 elements on ScalarE alone at 128 x 1.2 GHz = 0.85 us; no matmul.
+    path = tmp_path / "exp.py"
+    path.write_text(
+        "from kernelopt.ir import NKIActivation\n\n"
+        "def f_nkigym(x):\n    return NKIActivation(op='exp')(data=x)\n\n"
+        "def f_numpy(x):\n    import numpy as np\n    return np.exp(x)\n\n"
+        "INPUT_SPECS = {'x': ((256, 512), 'bfloat16')}\n"
+    )
+    result = run("show", path)
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[0]
+    assert first.startswith("roofline on trn2: 1.42 us, hbm-bound")
+    assert "tensor 0.00 us, vector/scalar 0.85 us, hbm 1.42 us" in first
+
+
 def test_validate_accepts_the_shipped_knobs() -> None:
     result = run("validate", MATMUL / "knobs.json", "--workload", MATMUL / "workload.py")
     assert result.exit_code == 0 and "valid" in result.output
