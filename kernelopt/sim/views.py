@@ -141,7 +141,7 @@ def reshape_view(tile: Tile, shape: tuple[int, ...]) -> Tile:
     if math.prod(shape) != flat.size:
         tile._fail(f"reshape: {tile.shape} cannot become {shape}")
     if tile.alloc.buffer.on_chip and (not shape or shape[0] != tile.shape[0]):
-        tile._fail(f"reshape: {tile.shape} -> {shape} must keep the partition dim")
+        tile._fail(f"reshape: {tile.shape} -> {shape} must keep the partition axis (dim 0)")
     return _merged(tile, flat, shape, "reshape")
 
 
