@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -90,6 +91,12 @@ def _address(machine: Machine, address: Any) -> tuple[int, ...] | None:
     return values
 
 
+class NKIObject:
+    """``nki.language.NKIObject``: "Base class for NKI kernel dataclasses and configuration
+    objects" (nki.language API reference); kernel classes derive from it (the attention
+    tutorial's ``MemManager``, nki-library's ``TensorView``) and work as Python classes."""
+
+
 def build_language(machine: Machine, isa: Isa) -> types.ModuleType:
     module = types.ModuleType("nki.language", "nki.language as simulated by kernelopt")
 
@@ -126,6 +133,14 @@ def build_language(machine: Machine, isa: Isa) -> types.ModuleType:
 
     module.ndarray = ndarray
     module.zeros = zeros
+    # The nki.language.NkiTensor page: the tensor type nl.ndarray returns (kernels
+    # annotate with it and test isinstance).
+    module.NkiTensor = Tile
+    module.NKIObject = NKIObject
+    # nki.language.no_reorder: "Prevent the scheduler from reordering operations in
+    # this region" (a context manager); it changes the order, not the values, and
+    # the simulated timeline does not follow it.
+    module.no_reorder = contextlib.nullcontext
     # nl.par_dim marks the partition axis in older kernels; the first axis
     # is the partition axis either way.
     module.par_dim = lambda size: size

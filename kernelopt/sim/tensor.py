@@ -8,6 +8,7 @@ writes the data.
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import numpy as np
 from kernelopt.sim.access import as_column, indirect, pattern_view, resolve
 from kernelopt.sim.indexing import IndexExpr, Mask
 from kernelopt.sim.masking import clip
+from kernelopt.sim.views import NkiTensorViews, index_view, reshape_view
 
 if TYPE_CHECKING:
     from kernelopt.sim.machine import Machine
@@ -90,7 +92,7 @@ class Allocation:
         return f"{self.buffer.kind} tensor {self.name!r} {self.shape} allocated at line {self.line}"
 
 
-class Tile:
+class Tile(NkiTensorViews):
     """A view of an allocation, as produced by ``nl.ndarray`` and basic indexing.
 
     ``view`` (beta-1 accesses only, see ``kernelopt.sim.access``) gives the
@@ -252,6 +254,8 @@ class Tile:
             units = zip(key, self.shape, strict=False)
             if all(k == slice(None) or (k == 0 and d == 1) for k, d in units):
                 return self
+            if self.alloc.machine.beta1 is None:
+                return index_view(self, key)  # the current API's NkiTensor views index too
             self._fail(f"a beta-1 access {self!r} cannot be indexed again; index the tensor once")
         if len(key) > n:
             self._fail(f"too many indices ({len(key)}) for a tile of shape {self.shape}")
@@ -260,6 +264,11 @@ class Tile:
             return indirect(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
             return resolve(self, key)
+        if self.alloc.machine.beta1 is None and any(
+            isinstance(k, slice) and k.step not in (None, 1) for k in key
+        ):
+            # nki.language.NkiTensor page, slice: t.slice(1, a, b, s) is t[:, a:b:s].
+            return index_view(self, key)
         bounds = list(self.bounds)
         kept: list[int] = []
         for pos, (axis, k) in enumerate(zip(self.kept, key, strict=True)):
@@ -367,11 +376,16 @@ class Tile:
         """A reshaped view: on chip, this tile with its free axes split (``[128, 512]``
         as ``[128, 4, 128]``, the four 128-column blocks a DMA transpose moves at
         once); a whole HBM tensor reshaped (kernels of both APIs reshape their inputs)."""
+        shape = tuple(int(d) for d in shape)
+        plain = self.view_map is None and self.coords is None
+        if self.alloc.machine.beta1 is None and not (plain and _simple_reshape(self, shape)):
+            # nki.language.NkiTensor page, reshape: any view, any layout that allows it.
+            return reshape_view(self, shape)
         if self.alloc.buffer.on_chip:
-            return self._split_free_axes(tuple(int(d) for d in shape))
+            return self._split_free_axes(shape)
         # The current API too: the nki.language.NkiTensor page (Trn2/Trn3) lists reshape
         # among the view operations that "share the same underlying storage".
-        return reshape_hbm(self, tuple(int(d) for d in shape))
+        return reshape_hbm(self, shape)
 
     def _split_free_axes(self, shape: tuple[int, ...]) -> Tile:
         """The same box seen with each free axis split into consecutive axes, in
@@ -415,6 +429,17 @@ class Tile:
 
     def _fail(self, message: str) -> None:
         self.alloc.machine.fail("isa", message)
+
+
+def _simple_reshape(tile: Tile, shape: tuple[int, ...]) -> bool:
+    """Whether a whole HBM tensor is reshaped, or an on-chip tile's free axes are only
+    split (the two reshapes kept as a reshaped allocation and a box)."""
+    if not tile.alloc.buffer.on_chip:
+        return tile.bounds == tuple((0, n) for n in tile.alloc.shape)
+    if not shape or shape[0] != tile.shape[0]:
+        return False
+    cuts = set(itertools.accumulate(tile.shape[1:], operator.mul))
+    return cuts <= set(itertools.accumulate(shape[1:], operator.mul))
 
 
 def reshape_hbm(tile: Tile, shape: tuple[int, ...]) -> Tile:

@@ -206,3 +206,32 @@ def k(x):
     return out
 """
     assert _run(kernel_file, body, x=x).outputs.tolist() == (2 * x).tolist()
+
+
+def test_kernel_classes_the_tensor_type_and_no_reorder(kernel_file) -> None:
+    # A configuration class on nl.NKIObject holds the scale 3; the loaded tile is an
+    # nl.NkiTensor; inside nl.no_reorder() the kernel computes 3 x + 1 as usual.
+    x = np.array([[1.0, 2.0]], np.float32)
+    body = """
+class Cfg(nl.NKIObject):
+    scale = 3.0
+
+    def __init__(self, bias):
+        self.bias = bias
+
+
+@nki.jit
+def k(x):
+    cfg = Cfg(1.0)
+    out = nl.ndarray((1, 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 2), dtype=x.dtype, buffer=nl.sbuf)
+    assert isinstance(t, nl.NkiTensor) and isinstance(cfg, nl.NKIObject)
+    with nl.no_reorder():
+        nisa.dma_copy(dst=t, src=x)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=cfg.scale,
+                           op1=nl.add, operand1=cfg.bias)
+        nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    run = _run(kernel_file, body, x=x)
+    assert run.outputs.tolist() == [[4.0, 7.0]]

@@ -1,0 +1,291 @@
+"""The current API's ``NkiTensor`` view methods: ``permute``, ``select``, ``slice``,
+``expand_dim``, ``squeeze_dim``, ``broadcast``, ``flatten_dims``, ``reshape_dim``,
+``reshape``, ``rearrange``, ``is_contiguous``, ``is_indirect`` and ``view``.
+
+All follow the nki.language.NkiTensor reference page (NKI API reference,
+``nki/api/generated/nki.language.NkiTensor.html``, Trn2/Trn3), which says: "All view
+operations (slice, permute, reshape, etc.) return new NkiTensor objects that share the
+same underlying storage — no data is copied", and gives each method's constraints
+(mostly: on chip, dim 0 is the partition dimension and stays where it is).
+
+A view is kept as a gathered tile (``Tile.coords``): its elements' offsets into the
+allocation, arranged in the view's shape. Each method rearranges those offsets as numpy
+rearranges an array, so views compose and ISA calls read and write them like any
+other access. Methods that merge dimensions (``reshape``, ``flatten_dims``,
+``rearrange``) fail, as the page says, where the result is no longer one access
+pattern (``[[stride, count], ...]``) over the storage.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from kernelopt.sim.tensor import Tile
+
+
+def offsets(tile: Tile) -> np.ndarray:
+    """The tile's elements as flat offsets into its allocation, in the tile's shape."""
+    if tile.coords is not None:
+        return tile.flat()
+    shape = tile.alloc.shape
+    kept = tile.kept
+    flat = np.zeros((1,) * len(kept), dtype=np.int64)
+    for axis, (lo, hi) in enumerate(tile.bounds):
+        stride = math.prod(shape[axis + 1 :])
+        if axis in kept:
+            run = [1] * len(kept)
+            run[kept.index(axis)] = hi - lo
+            flat = flat + (lo + np.arange(hi - lo, dtype=np.int64)).reshape(run) * stride
+        else:
+            flat = flat + lo * stride
+    # A reshaped on-chip tile (view_map) holds its box's elements in row-major order.
+    return flat.reshape(tile.shape)
+
+
+def pattern(flat: np.ndarray) -> list[list[int]] | None:
+    """``[[stride, count], ...]`` reading ``flat`` from its first element, or None if
+    no single access pattern does (a size-1 dimension gets stride 0)."""
+    if flat.size == 0:
+        return None
+    base = int(flat.reshape(-1)[0])
+    entries: list[list[int]] = []
+    rebuilt = np.full(flat.shape, base, dtype=np.int64)
+    for axis, count in enumerate(flat.shape):
+        step = 0
+        if count > 1:
+            at = [0] * flat.ndim
+            at[axis] = 1
+            step = int(flat[tuple(at)]) - base
+            run = [1] * flat.ndim
+            run[axis] = count
+            rebuilt = rebuilt + step * np.arange(count, dtype=np.int64).reshape(run)
+        entries.append([step, count])
+    return entries if np.array_equal(rebuilt, flat) else None
+
+
+def make_view(tile: Tile, flat: np.ndarray, what: str) -> Tile:
+    """A tile reading the allocation's elements at ``flat`` (offsets, in the view's shape)."""
+    from kernelopt.sim.tensor import Tile
+
+    alloc = tile.alloc
+    flat = np.ascontiguousarray(flat, dtype=np.int64)
+    coords = tuple(np.unravel_index(flat, alloc.shape))
+    if alloc.buffer.on_chip and flat.ndim > 1:
+        # On chip, dim 0 walks the partitions: the rest of a row stays in one partition.
+        first = coords[0][(slice(None),) + (slice(0, 1),) * (flat.ndim - 1)]
+        if (coords[0] != first).any():
+            tile._fail(f"{what}: on chip dim 0 must stay the partition dimension")
+    bounds = tuple((int(c.min()), int(c.max()) + 1) for c in coords)
+    return Tile(alloc, bounds, tuple(range(len(alloc.shape))), False, (flat.shape, None), coords)
+
+
+def _source(tile: Tile, what: str) -> np.ndarray:
+    if tile.alloc.machine.beta1 is not None:
+        tile._fail(f"{what}: the NkiTensor view methods are the current API's (import nki)")
+    if tile.via is not None or tile.holes is not None or tile.loose:
+        tile._fail(f"{what}: a view of an indirect or masked access is not simulated")
+    return offsets(tile)
+
+
+def _dim(tile: Tile, dim: Any, what: str, ndim: int | None = None) -> int:
+    n = tile.ndim if ndim is None else ndim
+    d = tile._int(dim)
+    if not 0 <= d < n:
+        tile._fail(f"{what}: dim {d} is out of range for a {n}-D view of shape {tile.shape}")
+    return d
+
+
+def _not_partition(tile: Tile, dim: int, what: str) -> None:
+    if tile.alloc.buffer.on_chip and dim == 0:
+        tile._fail(f"{what}: on chip dim 0 is the partition dimension and cannot change")
+
+
+def _merged(tile: Tile, flat: np.ndarray, shape: tuple[int, ...], what: str) -> Tile:
+    out = flat.reshape(shape)
+    if pattern(out) is None:
+        tile._fail(f"{what}: the layout of {tile!r} is not contiguous across the merged dims")
+    return make_view(tile, out, what)
+
+
+def index_view(tile: Tile, key: tuple[Any, ...]) -> Tile:
+    """Basic indexing (ints, slices with a step >= 1) of a view, or a strided slice of
+    a tensor: ``t.slice(1, a, b, s)`` is ``t[:, a:b:s]`` (the ``slice`` entry)."""
+    flat = _source(tile, "indexing")
+    if len(key) > tile.ndim:
+        tile._fail(f"too many indices ({len(key)}) for a view of shape {tile.shape}")
+    index: list[Any] = []
+    for pos, (k, size) in enumerate(zip(key, tile.shape, strict=False)):
+        if isinstance(k, slice):
+            step = 1 if k.step is None else tile._int(k.step)
+            start = 0 if k.start is None else tile._int(k.start)
+            stop = size if k.stop is None else tile._int(k.stop)
+            if step < 1 or not 0 <= start < stop <= size:
+                tile._fail(f"slice [{start}:{stop}:{step}] on axis {pos} of a view {tile.shape}")
+            index.append(slice(start, stop, step))
+        else:
+            i = tile._int(k)
+            if not 0 <= i < size:
+                tile._fail(f"out-of-bounds index {i} on axis {pos} of a view {tile.shape}")
+            index.append(i)
+    return make_view(tile, flat[tuple(index)], "indexing")
+
+
+def reshape_view(tile: Tile, shape: tuple[int, ...]) -> Tile:
+    """``t.reshape(shape)``: the view's elements, row-major, in another shape. Fails if
+    the layout cannot take it (after a permute or a strided slice), as the page says."""
+    flat = _source(tile, "reshape")
+    if math.prod(shape) != flat.size:
+        tile._fail(f"reshape: {tile.shape} cannot become {shape}")
+    if tile.alloc.buffer.on_chip and (not shape or shape[0] != tile.shape[0]):
+        tile._fail(f"reshape: {tile.shape} -> {shape} must keep the partition axis (dim 0)")
+    return _merged(tile, flat, shape, "reshape")
+
+
+def _group(entry: Any) -> tuple[str, ...]:
+    return (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def _split_sizes(tile: Tile, src: tuple[Any, ...], fixed: dict[str, Any]) -> dict[str, int]:
+    """Each name's size: a group's names multiply to its dim, one of them inferred."""
+    sizes: dict[str, int] = {}
+    for entry, size in zip(src, tile.shape, strict=True):
+        group = _group(entry)
+        known = {n: int(fixed[n]) for n in group if n in fixed and int(fixed[n]) != -1}
+        unknown = [n for n in group if n not in known]
+        if len(unknown) == 1 and len(group) == 1:
+            known[unknown[0]] = size
+        elif len(unknown) == 1:
+            rest = math.prod(known.values())
+            known[unknown[0]] = size // rest if rest and size % rest == 0 else -1
+        if len(known) != len(group) or math.prod(known.values()) != size:
+            tile._fail(f"rearrange: the sizes of {entry} do not split dim size {size}")
+        sizes.update(known)
+    return sizes
+
+
+class NkiTensorViews:
+    """The view methods a ``Tile`` has in the current API (see the module docstring)."""
+
+    __slots__ = ()
+
+    def permute(self: Any, dims: Any) -> Tile:
+        flat = _source(self, "permute")
+        order = tuple(self._int(d) for d in dims)
+        if sorted(order) != list(range(self.ndim)):
+            self._fail(f"permute: {order} is not a permutation of the {self.ndim} dims")
+        if self.alloc.buffer.on_chip and order[0] != 0:
+            self._fail(f"permute: on chip dims[0] must be 0 (the partition dim), got {order}")
+        return make_view(self, flat.transpose(order), "permute")
+
+    def select(self: Any, dim: Any, index: Any) -> Tile:
+        from kernelopt.sim.tensor import Tile
+
+        flat = _source(self, "select")
+        if isinstance(index, Tile):
+            self._fail("select: a dynamic select (an index tensor) is not simulated")
+        d = _dim(self, dim, "select")
+        i = self._int(index)
+        if not 0 <= i < self.shape[d]:
+            self._fail(f"select: index {i} out of range for dim {d} of size {self.shape[d]}")
+        return make_view(self, flat.take(i, axis=d), "select")
+
+    def slice(self: Any, dim: Any, start: Any, end: Any, step: Any = 1) -> Tile:
+        d = _dim(self, dim, "slice")
+        key = [slice(None)] * self.ndim
+        key[d] = slice(self._int(start), self._int(end), self._int(step))
+        return index_view(self, tuple(key))
+
+    def expand_dim(self: Any, dim: Any) -> Tile:
+        flat = _source(self, "expand_dim")
+        d = _dim(self, dim, "expand_dim", self.ndim + 1)
+        _not_partition(self, d, "expand_dim")
+        return make_view(self, np.expand_dims(flat, d), "expand_dim")
+
+    def squeeze_dim(self: Any, dim: Any) -> Tile:
+        flat = _source(self, "squeeze_dim")
+        d = _dim(self, dim, "squeeze_dim")
+        _not_partition(self, d, "squeeze_dim")
+        if self.shape[d] != 1:
+            self._fail(f"squeeze_dim: dim {d} has size {self.shape[d]}, not 1")
+        return make_view(self, np.squeeze(flat, axis=d), "squeeze_dim")
+
+    def broadcast(self: Any, dim: Any, size: Any) -> Tile:
+        flat = _source(self, "broadcast")
+        d = _dim(self, dim, "broadcast")
+        _not_partition(self, d, "broadcast")
+        if self.shape[d] != 1:
+            self._fail(f"broadcast: dim {d} has size {self.shape[d]}, not 1")
+        shape = list(self.shape)
+        shape[d] = self._int(size)
+        return make_view(self, np.broadcast_to(flat, tuple(shape)), "broadcast")
+
+    def flatten_dims(self: Any, start_dim: Any, end_dim: Any) -> Tile:
+        flat = _source(self, "flatten_dims")
+        a = _dim(self, start_dim, "flatten_dims")
+        b = _dim(self, end_dim, "flatten_dims")
+        if b < a:
+            self._fail(f"flatten_dims: end_dim {b} is before start_dim {a}")
+        _not_partition(self, a, "flatten_dims")
+        s = self.shape
+        return _merged(self, flat, (*s[:a], math.prod(s[a : b + 1]), *s[b + 1 :]), "flatten_dims")
+
+    def reshape_dim(self: Any, dim: Any, shape: Any) -> Tile:
+        flat = _source(self, "reshape_dim")
+        d = _dim(self, dim, "reshape_dim")
+        parts = [self._int(n) for n in shape]
+        if parts.count(-1) > 1:
+            self._fail(f"reshape_dim: at most one -1 in {tuple(parts)}")
+        if -1 in parts:
+            known = math.prod(n for n in parts if n != -1)
+            parts[parts.index(-1)] = self.shape[d] // known if known else 0
+        if math.prod(parts) != self.shape[d] or any(n < 1 for n in parts):
+            self._fail(
+                f"reshape_dim: {tuple(parts)} does not split dim {d} of size {self.shape[d]}"
+            )
+        if len(parts) > 1:
+            _not_partition(self, d, "reshape_dim")
+        new = (*self.shape[:d], *parts, *self.shape[d + 1 :])
+        return make_view(self, flat.reshape(new), "reshape_dim")
+
+    def rearrange(self: Any, src_pattern: Any, dst_pattern: Any, fixed_sizes: Any = None) -> Tile:
+        """einops-style: split the ``src_pattern`` groups, reorder, merge the
+        ``dst_pattern`` groups (``fixed_sizes`` gives split sizes, one per group inferred)."""
+        flat = _source(self, "rearrange")
+        src, dst = tuple(src_pattern), tuple(dst_pattern)
+        if len(src) != self.ndim:
+            self._fail(f"rearrange: {src} names {len(src)} dims of a {self.ndim}-D view")
+        sizes = _split_sizes(self, src, dict(fixed_sizes or {}))
+        names = [n for entry in src for n in _group(entry)]
+        order = [n for entry in dst for n in _group(entry)]
+        if len(set(names)) != len(names) or sorted(order) != sorted(names):
+            self._fail(f"rearrange: {dst} must name each dim of {src} once")
+        split = flat.reshape([sizes[n] for n in names])
+        moved = split.transpose([names.index(n) for n in order])
+        shape = tuple(math.prod(sizes[n] for n in _group(entry)) for entry in dst)
+        return _merged(self, moved, shape, "rearrange")
+
+    def is_contiguous(self: Any) -> bool:
+        """Each non-size-1 dim's stride is the product of the inner sizes; on chip the
+        partition dim is skipped (the page's ``is_contiguous`` entry)."""
+        entries = pattern(_source(self, "is_contiguous"))
+        if entries is None:
+            return False
+        skip = 1 if self.alloc.buffer.on_chip else 0
+        inner = 1
+        for step, count in reversed(entries[skip:]):
+            if count > 1 and step != inner:
+                return False
+            inner *= count
+        return True
+
+    def is_indirect(self: Any) -> bool:
+        return self.via is not None
+
+    def view(self: Any, dtype: Any) -> Tile:
+        if np.dtype(dtype) != self.alloc.dtype:
+            self._fail(f"view: a reinterpret cast to {dtype} is not simulated")
+        return self
