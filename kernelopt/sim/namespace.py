@@ -84,7 +84,13 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     # The beta-1 API (neuronxcc.nki): importing it gives tiles its semantics.
     beta, beta_modules = build_beta1_modules(machine, isa, nl, jit)
     add_convenience_calls(nl, beta)
-    nl.dropout = beta_modules["neuronxcc.nki.language"].dropout
+    beta_nl = beta_modules["neuronxcc.nki.language"]
+    nl.dropout = beta_nl.dropout
+    # The current nki.language.program_id(axis=0), num_programs(axes=0) and
+    # program_ndim() pages (Trn2/Trn3: "0 if no grid"); nki-library's kernel_helpers
+    # reads them for its sharding info. Only num_programs' default differs from beta 1.
+    nl.program_id, nl.program_ndim = beta_nl.program_id, beta_nl.program_ndim
+    nl.num_programs = lambda axes=0: beta_nl.num_programs(axes)
     # nki.language.shared_constant (the latest and v2.32 reference pages): the constant
     # (an nki.tensor trace-time tensor or a numpy array; on the v2.32 page also a .npy
     # file's path) in shared HBM, as dtype= or, when none is given, its own dtype.
