@@ -17,6 +17,7 @@ import numpy as np
 
 from kernelopt.sim import indexing
 from kernelopt.sim.isa_base import IsaCore
+from kernelopt.sim.ops import OPS
 from kernelopt.sim.tensor import Tile
 
 GPSIMD_START = 150  # GpSimd instruction start-up cycles (nki.isa.iota / affine_select docs)
@@ -116,25 +117,61 @@ class FusedCalls(IsaCore):
             extra_cycles=MIN_II,
         )
 
-    def affine_select(
+    def affine_select(self, dst: Any, *args: Any, **kwargs: Any) -> None:
+        """``dst = on_true_tile`` where the affine predicate holds, else the number
+        ``on_false_value``; the predicate is evaluated on GpSimd as it streams. Beta 1
+        passes ``pred``, an ``nl.arange`` comparison; the current API (the latest
+        nki.isa.affine_select page) ``(dst, pattern, offset, channel_multiplier,
+        on_true_tile, on_false_value, cmp_op=nl.equal)``: the predicate is
+        ``cmp_op(offset + partition * channel_multiplier + sum(index * step), 0)``."""
+        if "pred" in kwargs or (args and isinstance(args[0], indexing.Mask)):
+            self._select_by_mask(dst, *args, **kwargs)
+        else:
+            self._select_by_pattern(dst, *args, **kwargs)
+
+    def _select_by_mask(
         self, dst: Any, pred: Any, on_true_tile: Any, on_false_value: Any, name: str | None = None
     ) -> None:
-        """``dst = on_true_tile`` where the affine predicate holds, else the number
-        ``on_false_value``; the predicate is evaluated on GpSimd as it streams."""
+        if not isinstance(pred, indexing.Mask):
+            self.m.fail("affine_select", f"pred must be an nl.arange comparison, got {pred!r}")
+        self._select(dst, on_true_tile, on_false_value, lambda shape: pred.evaluate(shape))
+
+    def _select_by_pattern(
+        self,
+        dst: Any,
+        pattern: Any,
+        offset: int = 0,
+        channel_multiplier: int = 0,
+        on_true_tile: Any = None,
+        on_false_value: Any = None,
+        cmp_op: Any = None,
+        name: str | None = None,
+    ) -> None:
+        # offset: the page lists no default; nki-library's cascaded_max
+        # (core/max/cascaded_max.py @0759719) leaves it out, as 0.
+        fn = self._op("affine_select", cmp_op if cmp_op is not None else OPS["equal"], 2)
+        tile = self._tile("affine_select", "dst", dst)
+
+        def keep(shape: tuple[int, ...]) -> np.ndarray:
+            values = _affine_values(
+                self, "affine_select", tile, pattern, offset, channel_multiplier
+            )
+            return fn.fn(values, np.float32(0)) != 0
+
+        self._select(dst, on_true_tile, on_false_value, keep)
+
+    def _select(self, dst: Any, on_true_tile: Any, on_false_value: Any, keep: Any) -> None:
         op = "affine_select"
         dst = self._tile(op, "dst", dst)
         src = self._tile(op, "on_true_tile", on_true_tile)
         self._in(op, "dst", dst, "sbuf")
         self._in(op, "on_true_tile", src, "sbuf")
         self._same_shape(op, dst, "on_true_tile", src)
-        if not isinstance(pred, indexing.Mask):
-            self.m.fail("isa", f"{op}: pred must be an nl.arange comparison, got {pred!r}")
         if not isinstance(on_false_value, numbers.Real):
             self.m.fail("isa", f"{op}: on_false_value must be a number, got {on_false_value!r}")
         value = self.m.read(src, op)
         if value is not None:
-            keep = pred.evaluate(src.shape)
-            value = np.where(keep, value, np.float32(on_false_value))
+            value = np.where(keep(src.shape), value, np.float32(on_false_value))
         self.m.write(dst, value)
         self._emit(
             op,
@@ -146,22 +183,29 @@ class FusedCalls(IsaCore):
             cycles=GPSIMD_START + dst.free_size,
         )
 
-    def iota(self, dst: Any, expr: Any, name: str | None = None) -> None:
-        """The values of an affine index expression, built on GpSimd."""
+    def iota(
+        self,
+        dst: Any,
+        pattern: Any = None,
+        offset: int = 0,
+        channel_multiplier: int = 0,
+        name: str | None = None,
+        expr: Any = None,
+    ) -> None:
+        """Constant values built on GpSimd: in beta 1 those of an ``nl.arange``
+        expression; in the current API (the latest nki.isa.iota page) ``offset +
+        partition * channel_multiplier + sum(index * step)`` over the ``[[step, num],
+        ...]`` free-axis pattern, in int32 math, cast to dst's dtype. offset: the page
+        lists no default; nki-library's cascaded_max (@0759719) leaves it out, as 0."""
         op = "iota"
         dst = self._tile(op, "dst", dst)
         self._in(op, "dst", dst, "sbuf")
-        if not isinstance(expr, indexing.IndexExpr):
-            self.m.fail("isa", f"{op}: expected an nl.arange/nl.mgrid expression, got {expr!r}")
-        if self.m.compute:
-            values = expr.values()
-            try:
-                values = np.broadcast_to(values.reshape(dst.shape), dst.shape)
-            except ValueError:
-                self.m.fail("isa", f"{op}: expression of shape {values.shape} vs dst {dst.shape}")
-            self.m.write(dst, values.astype(np.float32))
+        pattern = expr if expr is not None else pattern
+        if isinstance(pattern, indexing.IndexExpr):
+            values = self._expr_values(op, dst, pattern)
         else:
-            self.m.write(dst, None)
+            values = _affine_values(self, op, dst, pattern, offset, channel_multiplier)
+        self.m.write(dst, None if values is None else values.astype(np.float32))
         self._emit(
             op,
             "gpsimd",
@@ -171,6 +215,15 @@ class FusedCalls(IsaCore):
             free=dst.free_size,
             cycles=GPSIMD_START + dst.free_size,
         )
+
+    def _expr_values(self, op: str, dst: Tile, expr: indexing.IndexExpr) -> np.ndarray | None:
+        if not self.m.compute:
+            return None
+        values = expr.values()
+        try:
+            return np.broadcast_to(values.reshape(dst.shape), dst.shape)
+        except ValueError:
+            self.m.fail("isa", f"{op}: expression of shape {values.shape} vs dst {dst.shape}")
 
     def bn_stats(self, dst: Any, data: Any, name: str | None = None) -> None:
         """Per partition: count, mean and variance x count of the even and of the odd
@@ -222,3 +275,21 @@ class FusedCalls(IsaCore):
             free=src.free_size,
             extra_cycles=src.free_size * 10 // 3,
         )
+
+
+def _affine_values(
+    isa: IsaCore, op: str, dst: Tile, pattern: Any, offset: Any, multiplier: Any
+) -> np.ndarray:
+    """``offset + partition * multiplier + sum(index_d * step_d)`` over dst, the
+    ``[[step, num], ...]`` entries walking its free elements outermost first (the
+    latest nki.isa.iota and affine_select pages); int32 math, shaped as dst."""
+    entries = list(pattern) if isinstance(pattern, list | tuple) else None
+    if not entries or not all(isinstance(e, list | tuple) and len(e) == 2 for e in entries):
+        isa.m.fail("isa", f"{op}: pattern must be [[step, num], ...], got {pattern!r}")
+    if int(np.prod([int(n) for _, n in entries])) != dst.free_size:
+        isa.m.fail("isa", f"{op}: pattern covers {entries}, dst has {dst.free_size} per partition")
+    free = np.zeros(1, np.int64)
+    for step, num in entries:
+        free = (free[:, None] + np.arange(int(num)) * int(step)).reshape(-1)
+    rows = int(offset) + np.arange(dst.partitions, dtype=np.int64)[:, None] * int(multiplier)
+    return (rows + free[None, :]).astype(np.int32).reshape(dst.shape)

@@ -15,11 +15,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from kernelopt.sim.beta1_modules import add_convenience_calls, build_beta1_modules
 from kernelopt.sim.enums import add_enums
 from kernelopt.sim.isa import ISA_CALLS, Isa
 from kernelopt.sim.language import build_language
 from kernelopt.sim.machine import Machine
+from kernelopt.sim.nki_tensor import build_tensor_module
 from kernelopt.sim.spmd import grid_of, launch
 
 
@@ -76,11 +79,24 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     nki.simulate = lambda kernel, *_a, **_kw: kernel
     nki.language = nl
     nki.isa = nisa
-    modules = {"nki": nki, "nki.language": nl, "nki.isa": nisa}
+    nki.tensor = build_tensor_module()
+    modules = {"nki": nki, "nki.language": nl, "nki.isa": nisa, "nki.tensor": nki.tensor}
     # The beta-1 API (neuronxcc.nki): importing it gives tiles its semantics.
     beta, beta_modules = build_beta1_modules(machine, isa, nl, jit)
     add_convenience_calls(nl, beta)
-    nl.dropout = beta_modules["neuronxcc.nki.language"].dropout
+    beta_nl = beta_modules["neuronxcc.nki.language"]
+    nl.dropout = beta_nl.dropout
+    # The current nki.language.program_id(axis=0), num_programs(axes=0) and
+    # program_ndim() pages (Trn2/Trn3: "0 if no grid"); nki-library's kernel_helpers
+    # reads them for its sharding info. Only num_programs' default differs from beta 1.
+    nl.program_id, nl.program_ndim = beta_nl.program_id, beta_nl.program_ndim
+    nl.num_programs = lambda axes=0: beta_nl.num_programs(axes)
+    # nki.language.shared_constant (the latest and v2.32 reference pages): the constant
+    # (an nki.tensor trace-time tensor or a numpy array; on the v2.32 page also a .npy
+    # file's path) in shared HBM, as dtype= or, when none is given, its own dtype.
+    nl.shared_constant = lambda constant, dtype=None: beta.shared_constant(
+        np.load(constant) if isinstance(constant, str | Path) else constant, dtype
+    )
     # nki.typing (NKI 0.3.0): nt.tensor[shape] annotations, meaningless here as in beta 1.
     nki.typing = modules["nki.typing"] = beta_modules["neuronxcc.nki.typing"]
     modules.update(beta_modules)

@@ -235,3 +235,44 @@ def k(x):
 """
     run = _run(kernel_file, body, x=x)
     assert run.outputs.tolist() == [[4.0, 7.0]]
+
+
+def test_shared_constant_of_nki_tensor_builders(kernel_file) -> None:
+    # The nki.language.shared_constant page's builders: identity(3) as bfloat16,
+    # arange(0, 6, 2) -> [0, 2, 4], zeros((1, 3), int8) + 1 -> ones as int16; the
+    # constants sit in HBM and are copied out with DMAs.
+    body = """
+import nki.tensor as ntensor
+
+@nki.jit
+def k():
+    out = nl.ndarray((5, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    eye = nl.shared_constant(ntensor.identity(3, nl.float32), dtype=nl.bfloat16)
+    seq = nl.shared_constant(ntensor.arange(0, 6, 2, dtype=nl.int32).reshape((1, 3)))
+    ones = nl.shared_constant(ntensor.zeros((1, 3), dtype=nl.int8) + 1, dtype=nl.int16)
+    assert eye.buffer == nl.shared_hbm and eye.dtype == nl.bfloat16
+    assert seq.dtype == nl.int32 and ones.dtype == nl.int16
+    nisa.dma_copy(dst=out[0:3, :], src=eye)
+    nisa.dma_copy(dst=out[3:4, :], src=seq)
+    nisa.dma_copy(dst=out[4:5, :], src=ones)
+    return out
+"""
+    run = _run(kernel_file, body)
+    expected = [[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 2, 4], [1, 1, 1]]
+    assert run.outputs.tolist() == expected
+
+
+def test_shared_constant_of_a_numpy_array_keeps_its_dtype(kernel_file) -> None:
+    # Without dtype= the constant keeps the array's own dtype (float32 here).
+    body = """
+import numpy as np
+
+@nki.jit
+def k():
+    out = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    c = nl.shared_constant(np.array([[0.5, -2.0]], dtype=np.float32))
+    assert c.dtype == nl.float32
+    nisa.dma_copy(dst=out, src=c)
+    return out
+"""
+    assert _run(kernel_file, body).outputs.tolist() == [[0.5, -2.0]]
