@@ -13,6 +13,7 @@ from kernelopt.sim.beta1_isa_fused import BETA1_FUSED_CALLS, Beta1FusedIsa, colu
 from kernelopt.sim.beta1_isa_fused import masked as _masked
 from kernelopt.sim.beta1_tiles import dtype_of
 from kernelopt.sim.enums import engine_of
+from kernelopt.sim.isa_engines import trailing_axes
 from kernelopt.sim.tensor import Tile
 
 if TYPE_CHECKING:
@@ -226,6 +227,8 @@ class Beta1Isa:
         kind = {"add": "sum", "maximum": "max", "minimum": "min", "multiply": "prod"}.get(fn.name)
         if kind is None:
             self.beta.m.fail("isa", f"tensor_reduce: {fn!r} cannot reduce")
+        # The ISA call's axis numbering, not nl.sum's (see trailing_axes).
+        axis = trailing_axes(axis, len(self.beta._tile("tensor_reduce", data).shape))
         return self.beta.reduce(kind, data, axis, dtype, keepdims, mask, negate=negate)
 
     def memset(

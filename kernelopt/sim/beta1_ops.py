@@ -208,7 +208,7 @@ class HighLevelOps(Beta1Core):
             whole = src.shape
             src = src.clip(mask)
             dst = clip_like(full, mask, whole) if keepdims else full
-        self.isa.tensor_reduce(dst, OPS[base[op]], src, axes, negate=negate, keepdims=keepdims)
+        self.isa.reduce_free_axes(dst, OPS[base[op]], src, axes, negate=negate, keepdims=keepdims)
         if op == "mean":
             count = int(np.prod([src.shape[a] for a in norm]))
             self.binary("multiply", dst, 1.0 / count, out=dst)

@@ -298,6 +298,21 @@ class EngineCalls(IsaCore):
         keepdims: bool = False,
         name: str | None = None,
     ) -> None:
+        shape = getattr(data, "shape", ())
+        axes = trailing_axes(axis, len(shape))
+        self.reduce_free_axes(dst, op, data, axes, negate=negate, keepdims=keepdims)
+
+    def reduce_free_axes(
+        self,
+        dst: Any,
+        op: Any,
+        data: Any,
+        axis: Any,
+        negate: bool = False,
+        keepdims: bool = False,
+    ) -> None:
+        """``tensor_reduce`` over ``axis`` numbered as numpy numbers them (the high-level
+        reductions, ``nl.sum(x, axis=)``, come here directly)."""
         m, name = self.m, "tensor_reduce"
         fn = self._op(name, op, 2)
         if fn.reduce is None:
@@ -363,3 +378,27 @@ class EngineCalls(IsaCore):
             free=dst.free_size,
             elements_per_cycle=2 if packed else 1,
         )
+
+
+def trailing_axes(axis: Any, ndim: int) -> Any:
+    """The axes an ``nisa.tensor_reduce`` call means. Its reduction axes are always the
+    innermost free axes, and the two public numberings of them disagree: the
+    Trn2/Trn3 page (SDK 2.31) counts as numpy does ("the last contiguous free
+    dimension(s), ending at the final dimension": axis=(3,) of a 4-D tile), the
+    earlier page counts from the most minor free axis ("must contain axis 1
+    (most-minor)"). Public kernels write both (nki-library ``cascaded_max.py``
+    @0759719 and ``layernorm_tkg.py`` @181b205 reduce the last axis of a 3-D tile
+    with axis=1, ``rmsnorm_tkg.py`` @092a49d with axis=2). Axes that read as numpy's
+    trailing run are kept; axes that only the most-minor numbering makes trailing are
+    read that way; anything else is left to fail or run as numpy reads it."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if ndim < 2 or not axes or not all(isinstance(a, int) and 0 < a < ndim for a in axes):
+        return axis
+
+    def trailing(run: list[int]) -> bool:
+        return run == list(range(ndim - len(run), ndim))
+
+    if trailing(sorted(axes)):
+        return axis
+    mirrored = sorted(ndim - a for a in axes)
+    return tuple(mirrored) if trailing(mirrored) else axis

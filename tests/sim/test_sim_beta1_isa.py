@@ -383,3 +383,26 @@ def k(x):
         x=x,
     )
     assert r.outputs.tolist() == [[1, 3], [2, 4]]
+
+
+def test_isa_tensor_reduce_reads_axis_1_of_a_3d_tile_as_its_innermost_but_nl_sum_does_not(
+    kernel_file,
+) -> None:
+    # The ISA call's axes are always the innermost free ones (axis 1 "most minor" in
+    # the earlier numbering); nl.sum numbers axes as numpy does.
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    r = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 7), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out[:, 0:3], value=nisa.tensor_reduce(nl.add, data=t, axis=[1]))
+    nl.store(out[:, 3:7], value=nl.sum(t, axis=1))
+    return out
+""",
+        x=x,
+    )
+    np.testing.assert_array_equal(r.outputs[:, 0:3], x.sum(axis=2))
+    np.testing.assert_array_equal(r.outputs[:, 3:7], x.sum(axis=1))
