@@ -13,7 +13,7 @@ from kernelopt.sim.beta1_isa_fused import BETA1_FUSED_CALLS, Beta1FusedIsa, colu
 from kernelopt.sim.beta1_isa_fused import masked as _masked
 from kernelopt.sim.beta1_tiles import dtype_of
 from kernelopt.sim.enums import engine_of
-from kernelopt.sim.isa_engines import trailing_axes
+from kernelopt.sim.isa_reduce import trailing_axes
 from kernelopt.sim.tensor import Tile
 
 if TYPE_CHECKING:
