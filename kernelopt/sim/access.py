@@ -313,12 +313,7 @@ def pattern_view(
         tile._fail(f".ap: pattern must be [[step, num], ...] of ints, got {pattern!r}")
     if not entries or any(num < 1 for _, num in entries):
         tile._fail(f".ap: pattern {pattern!r} needs at least one entry, each with num >= 1")
-    space = tuple(num for _, num in entries)
-    flat = np.full(space, start, dtype=np.int64)
-    for axis, (step, num) in enumerate(entries):
-        shape = [1] * len(space)
-        shape[axis] = num
-        flat = flat + step * np.arange(num, dtype=np.int64).reshape(shape)
+    flat = pattern_offsets(entries, start)
     size = int(np.prod(alloc.shape))
     if flat.min() < 0 or flat.max() >= size:
         tile._fail(
@@ -332,15 +327,34 @@ def pattern_view(
                 f".ap: on chip the first entry walks the partitions, so its step must be "
                 f"the free size {free} of {alloc.name!r}, got {entries[0][0]}"
             )
+    past = f".ap: pattern {pattern!r} runs past the end of a partition of {alloc.name!r}"
+    return gathered(tile, flat, past)
+
+
+def pattern_offsets(entries: Any, start: int) -> np.ndarray:
+    """Flat element offsets an access pattern ``[[step, num], ...]`` reads from ``start``,
+    in the shape of its ``num``s."""
+    space = tuple(int(num) for _, num in entries)
+    flat = np.full(space, start, dtype=np.int64)
+    for axis, (step, num) in enumerate(entries):
+        shape = [1] * len(space)
+        shape[axis] = int(num)
+        flat = flat + int(step) * np.arange(int(num), dtype=np.int64).reshape(shape)
+    return flat
+
+
+def gathered(tile: Tile, flat: np.ndarray, past_partition: str) -> tuple[Any, ...]:
+    """The ``Tile`` fields (after the allocation) of a view reading ``tile``'s allocation
+    at the flat offsets ``flat``, in ``flat``'s shape; on chip, every row of it must stay
+    in one partition (fails with ``past_partition`` otherwise)."""
+    alloc = tile.alloc
     coords = tuple(np.unravel_index(flat, alloc.shape))
-    if alloc.buffer.on_chip and len(space) > 1:
-        first = coords[0][(slice(None),) + (slice(0, 1),) * (len(space) - 1)]
+    if alloc.buffer.on_chip and flat.ndim > 1:
+        first = coords[0][(slice(None),) + (slice(0, 1),) * (flat.ndim - 1)]
         if (coords[0] != first).any():
-            tile._fail(
-                f".ap: pattern {pattern!r} runs past the end of a partition of {alloc.name!r}"
-            )
+            tile._fail(past_partition)
     bounds = tuple((int(c.min()), int(c.max()) + 1) for c in coords)
-    return bounds, tuple(range(len(alloc.shape))), False, (space, None), coords
+    return bounds, tuple(range(len(alloc.shape))), False, (flat.shape, None), coords
 
 
 def as_column(source: Tile, tile: Tile) -> Tile:

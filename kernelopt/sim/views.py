@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kernelopt.sim.access import gathered, pattern_offsets
+
 if TYPE_CHECKING:
     from kernelopt.sim.tensor import Tile
 
@@ -53,34 +55,21 @@ def pattern(flat: np.ndarray) -> list[list[int]] | None:
         return None
     base = int(flat.reshape(-1)[0])
     entries: list[list[int]] = []
-    rebuilt = np.full(flat.shape, base, dtype=np.int64)
     for axis, count in enumerate(flat.shape):
-        step = 0
-        if count > 1:
-            at = [0] * flat.ndim
-            at[axis] = 1
-            step = int(flat[tuple(at)]) - base
-            run = [1] * flat.ndim
-            run[axis] = count
-            rebuilt = rebuilt + step * np.arange(count, dtype=np.int64).reshape(run)
-        entries.append([step, count])
-    return entries if np.array_equal(rebuilt, flat) else None
+        at = [0] * flat.ndim
+        at[axis] = min(count - 1, 1)
+        entries.append([int(flat[tuple(at)]) - base, count])
+    return entries if np.array_equal(pattern_offsets(entries, base), flat) else None
 
 
 def make_view(tile: Tile, flat: np.ndarray, what: str) -> Tile:
     """A tile reading the allocation's elements at ``flat`` (offsets, in the view's shape)."""
     from kernelopt.sim.tensor import Tile
 
-    alloc = tile.alloc
     flat = np.ascontiguousarray(flat, dtype=np.int64)
-    coords = tuple(np.unravel_index(flat, alloc.shape))
-    if alloc.buffer.on_chip and flat.ndim > 1:
-        # On chip, dim 0 walks the partitions: the rest of a row stays in one partition.
-        first = coords[0][(slice(None),) + (slice(0, 1),) * (flat.ndim - 1)]
-        if (coords[0] != first).any():
-            tile._fail(f"{what}: on chip dim 0 must stay the partition dimension")
-    bounds = tuple((int(c.min()), int(c.max()) + 1) for c in coords)
-    return Tile(alloc, bounds, tuple(range(len(alloc.shape))), False, (flat.shape, None), coords)
+    # On chip, dim 0 walks the partitions: the rest of a row stays in one partition.
+    past = f"{what}: on chip dim 0 must stay the partition dimension"
+    return Tile(tile.alloc, *gathered(tile, flat, past))
 
 
 def _source(tile: Tile, what: str) -> np.ndarray:
