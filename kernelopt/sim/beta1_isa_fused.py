@@ -100,7 +100,8 @@ class Beta1FusedIsa:
     ) -> Tile:  # fmt: skip
         src = self.beta._in_sbuf("affine_select", self.beta._tile("affine_select", on_true_tile))
         dst = self.beta.new(src.shape, self.beta._dtype(dtype, src.dtype))
-        self.isa.affine_select(masked(dst, mask), pred, masked(src, mask), on_false_value)
+        # Beta 1's affine_select always takes a predicate (pred=), never a pattern.
+        self.isa.select_by_predicate(masked(dst, mask), pred, masked(src, mask), on_false_value)
         return dst
 
     def iota(self, expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tile:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from kernelopt.sim import indexing
+from kernelopt.sim.access import pattern_offsets
 from kernelopt.sim.isa_base import IsaCore
 from kernelopt.sim.ops import OPS
 from kernelopt.sim.tensor import Tile
@@ -125,15 +126,15 @@ class FusedCalls(IsaCore):
         on_true_tile, on_false_value, cmp_op=nl.equal)``: the predicate is
         ``cmp_op(offset + partition * channel_multiplier + sum(index * step), 0)``."""
         if "pred" in kwargs or (args and isinstance(args[0], indexing.Mask)):
-            self._select_by_mask(dst, *args, **kwargs)
+            self.select_by_predicate(dst, *args, **kwargs)
         else:
             self._select_by_pattern(dst, *args, **kwargs)
 
-    def _select_by_mask(
+    def select_by_predicate(
         self, dst: Any, pred: Any, on_true_tile: Any, on_false_value: Any, name: str | None = None
     ) -> None:
         if not isinstance(pred, indexing.Mask):
-            self.m.fail("affine_select", f"pred must be an nl.arange comparison, got {pred!r}")
+            self.m.fail("isa", f"affine_select: pred must be an nl.arange comparison, got {pred!r}")
         self._select(dst, on_true_tile, on_false_value, lambda shape: pred.evaluate(shape))
 
     def _select_by_pattern(
@@ -288,8 +289,6 @@ def _affine_values(
         isa.m.fail("isa", f"{op}: pattern must be [[step, num], ...], got {pattern!r}")
     if int(np.prod([int(n) for _, n in entries])) != dst.free_size:
         isa.m.fail("isa", f"{op}: pattern covers {entries}, dst has {dst.free_size} per partition")
-    free = np.zeros(1, np.int64)
-    for step, num in entries:
-        free = (free[:, None] + np.arange(int(num)) * int(step)).reshape(-1)
+    free = pattern_offsets(entries, 0).reshape(-1)
     rows = int(offset) + np.arange(dst.partitions, dtype=np.int64)[:, None] * int(multiplier)
     return (rows + free[None, :]).astype(np.int32).reshape(dst.shape)

@@ -237,6 +237,13 @@ def k(x):
     )
     with pytest.raises(SimError, match="several index ranges"):
         run_kernel(path, {"x": x})
+    path, _ = kernel_file(
+        HEADER + body.replace("pred=(i_q - i_k >= 0)", "pred=True"),
+        name="not_a_predicate.py",
+    )
+    with pytest.raises(SimError, match="affine_select: pred must be an nl.arange") as err:
+        run_kernel(path, {"x": x})
+    assert err.value.kind == "isa"
 
 
 def test_a_one_axis_reduction_broadcasts_along_the_free_axis(kernel_file) -> None:
