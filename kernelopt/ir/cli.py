@@ -22,13 +22,13 @@ from kernelopt.ir.sample import SampleError, knob_signature, sample_rotation
 from kernelopt.ir.start import INIT_POOL, init_paths, initial_state
 from kernelopt.ir.trace import IRBuildError
 from kernelopt.ir.validate import validity_report
-from kernelopt.workload import WorkloadError, load_workload
+from kernelopt.workload import Workload, WorkloadError, load_workload
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 SHOWN_FAILURES = 3  # of an invalid default state, in `ir show`
 
 
-def _base(workload: Path) -> KernelIR:
+def _base(workload: Path | Workload) -> KernelIR:
     try:
         return ir_for_workload(workload)
     except (WorkloadError, IRBuildError, KnobsError) as exc:
@@ -67,8 +67,12 @@ def show(workload: Path) -> None:
     Example:
         kernelopt ir show ir/matmul_lhs_rhs/workload.py
     """
-    base = _base(workload)
-    click.echo(_roofline_line(workload))
+    try:
+        loaded = load_workload(workload)
+    except WorkloadError as exc:
+        raise click.ClickException(str(exc)) from exc
+    base = _base(loaded)
+    click.echo(_roofline_line(loaded))
     for name, variant in enumerate_rewrite_combinations(base, list(REWRITES.values())):
         click.echo(f"== {name}")
         click.echo(repr(variant))
@@ -81,14 +85,13 @@ def show(workload: Path) -> None:
                 click.echo(f"    ... and {len(broken) - SHOWN_FAILURES} more")
 
 
-def _roofline_line(workload: Path) -> str:
+def _roofline_line(w: Workload) -> str:
     """The time no kernel of the workload beats on trn2 (the roofline the
     ``roofline_percent`` metric divides by), and its three parts."""
     from kernelopt.ir.mac import roofline_work
     from kernelopt.sim.roofline import PeakRates, roofline
     from kernelopt.sim.trn2 import DEFAULT_PARAMS
 
-    w = load_workload(workload)
     r = roofline(roofline_work(w.f_nkigym, w.input_specs), PeakRates.of(DEFAULT_PARAMS))
     return (
         f"roofline on trn2: {r.time_s * 1e6:.2f} us, {r.bound.replace('_', '/')}-bound "
