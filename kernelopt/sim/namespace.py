@@ -108,13 +108,12 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     return modules
 
 
-# The frameworks a kernel file imports for the runner around its kernel (the
-# nki-samples softmax tutorial imports torch_xla.core.xla_model, a contributed
-# max-pool kernel torch for its reference). Neuron's bindings need the Neuron
-# runtime and the frameworks are not kernelopt's dependencies, so where they
-# are not installed a kernel file still loads; any use of them fails at its line.
-# Host-side modules a kernel file imports for its runner (frameworks, Neuron's bindings,
-# model code and logging: the nki-samples rotary tutorial imports transformers and loguru).
+# The host-side modules a kernel file imports for the runner around its kernel:
+# frameworks, Neuron's bindings, model code and logging (the nki-samples softmax
+# tutorial imports torch_xla.core.xla_model, a contributed max-pool kernel torch for
+# its reference, the rotary tutorial transformers and loguru). Neuron's bindings need
+# the Neuron runtime and none of them are kernelopt's dependencies, so where they are
+# not installed a kernel file still loads; any use of them fails at its line.
 FRAMEWORK_ROOTS = (
     "torch",
     "torch_xla",
