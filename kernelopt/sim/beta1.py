@@ -240,11 +240,17 @@ class Beta1(HighLevelOps):
             src = src.reshape(dst.shape)
         reads = last.reads
         written = dst.alloc.written[dst.index] if accumulate else None
+        in_place = False
         if written is not None and written.any():
             reads = reads + (dst.region,)
             if src is not None:
-                old = m.read(dst, "accumulate") if written.all() else dst.alloc.data[dst.index]
-                src = old + src if written.all() else np.where(written, old + src, src)
+                whole = written.all()
+                old = m.read(dst, "accumulate") if whole else dst.alloc.data[dst.index]
+                in_place = whole and _plain(m, dst)
+                if in_place:
+                    np.add(old, src, out=old)  # ``old`` is a view of dst's storage
+                else:
+                    src = old + src if whole else np.where(written, old + src, src)
         fields = {f: getattr(last, f) for f in _INSTRUCTION_FIELDS}
         fields.update(writes=(dst.region, *last.writes[1:]), shape=dst.shape, reads=reads)
         if len(reads) > len(last.reads) and dst.buffer.kind == "psum":
@@ -256,7 +262,8 @@ class Beta1(HighLevelOps):
         if last.engine == "dma":
             fields["hbm_write"] = dst.nbytes if dst.buffer.kind == "hbm" else 0
         m.trace.append(Instruction(**fields))
-        m.write(dst, src)
+        if not in_place:
+            m.write(dst, src)
 
     def assign(self, dst: Any, value: Any) -> None:
         """``dst[...] = value``."""
@@ -312,3 +319,15 @@ class Beta1(HighLevelOps):
             return dst
         self.binary(op, dst, other, out=dst)
         return dst
+
+
+def _plain(m: Any, tile: Tile) -> bool:
+    """Whether ``m.read(tile)`` is a view of the tile's storage that a write may update
+    in place: a box of the allocation (no gather, view or holes), stored as declared."""
+    alloc = tile.alloc
+    return (
+        tile.coords is None
+        and tile.view_map is None
+        and tile.holes is None
+        and not (m.native and alloc.dtype != alloc.data.dtype)
+    )
