@@ -37,6 +37,7 @@ BETA1_ARANGE_TWIN = KERNELS / "beta1" / "matmul_tiled_arange.py"  # nl.arange in
 
 # Published Trn2 times for the tutorial kernels (NEURON.md).
 TUTORIAL_MS = {"matmul_basic.py": 39.89, "matmul_hoisted.py": 28.20}
+ROUNDS = 5  # alternating runs of the current-API kernel and its beta-1 twins
 
 
 def _timed(fn, repeat: int = 3) -> tuple[float, object]:
@@ -72,10 +73,10 @@ def speed() -> None:
     print(f"simulated_total_time_us: {run.profile['total_time'] * 1e6:.1f}")
     print(f"simulated_mfu_percent: {run.profile['mfu_estimated_percent']:.1f}")
     # The beta-1 twins: same instructions, same estimate; their own wall times, each
-    # run alternating with the current-API kernel so that both see the same load
-    # (the best of each over the rounds).
-    beta_s = arange_s = float("inf")
-    for _ in range(3):
+    # run alternating with the current-API kernel so that all three see the same load
+    # (the best of each over the same number of rounds).
+    beta_s = arange_s = full_s = float("inf")
+    for _ in range(ROUNDS):
         full_s = min(full_s, _timed(lambda: run_kernel(kernel, inputs), repeat=1)[0])
         took, beta = _timed(lambda: run_kernel(BETA1_TWIN, inputs), repeat=1)
         beta_s = min(beta_s, took)
