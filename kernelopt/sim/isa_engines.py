@@ -17,6 +17,7 @@ _FAST_VECTOR_OPS = frozenset({"add", "multiply", "subtract"})
 # Reduction").
 ACCUMULATOR_READ_CYCLES = 64
 _BF16 = "bfloat16"
+_IDENTITY = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "multiply": 1.0}
 
 
 class EngineCalls(ReduceCalls):
@@ -234,11 +235,13 @@ class EngineCalls(ReduceCalls):
         reduce_op: Any,
         reduce_res: Tile | None,
         reduce_cmd: Any,
+        engine: str = "scalar",
     ) -> None:
-        """ScalarE's per-partition accumulator registers (``reduce_cmd``): ``reset``
-        clears them, ``reduce`` adds this result's reduction, ``reset_reduce`` does
-        both; ``reduce_res`` reads them out (or, with no command, this result's
-        reduction alone, as ``activation_reduce`` does)."""
+        """An engine's per-partition accumulator registers (``reduce_cmd``; ScalarE's
+        unless ``engine`` names another): ``reset`` clears them, ``reduce`` adds this
+        result's reduction, ``reset_reduce`` does both; ``reduce_res`` reads them out
+        (or, with no command, this result's reduction alone, as ``activation_reduce``
+        does)."""
         cmd = str(reduce_cmd or "").rpartition(".")[2]
         if reduce_res is None and cmd in ("", "idle"):
             return
@@ -248,12 +251,14 @@ class EngineCalls(ReduceCalls):
         reduced = None
         if result is not None:
             reduced = reducer.reduce(result.reshape(partitions, -1), axis=1)
-        acc = self.m.accumulators.get("scalar")
+        acc = self.m.accumulators.get(engine)
         if cmd in ("reset", "reset_reduce"):
-            acc = np.zeros(partitions, np.float32)
+            # Cleared to the reduction's identity: 0 for a sum, -inf for a max (a max
+            # accumulator cleared to 0 would lose an all-negative row).
+            acc = np.full(partitions, _IDENTITY.get(reducer.name, 0.0), np.float32)
         if cmd in ("reduce", "reset_reduce") and reduced is not None:
             acc = reduced if acc is None else reducer.fn(acc, reduced)
-        self.m.accumulators["scalar"] = acc
+        self.m.accumulators[engine] = acc
         if reduce_res is not None:
             out = reduced if cmd in ("", "idle") else acc
             self.m.write(reduce_res, None if out is None else np.reshape(out, reduce_res.shape))
