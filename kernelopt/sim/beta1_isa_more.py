@@ -1,7 +1,8 @@
 """Beta-1 calls added by the API audit against the public lists of Neuron SDK 2.26.1
 (``nki.isa``: the v2.26.1 nki.isa reference; ``nki.language``: the 2.26-era
 ``nki/language/__init__.py`` reference stub in aws-neuron/aws-neuron-sdk):
-``nisa.select_reduce``, ``range_select``, ``nc_match_replace8``, ``nc_stream_shuffle``;
+``nisa.select_reduce``, ``range_select``, ``nc_match_replace8``, ``nc_stream_shuffle``,
+``tensor_copy_dynamic_src`` and ``_dst``;
 ``nl.all``, ``rms_norm``, ``gather_flattened``, ``atomic_rmw``, ``static_cast`` and
 ``bfp16``. Each lowers to the simulator's instructions (``kernelopt.sim.isa_more`` for
 the ones the current API did not have)."""
@@ -24,7 +25,14 @@ if TYPE_CHECKING:
     from kernelopt.sim.beta1 import Beta1
     from kernelopt.sim.isa import Isa
 
-BETA1_MORE_ISA_CALLS = ("select_reduce", "range_select", "nc_match_replace8", "nc_stream_shuffle")
+BETA1_MORE_ISA_CALLS = (
+    "select_reduce",
+    "range_select",
+    "nc_match_replace8",
+    "nc_stream_shuffle",
+    "tensor_copy_dynamic_src",
+    "tensor_copy_dynamic_dst",
+)
 
 
 class Beta1MoreIsa:
@@ -89,6 +97,29 @@ class Beta1MoreIsa:
             masked(self.beta._tile(what, dst), mask),
             masked(self.beta._tile(what, src), mask),
             shuffle_mask,
+        )
+
+    def tensor_copy_dynamic_src(
+        self, src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = None, **_: Any
+    ) -> Tile:
+        """https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.1/nki/api/generated/nki.isa.tensor_copy_dynamic_src.html:
+        a copy of ``src``, which a dynamic offset places (``t[i_p, i_f + off[0, j]]``)."""
+        s = self.beta._tile("tensor_copy_dynamic_src", src)
+        dst = self.beta.new(s.shape, self.beta._dtype(dtype, s.dtype))
+        self.isa.tensor_copy_dynamic(masked(dst, mask), masked(s, mask), "src", engine)
+        return dst
+
+    def tensor_copy_dynamic_dst(
+        self, *, dst: Any, src: Any, mask: Any = None, engine: Any = None, **_: Any
+    ) -> None:
+        """https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.1/nki/api/generated/nki.isa.tensor_copy_dynamic_dst.html:
+        ``src`` copied into ``dst``, which a dynamic offset places (in place)."""
+        what = "tensor_copy_dynamic_dst"
+        self.isa.tensor_copy_dynamic(
+            masked(self.beta._tile(what, dst), mask),
+            masked(self.beta._tile(what, src), mask),
+            "dst",
+            engine,
         )
 
 

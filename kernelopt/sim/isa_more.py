@@ -17,9 +17,14 @@ from kernelopt.sim.tensor import Tile
 
 # nl.fp32.min, range_select's default on_false_value (its v2.26.1 page).
 FP32_MIN = float(np.finfo(np.float32).min)
-_PREDICATE_DTYPES = ("int8", "uint8", "int16", "uint16")
+# select_reduce's predicate: "any supported integer type int8, uint8, int16, uint16"; and
+# nl.bool_, which NKI stores as uint8 (the "Supported Data Types" table).
+_PREDICATE_DTYPES = ("int8", "uint8", "int16", "uint16", "bool")
 _QUADRANT = 32
 _UNMODIFIED = 255
+# tensor_copy_dynamic_src/dst (v2.26.1 pages): max(MIN_II_DYNAMIC, N) engine cycles,
+# "MIN_II_DYNAMIC is roughly 600 engine cycles".
+MIN_II_DYNAMIC = 600
 
 
 class MoreCalls(EngineCalls):
@@ -225,3 +230,25 @@ class MoreCalls(EngineCalls):
             picked = np.take_along_axis(flat, at.astype(np.int64), axis=1).reshape(dst.shape)
         self.m.write(dst, picked)
         self._emit(op, "gpsimd", [d, idx], [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def tensor_copy_dynamic(self, dst: Any, src: Any, which: str, engine: Any = None) -> None:
+        """A copy whose ``src`` (``which="src"``) or ``dst`` (``"dst"``) sits at a dynamic
+        offset within each partition (an index expression plus a one-element SBUF tile,
+        kernelopt.sim.indexing), on VectorE unless ``engine`` says otherwise, in
+        max(MIN_II_DYNAMIC, N) cycles (nki.isa.tensor_copy_dynamic_src/dst, v2.26.1: same
+        partitions and elements per partition; GpSimd cannot reach PSUM)."""
+        op = f"tensor_copy_dynamic_{which}"
+        d, s = self._tile(op, "dst", dst), self._tile(op, "src", src)
+        self._in(op, "dst", d, "sbuf", "psum")
+        self._in(op, "src", s, "sbuf", "psum")
+        if d.partitions != s.partitions or d.free_size != s.free_size:
+            self.m.fail("isa", f"{op}: dst {d.shape} and src {s.shape} must match per partition")
+        unit = self._engine(op, engine, "vector", ("vector", "scalar", "gpsimd"))
+        if unit == "gpsimd":
+            self._no_psum(op, d, s)
+        value = self.m.read(s, op)
+        self.m.write(d, None if value is None else value.reshape(d.shape))
+        self._emit(
+            op, unit, [s], [d], partitions=d.partitions, free=s.free_size,
+            cycles=max(MIN_II_DYNAMIC, s.free_size),
+        )  # fmt: skip
