@@ -2,7 +2,7 @@
 (``nki.isa``: the v2.26.1 nki.isa reference; ``nki.language``: the 2.26-era
 ``nki/language/__init__.py`` reference stub in aws-neuron/aws-neuron-sdk):
 ``nisa.select_reduce``, ``range_select``, ``nc_match_replace8``, ``nc_stream_shuffle``,
-``tensor_copy_dynamic_src`` and ``_dst``;
+``tensor_copy_dynamic_src`` and ``_dst``, ``sequence_bounds``;
 ``nl.all``, ``rms_norm``, ``gather_flattened``, ``atomic_rmw``, ``static_cast`` and
 ``bfp16``. Each lowers to the simulator's instructions (``kernelopt.sim.isa_more`` for
 the ones the current API did not have)."""
@@ -32,6 +32,7 @@ BETA1_MORE_ISA_CALLS = (
     "nc_stream_shuffle",
     "tensor_copy_dynamic_src",
     "tensor_copy_dynamic_dst",
+    "sequence_bounds",
 )
 
 
@@ -121,6 +122,15 @@ class Beta1MoreIsa:
             "dst",
             engine,
         )
+
+    def sequence_bounds(self, *, segment_ids: Any, dtype: Any = None, **_: Any) -> Tile:
+        """https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.1/nki/api/generated/nki.isa.sequence_bounds.html:
+        a [1, 2, N] tile of run starts and ends, in ``dtype`` or the ids' own."""
+        ids = self.beta._tile("sequence_bounds", segment_ids)
+        shape = (ids.shape[0], 2, *ids.shape[1:])
+        dst = self.beta.new(shape, self.beta._dtype(dtype, ids.dtype))
+        self.isa.sequence_bounds(dst, ids)
+        return dst
 
 
 def add_isa_more(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:

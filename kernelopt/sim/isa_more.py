@@ -252,3 +252,38 @@ class MoreCalls(EngineCalls):
             op, unit, [s], [d], partitions=d.partitions, free=s.free_size,
             cycles=max(MIN_II_DYNAMIC, s.free_size),
         )  # fmt: skip
+
+    def sequence_bounds(self, dst: Any, segment_ids: Any, name: str | None = None) -> None:
+        """For each element of a one-partition row of segment ids, the start and (exclusive)
+        end of its run of equal ids, as ``dst[0, 0, :]`` and ``dst[0, 1, :]``; id 0 is
+        padding, with start n and end -1 (nki.isa.sequence_bounds, v2.26.1: GpSimd,
+        float32 or int32 in and out; its NumPy equivalent sets the end one past a run's
+        last element). Cost unverified: one GpSimd pass over the output."""
+        op = "sequence_bounds"
+        dst, ids = self._tile(op, "dst", dst), self._tile(op, "segment_ids", segment_ids)
+        self._in(op, "dst", dst, "sbuf")
+        self._in(op, "segment_ids", ids, "sbuf")
+        if ids.partitions != 1 or ids.ndim != 2:
+            self.m.fail("isa", f"{op}: segment_ids must be [1, N] (one partition), got {ids.shape}")
+        if dst.shape != (1, 2, ids.shape[1]):
+            self.m.fail("isa", f"{op}: dst must be {(1, 2, ids.shape[1])}, got {dst.shape}")
+        for role, t in (("segment_ids", ids), ("dst", dst)):
+            if t.dtype.name not in ("float32", "int32"):
+                self.m.fail("isa", f"{op}: {role} must be float32 or int32, got {t.dtype}")
+        row = self.m.read(ids, op)
+        self.m.write(dst, None if row is None else _run_bounds(row.reshape(-1)).reshape(dst.shape))
+        self._emit(op, "gpsimd", [ids], [dst], partitions=1, free=dst.free_size)
+
+
+def _run_bounds(ids: np.ndarray) -> np.ndarray:
+    """[starts; ends] of the runs of equal ids, padding (0) at [n; -1]."""
+    n = ids.size
+    at = np.arange(n)
+    first = np.ones(n, bool)
+    first[1:] = ids[1:] != ids[:-1]
+    last = np.ones(n, bool)
+    last[:-1] = ids[:-1] != ids[1:]
+    starts = np.maximum.accumulate(np.where(first, at, 0))
+    ends = np.minimum.accumulate(np.where(last, at + 1, n)[::-1])[::-1]
+    pad = ids == 0
+    return np.stack([np.where(pad, n, starts), np.where(pad, -1, ends)]).astype(np.float64)

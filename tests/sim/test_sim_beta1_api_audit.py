@@ -337,3 +337,26 @@ def test_tensor_copy_dynamic_offset_must_be_on_chip(kernel_file) -> None:
     off = np.array([[1, 4]], np.uint32)
     with pytest.raises(SimError, match="on-chip"):
         run(kernel_file, DYNAMIC.replace("OFFSETS", "off"), x=x, off=off)
+
+
+BOUNDS = """
+@nki.jit
+def k(ids):
+    out = nl.ndarray((1, 2, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    b = nisa.sequence_bounds(segment_ids=nl.load(ids))
+    nl.store(out, value=b)
+    return out
+"""
+
+
+def test_sequence_bounds_gives_each_run_its_start_and_end(kernel_file) -> None:
+    # Runs [1, 1] at 0:2, [2, 2, 2] at 2:5, [3] at 6:7; ids 0 are padding (start 8, end -1).
+    ids = np.array([[1, 1, 2, 2, 2, 0, 3, 0]], np.float32)
+    r = run(kernel_file, BOUNDS, ids=ids)
+    assert r.outputs.tolist() == [[[0, 0, 2, 2, 2, 8, 6, 8], [2, 2, 5, 5, 5, -1, 7, -1]]]
+    assert next(i for i in r.trace if i.op == "sequence_bounds").engine == "gpsimd"
+
+
+def test_sequence_bounds_takes_one_partition(kernel_file) -> None:
+    with pytest.raises(SimError, match="one partition"):
+        run(kernel_file, BOUNDS, ids=np.ones((2, 8), np.float32))
