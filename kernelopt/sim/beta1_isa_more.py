@@ -2,7 +2,7 @@
 (``nki.isa``: the v2.26.1 nki.isa reference; ``nki.language``: the 2.26-era
 ``nki/language/__init__.py`` reference stub in aws-neuron/aws-neuron-sdk):
 ``nisa.select_reduce``, ``range_select``, ``nc_match_replace8``, ``nc_stream_shuffle``,
-``tensor_copy_dynamic_src`` and ``_dst``, ``sequence_bounds``;
+``tensor_copy_dynamic_src`` and ``_dst``, ``sequence_bounds``, ``local_gather``;
 ``nl.all``, ``rms_norm``, ``gather_flattened``, ``atomic_rmw``, ``static_cast`` and
 ``bfp16``. Each lowers to the simulator's instructions (``kernelopt.sim.isa_more`` for
 the ones the current API did not have)."""
@@ -33,6 +33,7 @@ BETA1_MORE_ISA_CALLS = (
     "tensor_copy_dynamic_src",
     "tensor_copy_dynamic_dst",
     "sequence_bounds",
+    "local_gather",
 )
 
 
@@ -130,6 +131,27 @@ class Beta1MoreIsa:
         shape = (ids.shape[0], 2, *ids.shape[1:])
         dst = self.beta.new(shape, self.beta._dtype(dtype, ids.dtype))
         self.isa.sequence_bounds(dst, ids)
+        return dst
+
+    def local_gather(
+        self, src_buffer: Any, index: Any, num_elem_per_idx: int = 1,
+        num_valid_indices: int | None = None, *, mask: Any = None, **_: Any,
+    ) -> Tile:  # fmt: skip
+        """https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.1/nki/api/generated/nki.isa.local_gather.html.
+        The result is [P, K, 16, E] (K index columns, E = ``num_elem_per_idx``), the
+        shape the page's example declares, when every index is valid, and
+        [P, num_valid_indices, E] otherwise: the page gives no rule (unverified)."""
+        src = self.beta._tile("local_gather", src_buffer)
+        idx = self.beta._tile("local_gather", index)
+        span, per_core = int(num_elem_per_idx), 16 * idx.free_size
+        valid = per_core if num_valid_indices is None else int(num_valid_indices)
+        shape = (
+            (src.partitions, idx.free_size, 16, span)
+            if valid == per_core
+            else (src.partitions, valid, span)
+        )
+        dst = self.beta.new(shape, src.dtype)
+        self.isa.local_gather(dst, src, idx, span, valid)
         return dst
 
 

@@ -1,6 +1,7 @@
 """Selection and data-movement instructions of the beta-1 ``nki.isa`` that the current
 API's calls do not cover: ``select_reduce``, ``range_select``, ``nc_match_replace8``,
-``nc_stream_shuffle`` and the flattened gather behind ``nl.gather_flattened`` (NKI ISA
+``nc_stream_shuffle``, ``sequence_bounds``, ``local_gather``, the dynamic-offset copies
+and the flattened gather behind ``nl.gather_flattened`` (NKI ISA
 reference of Neuron SDK 2.26.1, each call's page). Semantics are the pages'; where a
 page gives no cost, the instruction is charged as one streamed pass on its engine, an
 estimate marked unverified."""
@@ -273,6 +274,54 @@ class MoreCalls(EngineCalls):
         row = self.m.read(ids, op)
         self.m.write(dst, None if row is None else _run_bounds(row.reshape(-1)).reshape(dst.shape))
         self._emit(op, "gpsimd", [ids], [dst], partitions=1, free=dst.free_size)
+
+    def local_gather(
+        self, dst: Any, src_buffer: Any, index: Any, num_elem_per_idx: int = 1,
+        num_valid_indices: int | None = None, name: str | None = None,
+    ) -> None:  # fmt: skip
+        """Each GpSimd core's 16 partitions gather, with one list of indices: the core's
+        16-partition slice of ``index`` read partition first (column-major), cut to
+        ``num_valid_indices``; index ``i`` picks the ``num_elem_per_idx`` elements from
+        flat free offset ``i`` of every partition (nki.isa.local_gather, v2.26.1, its NumPy
+        equivalent). ``dst`` holds, per partition, the picks in list order
+        (``num_valid_indices * num_elem_per_idx`` elements); an index past the row is
+        undefined on the hardware and an error here. Cost unverified: one GpSimd pass."""
+        op, core = "local_gather", 16
+        dst, src = self._tile(op, "dst", dst), self._tile(op, "src_buffer", src_buffer)
+        idx = self._tile(op, "index", index)
+        for role, t in (("dst", dst), ("src_buffer", src), ("index", idx)):
+            self._in(op, role, t, "sbuf")
+        per_core = core * idx.free_size
+        valid = per_core if num_valid_indices is None else int(num_valid_indices)
+        span = int(num_elem_per_idx)
+        if idx.partitions % core or src.partitions != idx.partitions or not 0 < valid <= per_core:
+            self.m.fail(
+                "isa",
+                f"{op}: index and src_buffer need the same multiple of 16 partitions and "
+                f"num_valid_indices at most {per_core}, got {idx.shape}, {src.shape}, {valid}",
+            )
+        if dst.partitions != src.partitions or dst.free_size != valid * span:
+            self.m.fail("isa", f"{op}: dst needs {valid * span} elements per partition")
+        rows, where = self.m.read(src, op), self.m.read(idx, op)
+        picked = None
+        if rows is not None and where is not None:
+            picked = self._gather_cores(op, rows.reshape(src.partitions, -1), where, valid, span)
+            picked = picked.reshape(dst.shape)
+        self.m.write(dst, picked)
+        self._emit(op, "gpsimd", [src, idx], [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def _gather_cores(
+        self, op: str, rows: np.ndarray, where: np.ndarray, valid: int, span: int
+    ) -> np.ndarray:
+        index = where.reshape(rows.shape[0], -1).astype(np.int64)
+        out = np.empty((rows.shape[0], valid, span), rows.dtype)
+        for base in range(0, rows.shape[0], 16):
+            picks = index[base : base + 16].flatten(order="F")[:valid]
+            at = picks[:, None] + np.arange(span)[None, :]
+            if (picks < 0).any() or (at >= rows.shape[1]).any():
+                self.m.fail("isa", f"{op}: an index reaches past the {rows.shape[1]}-element row")
+            out[base : base + 16] = rows[base : base + 16][:, at]
+        return out
 
 
 def _run_bounds(ids: np.ndarray) -> np.ndarray:

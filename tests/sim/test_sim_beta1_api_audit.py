@@ -360,3 +360,41 @@ def test_sequence_bounds_gives_each_run_its_start_and_end(kernel_file) -> None:
 def test_sequence_bounds_takes_one_partition(kernel_file) -> None:
     with pytest.raises(SimError, match="one partition"):
         run(kernel_file, BOUNDS, ids=np.ones((2, 8), np.float32))
+
+
+GATHER_LOCAL = """
+@nki.jit
+def k(src, idx):
+    out = nl.ndarray(OUT, dtype=nl.float32, buffer=nl.shared_hbm)
+    g = nisa.local_gather(nl.load(src), nl.load(idx), 2, VALID)
+    nl.store(out, value=g)
+    return out
+"""
+
+
+def test_local_gather_uses_one_index_list_per_16_partitions(kernel_file) -> None:
+    # 32 partitions (two GpSimd cores), rows of 8: value 100 * p + f. Index column 0 is
+    # 2 on core 0's partitions, 6 on core 1's; column 1 is 0. The list is read partition
+    # first: 16 twos (or sixes) then 16 zeros; each index picks 2 elements.
+    p = np.arange(32, dtype=np.float32)[:, None]
+    src = 100 * p + np.arange(8, dtype=np.float32)[None, :]
+    idx = np.zeros((32, 2), np.int32)
+    idx[:16, 0], idx[16:, 0] = 2, 6
+    body = GATHER_LOCAL.replace("OUT", "(32, 2, 16, 2)").replace("VALID", "None")
+    r = run(kernel_file, body, src=src, idx=idx)
+    start = np.where(np.arange(32) < 16, 2, 6)[:, None, None]
+    picks = np.concatenate([np.broadcast_to(start, (32, 16, 1)), np.zeros((32, 16, 1))], 1)
+    want = 100 * p[:, :, None] + picks + np.arange(2)[None, None, :]
+    assert r.outputs.reshape(32, 32, 2).tolist() == want.tolist()
+    # Three valid indices per core: the first three of the list, all column 0.
+    body = GATHER_LOCAL.replace("OUT", "(32, 3, 2)").replace("VALID", "3")
+    r = run(kernel_file, body, src=src, idx=idx)
+    assert r.outputs.tolist() == want[:, :3].tolist()
+
+
+def test_local_gather_index_must_stay_in_the_row(kernel_file) -> None:
+    src = np.zeros((16, 8), np.float32)
+    idx = np.full((16, 1), 7, np.int32)  # 7 + 1 reaches past a row of 8
+    body = GATHER_LOCAL.replace("OUT", "(16, 1, 16, 2)").replace("VALID", "None")
+    with pytest.raises(SimError, match="past the 8-element row"):
+        run(kernel_file, body, src=src, idx=idx)
