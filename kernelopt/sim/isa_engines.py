@@ -17,7 +17,6 @@ _FAST_VECTOR_OPS = frozenset({"add", "multiply", "subtract"})
 # Reduction").
 ACCUMULATOR_READ_CYCLES = 64
 _BF16 = "bfloat16"
-_IDENTITY = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "multiply": 1.0}
 
 
 class EngineCalls(ReduceCalls):
@@ -238,10 +237,12 @@ class EngineCalls(ReduceCalls):
         engine: str = "scalar",
     ) -> None:
         """An engine's per-partition accumulator registers (``reduce_cmd``; ScalarE's
-        unless ``engine`` names another): ``reset`` clears them, ``reduce`` adds this
-        result's reduction, ``reset_reduce`` does both; ``reduce_res`` reads them out
-        (or, with no command, this result's reduction alone, as ``activation_reduce``
-        does)."""
+        unless ``engine`` names another): ``reset`` sets them to zero, ``reduce``
+        combines this result's reduction into them, ``reset_reduce`` stores it there
+        (the nki.isa.activation page: "Reset reduce_regs to zero and then store the
+        reduction result"; a max stored so keeps an all-negative row's max);
+        ``reduce_res`` reads them out (or, with no command, this result's reduction
+        alone, as ``activation_reduce`` does)."""
         cmd = str(reduce_cmd or "").rpartition(".")[2]
         if reduce_res is None and cmd in ("", "idle"):
             return
@@ -252,11 +253,11 @@ class EngineCalls(ReduceCalls):
         if result is not None:
             reduced = reducer.reduce(result.reshape(partitions, -1), axis=1)
         acc = self.m.accumulators.get(engine)
-        if cmd in ("reset", "reset_reduce"):
-            # Cleared to the reduction's identity: 0 for a sum, -inf for a max (a max
-            # accumulator cleared to 0 would lose an all-negative row).
-            acc = np.full(partitions, _IDENTITY.get(reducer.name, 0.0), np.float32)
-        if cmd in ("reduce", "reset_reduce") and reduced is not None:
+        if cmd == "reset":
+            acc = np.zeros(partitions, np.float32)
+        elif cmd == "reset_reduce":
+            acc = reduced
+        elif cmd == "reduce" and reduced is not None:
             acc = reduced if acc is None else reducer.fn(acc, reduced)
         self.m.accumulators[engine] = acc
         if reduce_res is not None:
