@@ -16,6 +16,7 @@ from kernelopt.sim import indexing
 from kernelopt.sim.beta1 import Beta1
 from kernelopt.sim.beta1_compiler import build_compiler
 from kernelopt.sim.beta1_isa import add_isa
+from kernelopt.sim.beta1_isa_more import add_isa_more, add_language_more
 from kernelopt.sim.beta1_skip import SKIPPED, constant, make_skippable
 from kernelopt.sim.beta1_tiles import ParDim
 from kernelopt.sim.enums import add_enums
@@ -70,7 +71,9 @@ def build_beta1_modules(
 
     nisa = types.ModuleType("neuronxcc.nki.isa", "nki.isa (beta 1) as simulated")
     add_isa(nisa, beta, isa)
+    add_isa_more(nisa, beta, isa)
     add_enums(nisa)
+    add_language_more(nl, beta, isa)
     nl.dropout = lambda x, rate, dtype=None, mask=None, **_: nisa.dropout(
         x, rate, dtype=dtype, mask=mask
     )

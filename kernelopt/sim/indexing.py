@@ -58,15 +58,24 @@ def _int(value: Any, what: str) -> int:
 class IndexExpr:
     """``const + sum(coef * k)`` over the index-space axes named in ``terms``."""
 
-    __slots__ = ("const", "terms", "ndim", "placed", "grid")
+    __slots__ = ("const", "terms", "ndim", "placed", "grid", "dynamic")
 
     def __init__(
-        self, const: int, terms: tuple[Term, ...], ndim: int, placed: bool, grid: int | None = None
+        self,
+        const: int,
+        terms: tuple[Term, ...],
+        ndim: int,
+        placed: bool,
+        grid: int | None = None,
+        dynamic: Any = None,
     ) -> None:
         self.const, self.terms, self.ndim, self.placed = const, terms, ndim, placed
         # The nl.mgrid call the ranges come from (None for nl.arange, MIXED for a sum
         # over two grids): ranges of two grids on one axis are different variables.
         self.grid = grid
+        # A dynamic offset (``i_f + offset_tile[0, j]``): the one-element on-chip tile
+        # whose value, read when the expression is built, is in ``const``.
+        self.dynamic = dynamic
 
     def __repr__(self) -> str:
         parts = [f"{c}*k{a}[{n}]" for a, c, n in self.terms]
@@ -120,7 +129,7 @@ class IndexExpr:
         if key[slices[0]] != slice(None):
             raise IndexError_(f"slicing an nl.arange is not supported, got {key[slices[0]]!r}")
         (_, coef, size) = self.terms[0]
-        return IndexExpr(self.const, ((slices[0], coef, size),), len(key), True)
+        return IndexExpr(self.const, ((slices[0], coef, size),), len(key), True, None, self.dynamic)
 
     def _combine(self, other: IndexExpr) -> IndexExpr:
         if self.terms and other.terms and self.ndim != other.ndim:
@@ -139,16 +148,24 @@ class IndexExpr:
         terms = tuple((a, c, n) for a, (c, n) in sorted(merged.items()) if c != 0)
         ndim = max(self.ndim, other.ndim)
         grid = _joined(self.grid if self.terms else None, other.grid if other.terms else None)
-        return IndexExpr(self.const + other.const, terms, ndim, self.placed or other.placed, grid)
+        if self.dynamic is not None and other.dynamic is not None:
+            raise IndexError_("an index expression takes one dynamic offset")
+        placed = self.placed or other.placed
+        dynamic = self.dynamic if self.dynamic is not None else other.dynamic
+        return IndexExpr(self.const + other.const, terms, ndim, placed, grid, dynamic)
 
     def _lift(self, other: Any, what: str) -> IndexExpr:
         if isinstance(other, IndexExpr):
             return other
+        if hasattr(other, "alloc") and hasattr(other, "kept"):
+            return _dynamic_offset(other, self.ndim)
         return IndexExpr(_int(other, what), (), self.ndim, False)
 
     def __add__(self, other: Any) -> IndexExpr:
         if isinstance(other, int):  # the common case, kept cheap: i * 128 + i_p
-            return IndexExpr(self.const + other, self.terms, self.ndim, self.placed, self.grid)
+            return IndexExpr(
+                self.const + other, self.terms, self.ndim, self.placed, self.grid, self.dynamic
+            )
         return self._combine(self._lift(other, "index offset"))
 
     __radd__ = __add__
@@ -166,8 +183,10 @@ class IndexExpr:
         if isinstance(other, IndexExpr):
             raise IndexError_("the product of two nl.arange ranges is not an affine expression")
         k = _int(other, "index coefficient")
+        if self.dynamic is not None and k != 1:
+            raise IndexError_("a dynamic offset is added to an index expression, not scaled")
         terms = tuple((a, c * k, n) for a, c, n in self.terms if c * k != 0)
-        return IndexExpr(self.const * k, terms, self.ndim, self.placed, self.grid)
+        return IndexExpr(self.const * k, terms, self.ndim, self.placed, self.grid, self.dynamic)
 
     __rmul__ = __mul__
 
@@ -199,6 +218,21 @@ class IndexExpr:
 
     def __lt__(self, other: Any) -> Mask:
         return (self._lift(other, "mask bound") - self - 1)._at_least_zero()
+
+
+def _dynamic_offset(tile: Any, ndim: int) -> IndexExpr:
+    """``i_f + offset_tile[0, j]``: the value of a one-element on-chip tile as an index
+    offset, read now (the simulator runs in program order; a trace-only run reads 0).
+    The nki.isa.tensor_copy_dynamic_src/dst pages (v2.26.1): "The dynamic offset must be
+    a scalar value resided in SBUF"."""
+    if not tile.buffer.on_chip or int(np.prod(tile.shape)) != 1:
+        raise IndexError_(
+            f"a dynamic index offset must be a one-element on-chip tile, got {tile.shape} "
+            f"in {tile.buffer.kind.upper()}"
+        )
+    values = tile.alloc.machine.read(tile, "dynamic index offset")
+    offset = 0 if values is None else int(np.asarray(values).reshape(-1)[0])
+    return IndexExpr(offset, (), ndim, False, None, tile)
 
 
 class Mask:

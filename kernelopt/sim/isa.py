@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from kernelopt.sim.isa_dma import DmaCalls
 from kernelopt.sim.isa_fused import FusedCalls
+from kernelopt.sim.isa_more import MoreCalls
 from kernelopt.sim.isa_random import RandomCalls
 from kernelopt.sim.isa_select import SelectCalls
 from kernelopt.sim.isa_tensor import TensorCalls
 
 
-class Isa(TensorCalls, DmaCalls, RandomCalls, SelectCalls, FusedCalls):
+class Isa(TensorCalls, DmaCalls, RandomCalls, SelectCalls, FusedCalls, MoreCalls):
     """The ISA calls, bound to one machine."""
 
 

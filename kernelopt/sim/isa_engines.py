@@ -234,11 +234,15 @@ class EngineCalls(ReduceCalls):
         reduce_op: Any,
         reduce_res: Tile | None,
         reduce_cmd: Any,
+        engine: str = "scalar",
     ) -> None:
-        """ScalarE's per-partition accumulator registers (``reduce_cmd``): ``reset``
-        clears them, ``reduce`` adds this result's reduction, ``reset_reduce`` does
-        both; ``reduce_res`` reads them out (or, with no command, this result's
-        reduction alone, as ``activation_reduce`` does)."""
+        """An engine's per-partition accumulator registers (``reduce_cmd``; ScalarE's
+        unless ``engine`` names another): ``reset`` sets them to zero, ``reduce``
+        combines this result's reduction into them, ``reset_reduce`` stores it there
+        (the nki.isa.activation page: "Reset reduce_regs to zero and then store the
+        reduction result"; a max stored so keeps an all-negative row's max);
+        ``reduce_res`` reads them out (or, with no command, this result's reduction
+        alone, as ``activation_reduce`` does)."""
         cmd = str(reduce_cmd or "").rpartition(".")[2]
         if reduce_res is None and cmd in ("", "idle"):
             return
@@ -248,12 +252,14 @@ class EngineCalls(ReduceCalls):
         reduced = None
         if result is not None:
             reduced = reducer.reduce(result.reshape(partitions, -1), axis=1)
-        acc = self.m.accumulators.get("scalar")
-        if cmd in ("reset", "reset_reduce"):
+        acc = self.m.accumulators.get(engine)
+        if cmd == "reset":
             acc = np.zeros(partitions, np.float32)
-        if cmd in ("reduce", "reset_reduce") and reduced is not None:
+        elif cmd == "reset_reduce":
+            acc = reduced
+        elif cmd == "reduce" and reduced is not None:
             acc = reduced if acc is None else reducer.fn(acc, reduced)
-        self.m.accumulators["scalar"] = acc
+        self.m.accumulators[engine] = acc
         if reduce_res is not None:
             out = reduced if cmd in ("", "idle") else acc
             self.m.write(reduce_res, None if out is None else np.reshape(out, reduce_res.shape))

@@ -123,6 +123,9 @@ OPS: Mapping[str, Op] = MappingProxyType(
             Op("mish", 1, lambda x: x * np.tanh(_softplus(x))),
             Op("sin", 1, np.sin),
             Op("cos", 1, np.cos),
+            # nki.language.tan (v2.26.1 nki.language page): an activation like sin and
+            # cos; its engine (ScalarE, as theirs) is unverified.
+            Op("tan", 1, np.tan),
             Op("arctan", 1, np.arctan),
             Op("sign", 1, np.sign),
             # ALU operators (VectorE): comparisons and logic yield 1.0 / 0.0.
@@ -194,6 +197,7 @@ NUMPY_OPS: Mapping[Any, Op] = MappingProxyType(
         np.fmod: OPS["fmod"],
         np.sin: OPS["sin"],
         np.cos: OPS["cos"],
+        np.tan: OPS["tan"],
         np.sign: OPS["sign"],
         np.arctan: OPS["arctan"],
     }

@@ -263,7 +263,7 @@ class Tile(NkiTensorViews):
         if any(isinstance(k, Tile) for k in key):
             return indirect(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
-            return resolve(self, key)
+            return _with_dynamic_offset(resolve(self, key), key)
         if self.alloc.machine.beta1 is None and any(
             isinstance(k, slice) and k.step not in (None, 1) for k in key
         ):
@@ -461,3 +461,16 @@ def reshape_hbm(tile: Tile, shape: tuple[int, ...]) -> Tile:
     )
     view.alloc.written = alloc.written.reshape(shape)
     return view
+
+
+def _with_dynamic_offset(view: Tile, key: tuple[Any, ...]) -> Tile:
+    """``view`` reading the tile of its key's dynamic offset too (``i_f + off[0, j]``),
+    as an indirect access reads its index tile, so the instruction waits for it."""
+    dynamic = next(
+        (k.dynamic for k in key if isinstance(k, IndexExpr) and k.dynamic is not None), None
+    )
+    if dynamic is None or view.via is not None:
+        return view
+    out = Tile(view.alloc, view.bounds, view.kept, view.loose, view._view(), view.coords, dynamic)
+    out.holes, out.axis_map = view.holes, view.axis_map
+    return out
