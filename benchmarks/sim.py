@@ -22,6 +22,7 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import gc  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -43,6 +44,8 @@ ROUNDS = 5  # alternating runs of the current-API kernel and its beta-1 twins
 def _timed(fn, repeat: int = 3) -> tuple[float, object]:
     best, result = float("inf"), None
     for _ in range(repeat):
+        result = None  # every run starts with the same live memory
+        gc.collect()
         start = time.perf_counter()
         result = fn()
         best = min(best, time.perf_counter() - start)
@@ -76,12 +79,13 @@ def speed() -> None:
     # run alternating with the current-API kernel so that all three see the same load
     # (the best of each over the same number of rounds).
     beta_s = arange_s = full_s = float("inf")
-    for _ in range(ROUNDS):
+    for _ in range(ROUNDS):  # times only: no run's result is alive during another's
         full_s = min(full_s, _timed(lambda: run_kernel(kernel, inputs), repeat=1)[0])
-        took, beta = _timed(lambda: run_kernel(BETA1_TWIN, inputs), repeat=1)
-        beta_s = min(beta_s, took)
-        took, twin = _timed(lambda: run_kernel(BETA1_ARANGE_TWIN, inputs), repeat=1)
+        beta_s = min(beta_s, _timed(lambda: run_kernel(BETA1_TWIN, inputs), repeat=1)[0])
+        took = _timed(lambda: run_kernel(BETA1_ARANGE_TWIN, inputs), repeat=1)[0]
         arange_s = min(arange_s, took)
+    beta = run_kernel(BETA1_TWIN, inputs)
+    twin = run_kernel(BETA1_ARANGE_TWIN, inputs)
     print(f"beta1_numerics_and_cost_model_s: {beta_s:.3f}")
     print(f"beta1_over_current_api: {beta_s / full_s:.2f}x (limit 1.20x)")
     print(f"beta1_same_estimate: {beta.profile['total_time'] == run.profile['total_time']}")
