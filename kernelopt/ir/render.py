@@ -153,6 +153,7 @@ class _Renderer:
         self.ir, self.p = ir, placement
         self.engines = engine_plan(ir)
         self.w = Writer()
+        self._named: dict[str, str] | None = None  # offsets named in a shared load loop
         used = list(placement.emission.values()) + list(placement.fire.values())
         self.max_depth = max(used)
         self.sequential = {
@@ -185,9 +186,7 @@ class _Renderer:
             if p.emission[buf.name] == depth:
                 self.allocate(buf, indent)
         ops = [op for op in ir.operators if p.fire[op.name] == depth]
-        for op in ops:
-            if not p.after[op.name]:
-                self.operator(op, depth, indent)
+        self.operators([op for op in ops if not p.after[op.name]], depth, indent)
         if depth < self.max_depth:
             entry = ir.loop_order[depth]
             d, kind = entry.split(".")
@@ -241,6 +240,38 @@ class _Renderer:
                 indent += 4
         return indent
 
+    def operators(self, ops: list[Operator], depth: int, indent: int) -> None:
+        """``ops`` in order, except that loads looping over the same partition-dim tiles
+        share one loop, tile by tile (x0, y0, x1, y1, ...): the first tiles of every
+        input a row's first instruction reads arrive first, instead of all of x before
+        any of y."""
+        site = _Site(self.ir, self.p, depth)
+        i = 0
+        while i < len(ops):
+            group = [ops[i]]
+            key = self._load_loop(ops[i], site)
+            while key and i + len(group) < len(ops):
+                if self._load_loop(ops[i + len(group)], site) != key:
+                    break
+                group.append(ops[i + len(group)])
+            if len(group) == 1:
+                self.operator(ops[i], depth, indent)
+            else:
+                inner = self.local_loops(site, (key[0],), indent)
+                self._named = {}  # the loads share their row offset: one line for it
+                for op in group:
+                    self._dma(site, self.ir.buffer[op.dst], op.srcs[0], inner, True, False)
+                self._named = None
+            i += len(group)
+
+    def _load_loop(self, op: Operator, site: _Site) -> tuple[str, int] | None:
+        """(partition dim, trip) of the loop a plain load opens of its own, if any."""
+        if op.kind != "load":
+            return None
+        dp = self.ir.buffer[op.dst].axes[0]
+        trip = site.local_trip(dp)
+        return (dp, trip) if trip else None
+
     def operator(self, op: Operator, depth: int, indent: int) -> None:
         site = _Site(self.ir, self.p, depth)
         getattr(self, f"op_{op.kind}")(op, site, indent)
@@ -249,7 +280,12 @@ class _Renderer:
         """Long HBM offsets get a name of their own so every line stays short."""
         if expr.simple:
             return expr
-        self.w.line(indent, f"{name} = {expr}")
+        text = str(expr)
+        if self._named is not None and self._named.get(name) == text:
+            return var(name)
+        if self._named is not None:
+            self._named[name] = text
+        self.w.line(indent, f"{name} = {text}")
         return var(name)
 
     def view(self, site: _Site, buf: PhysicalBuffer, indent: int, wide: str = "") -> str:
@@ -273,10 +309,15 @@ class _Renderer:
         f = self._offset(indent, f"f_{buf.name}", site.buffer_index(buf, df) * self.ir.dim[df].tile)
         return f"{buf.name}[:, {slice_text(start, rows)}, {slice_text(f, self.ir.dim[df].tile)}]"
 
-    def _dma(self, site: _Site, buf: PhysicalBuffer, hbm: str, indent: int, load: bool) -> None:
+    def _dma(
+        self, site: _Site, buf: PhysicalBuffer, hbm: str, indent: int, load: bool, loop: bool = True
+    ) -> None:
+        """One DMA per partition-dim tile, in a loop of its own (``loop``) or in the
+        caller's (``operators``: loads sharing one)."""
         ir = self.ir
         dp, df = buf.axes
-        indent = self.local_loops(site, (dp,), indent)
+        if loop:
+            indent = self.local_loops(site, (dp,), indent)
         g_f, b_f, count = site.wide_free(buf, df)
         tp, tf = ir.dim[dp].tile, ir.dim[df].tile
         row = self._offset(indent, "row", site.tile_index(dp)[0] * tp)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from ir_support import IR_DIR, SHIPPED, small_ir, small_workload, workload
@@ -18,6 +20,7 @@ from kernelopt.ir import (
     render_ir,
     sample,
 )
+from kernelopt.workload import load_workload
 
 FULL = Scope.FULL
 
@@ -191,4 +194,35 @@ def test_a_copy_out_of_psum_takes_a_run_of_transposed_tiles_of_one_bank(tmp_path
     kernel = tmp_path / "held.py"
     kernel.write_text(text)
     report = check_kernel(kernel, small_workload("rmsnorm_matmul"))
+    assert report.correct, report.error
+
+
+def test_loads_over_the_same_row_tiles_share_one_loop_tile_by_tile(tmp_path) -> None:
+    """x and the residual, both held whole, load x0, r0, x1, r1 in one loop: the residual
+    add of the first row tile starts once its two tiles are in, not after all of x."""
+    from kernelopt.sim import check_kernel, run_kernel
+    from kernelopt.workload import make_inputs
+
+    path = Path(__file__).parent / "llm_workloads" / "add_rmsnorm.py"
+    full = load_workload(path)
+    w = dataclasses.replace(full, input_specs=full.module.SMALL_SPECS)
+    ir = build_ir(w.f_nkigym, w.input_specs, "add_rmsnorm")
+    state = ir.with_knobs(
+        buffer_scopes={
+            **ir.buffer_scopes,
+            **{b: dict.fromkeys(ir.buffer_scopes[b], FULL) for b in ("sbuf_x", "sbuf_residual")},
+        }
+    )
+    text = render_ir(state)
+    kernel = tmp_path / "add_rmsnorm.py"
+    kernel.write_text(text)
+    run = run_kernel(kernel, make_inputs(w.input_specs, 0), compute=False)
+    loads = [i for i, ins in enumerate(run.trace) if ins.op == "dma_copy" and ins.hbm_read]
+    names = [run.allocations[run.trace[i].reads[0][0]].name for i in loads]
+    assert names == ["x", "residual"] * 2  # 256 rows: two row tiles each
+    assert text.count("row = ") == 2  # one row offset per load loop and per store loop
+    first_add = next(i for i, ins in enumerate(run.trace) if ins.op == "tensor_tensor")
+    timeline = run.timeline
+    assert timeline.start_ns[first_add] < timeline.end_ns[loads[2]]  # before x1 is in
+    report = check_kernel(kernel, w)
     assert report.correct, report.error
