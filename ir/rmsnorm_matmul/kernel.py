@@ -13,7 +13,6 @@ def rmsnorm_matmul(x, w):
     for l0 in nl.affine_range(8):
         row = l0 * 128
         nisa.dma_copy(dst=sbuf_x[:, l0, 0:1024], src=x[row : row + 128, 0:1024])
-    for l0 in nl.affine_range(8):
         nisa.activation(dst=sbuf_sq[:, l0, 0:1024], op=nl.square, data=sbuf_x[:, l0, 0:1024])
     for b0 in nl.affine_range(8):
         sbuf_ss = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -30,7 +29,6 @@ def rmsnorm_matmul(x, w):
                 axis=1,
                 keepdims=True,
             )
-        for l0 in nl.affine_range(1):
             nisa.tensor_scalar(
                 dst=sbuf_ms[:, l0, 0:1],
                 data=sbuf_ss[:, l0, 0:1],
@@ -40,7 +38,6 @@ def rmsnorm_matmul(x, w):
                 operand1=1e-06,
                 engine=nisa.engine.scalar,
             )
-        for l0 in nl.affine_range(1):
             nisa.activation(dst=sbuf_rs[:, l0, 0:1], op=nl.rsqrt, data=sbuf_ms[:, l0, 0:1])
         for b1 in nl.sequential_range(1):
             sbuf_xt = nl.ndarray((128, 8, 128), dtype=nl.bfloat16, buffer=nl.sbuf)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from kernelopt.ir.derive import Placement, derive, drain_adds
 from kernelopt.ir.engines import engine_plan
+from kernelopt.ir.layout import buffer_dtype, psum_rows
 from kernelopt.ir.model import KernelIR, Operator
-from kernelopt.ir.render import buffer_dtype, psum_rows
 from kernelopt.sim.cost import duration_ns
 from kernelopt.sim.isa_engines import ACCUMULATOR_READ_CYCLES
 from kernelopt.sim.trace import Instruction

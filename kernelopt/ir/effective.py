@@ -19,8 +19,8 @@ from typing import Any
 from kernelopt.ir.cost import _Counter, _instructions
 from kernelopt.ir.derive import Placement, derive
 from kernelopt.ir.engines import engine_plan
+from kernelopt.ir.layout import buffer_dtype, buffer_shape
 from kernelopt.ir.model import KernelIR
-from kernelopt.ir.render import buffer_dtype, buffer_shape
 
 Node = tuple[Any, ...]
 

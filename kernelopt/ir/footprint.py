@@ -7,8 +7,8 @@ as live at once, so it never underestimates the real peak.
 
 from __future__ import annotations
 
+from kernelopt.ir.layout import buffer_dtype, buffer_shape
 from kernelopt.ir.model import KernelIR
-from kernelopt.ir.render import buffer_dtype, buffer_shape
 from kernelopt.sim.trn2 import DEFAULT_PARAMS, Trn2Params
 from kernelopt.workload import numpy_dtype
 

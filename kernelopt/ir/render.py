@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from kernelopt.ir.derive import Placement, derive, scope_of, writes
 from kernelopt.ir.derive import drain_adds as _drain_adds
 from kernelopt.ir.engines import engine_plan
+from kernelopt.ir.layout import buffer_dtype, buffer_shape, psum_rows
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
+from kernelopt.ir.render_rows import row_runs
 from kernelopt.ir.render_text import Lin, Writer, slice_text, var
-from kernelopt.sim.trn2 import DEFAULT_PARAMS
-from kernelopt.workload import numpy_dtype
 
 DTYPES = {
     "bfloat16": "nl.bfloat16",
@@ -95,48 +95,6 @@ class _Site:
         return Lin(), Lin(), self.ir.dim[d].num_tiles
 
 
-def psum_rows(ir: KernelIR, op: Operator, trip: int) -> int:
-    """How many partition-dim tiles one element-wise instruction with a PSUM operand
-    covers at once (of ``trip`` it loops over): the tiles a PSUM buffer holds along its
-    partition dim lie one after another in its free bytes, so a run of them inside one
-    2 KiB bank is one access (a transpose's 128 x 128 bf16 tiles: eight to a bank).
-    The run starts at a multiple of its length, so it never straddles a bank."""
-    if trip <= 1 or op.attr("columns") or op.attr("reduce_res") is not None:
-        return 1  # a [P, 1] column operand stays one tile: the ISA takes it per partition
-    runs = [trip]
-    for name in (*writes(op), *op.srcs):
-        buf = ir.buffer[name]
-        if buf.memory != "psum":
-            continue
-        _, _, free = buffer_shape(ir, buf)
-        row = free * numpy_dtype(buffer_dtype(ir, buf)).itemsize
-        bank = DEFAULT_PARAMS.psum_bank_bytes
-        runs.append(bank // row if bank % row == 0 else 1)
-    fit = min(runs)
-    return next(r for r in range(fit, 0, -1) if trip % r == 0)
-
-
-def buffer_dtype(ir: KernelIR, buf: PhysicalBuffer) -> str:
-    """An SBUF result summed across blocks of PSUM partials accumulates in fp32."""
-    producer = ir.producers.get(buf.name)
-    if producer is not None and producer.kind == "drain" and _drain_adds(ir, producer):
-        return "float32"
-    return buf.dtype
-
-
-def buffer_shape(ir: KernelIR, buf: PhysicalBuffer) -> tuple[int, int, int]:
-    """(partition tile, tiles held along the partition dim, free elements held)."""
-
-    def held(d: str) -> int:
-        scope = scope_of(ir, buf, d)
-        if scope == Scope.PER_TILE:
-            return 1
-        return ir.ltiles_per_block[d] if scope == Scope.PER_BLOCK else ir.dim[d].num_tiles
-
-    dp, df = buf.axes
-    return ir.dim[dp].tile, held(dp), held(df) * ir.dim[df].tile
-
-
 class _Renderer:
     """The current API (``nki``); ``render_beta1.Beta1Renderer`` prints the same kernel
     in the beta-1 API through the ``HEADER`` and ``isa`` hooks."""
@@ -153,7 +111,8 @@ class _Renderer:
         self.ir, self.p = ir, placement
         self.engines = engine_plan(ir)
         self.w = Writer()
-        self._named: dict[str, str] | None = None  # offsets named in a shared load loop
+        self._open: set[str] = set()  # dims whose loop a run of operators shares
+        self._named: dict[str, str] | None = None  # offsets named in that shared loop
         used = list(placement.emission.values()) + list(placement.fire.values())
         self.max_depth = max(used)
         self.sequential = {
@@ -235,42 +194,24 @@ class _Renderer:
     def local_loops(self, site: _Site, dims: tuple[str, ...], indent: int) -> int:
         for d in dims:
             trip = site.local_trip(d)
-            if trip:
+            if trip and d not in self._open:
                 self.w.line(indent, f"for l{site.dim_index(d)} in nl.affine_range({trip}):")
                 indent += 4
         return indent
 
     def operators(self, ops: list[Operator], depth: int, indent: int) -> None:
-        """``ops`` in order, except that loads looping over the same partition-dim tiles
-        share one loop, tile by tile (x0, y0, x1, y1, ...): the first tiles of every
-        input a row's first instruction reads arrive first, instead of all of x before
-        any of y."""
+        """``ops`` in order, a run of them over the same row tiles in one loop
+        (``row_runs``)."""
         site = _Site(self.ir, self.p, depth)
-        i = 0
-        while i < len(ops):
-            group = [ops[i]]
-            key = self._load_loop(ops[i], site)
-            while key and i + len(group) < len(ops):
-                if self._load_loop(ops[i + len(group)], site) != key:
-                    break
-                group.append(ops[i + len(group)])
-            if len(group) == 1:
-                self.operator(ops[i], depth, indent)
-            else:
-                inner = self.local_loops(site, (key[0],), indent)
-                self._named = {}  # the loads share their row offset: one line for it
-                for op in group:
-                    self._dma(site, self.ir.buffer[op.dst], op.srcs[0], inner, True, False)
-                self._named = None
-            i += len(group)
-
-    def _load_loop(self, op: Operator, site: _Site) -> tuple[str, int] | None:
-        """(partition dim, trip) of the loop a plain load opens of its own, if any."""
-        if op.kind != "load":
-            return None
-        dp = self.ir.buffer[op.dst].axes[0]
-        trip = site.local_trip(dp)
-        return (dp, trip) if trip else None
+        for dim, run in row_runs(self.ir, ops, site):
+            if dim is None:
+                self.operator(run[0], depth, indent)
+                continue
+            inner = self.local_loops(site, (dim,), indent)
+            self._open, self._named = {dim}, {}
+            for op in run:
+                getattr(self, f"op_{op.kind}")(op, site, inner)
+            self._open, self._named = set(), None
 
     def operator(self, op: Operator, depth: int, indent: int) -> None:
         site = _Site(self.ir, self.p, depth)
@@ -281,9 +222,10 @@ class _Renderer:
         if expr.simple:
             return expr
         text = str(expr)
-        if self._named is not None and self._named.get(name) == text:
-            return var(name)
-        if self._named is not None:
+        if self._named is not None and name == "row":
+            # DMAs of one row tile in a shared loop: the same row offset, named once.
+            if self._named.get(name) == text:
+                return var(name)
             self._named[name] = text
         self.w.line(indent, f"{name} = {text}")
         return var(name)
@@ -309,15 +251,10 @@ class _Renderer:
         f = self._offset(indent, f"f_{buf.name}", site.buffer_index(buf, df) * self.ir.dim[df].tile)
         return f"{buf.name}[:, {slice_text(start, rows)}, {slice_text(f, self.ir.dim[df].tile)}]"
 
-    def _dma(
-        self, site: _Site, buf: PhysicalBuffer, hbm: str, indent: int, load: bool, loop: bool = True
-    ) -> None:
-        """One DMA per partition-dim tile, in a loop of its own (``loop``) or in the
-        caller's (``operators``: loads sharing one)."""
+    def _dma(self, site: _Site, buf: PhysicalBuffer, hbm: str, indent: int, load: bool) -> None:
         ir = self.ir
         dp, df = buf.axes
-        if loop:
-            indent = self.local_loops(site, (dp,), indent)
+        indent = self.local_loops(site, (dp,), indent)
         g_f, b_f, count = site.wide_free(buf, df)
         tp, tf = ir.dim[dp].tile, ir.dim[df].tile
         row = self._offset(indent, "row", site.tile_index(dp)[0] * tp)

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import re
 
-from kernelopt.ir.render import DTYPES, _Renderer, buffer_dtype
+from kernelopt.ir.layout import buffer_dtype
+from kernelopt.ir.render import DTYPES, _Renderer
 from kernelopt.ir.render_text import LINE
 
 # The current API's engine enum (nisa.engine.scalar) by its beta-1 name (nisa.scalar_engine).

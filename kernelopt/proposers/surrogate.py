@@ -15,8 +15,8 @@ import numpy as np
 
 from kernelopt.ir.derive import derive
 from kernelopt.ir.footprint import footprint
+from kernelopt.ir.layout import buffer_dtype, buffer_shape
 from kernelopt.ir.model import KernelIR, Scope
-from kernelopt.ir.render import buffer_dtype, buffer_shape
 from kernelopt.workload import numpy_dtype
 
 RIDGE = 1.0  # regularisation: a few hundred states against a thousand features

@@ -226,3 +226,30 @@ def test_loads_over_the_same_row_tiles_share_one_loop_tile_by_tile(tmp_path) -> 
     assert timeline.start_ns[first_add] < timeline.end_ns[loads[2]]  # before x1 is in
     report = check_kernel(kernel, w)
     assert report.correct, report.error
+
+
+def test_a_chain_over_rows_held_whole_runs_row_by_row_in_one_loop(tmp_path) -> None:
+    """Every softmax buffer held whole: the load, max, exp, sum, reciprocal, scale and
+    store of row tile 0 are issued before any of row tile 1 (one loop), so row 0's exp
+    starts before row 1's max ends, and the result is right."""
+    from kernelopt.sim import check_kernel, run_kernel
+    from kernelopt.workload import make_inputs
+
+    ir = small_ir("softmax")
+    state = ir.with_knobs(
+        buffer_scopes={b: dict.fromkeys(s, FULL) for b, s in ir.buffer_scopes.items()}
+    )
+    text = render_ir(state)
+    assert text.count("for l0 in nl.affine_range(2):") == 1
+    kernel = tmp_path / "softmax.py"
+    kernel.write_text(text)
+    run = run_kernel(kernel, make_inputs(small_workload("softmax").input_specs, 0), compute=False)
+    ops = [ins.op for ins in run.trace if ins.op != "memset"]
+    row = ["dma_copy", "tensor_reduce", "activation", "tensor_reduce", "reciprocal"]
+    assert ops == (row + ["tensor_scalar", "dma_copy"]) * 2
+    exps = [i for i, ins in enumerate(run.trace) if ins.op == "activation"]
+    maxes = [i for i, ins in enumerate(run.trace) if ins.op == "tensor_reduce"][::2]
+    timeline = run.timeline
+    assert timeline.start_ns[exps[0]] < timeline.end_ns[maxes[1]]
+    report = check_kernel(kernel, small_workload("softmax"))
+    assert report.correct, report.error
