@@ -174,7 +174,11 @@ def kernel_builtins(
             module = loaded[path] = types.ModuleType(target.name)
             module.__dict__.update({"__file__": str(path), "__builtins__": namespace})
             if path.is_file():
-                exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+                # Its own __future__ imports only: inheriting this module's
+                # `annotations` made a helper's dataclass (nki-samples' FlashConfig)
+                # look itself up in sys.modules, where the module is not.
+                source = compile(path.read_text(), str(path), "exec", dont_inherit=True)
+                exec(source, module.__dict__)
         return loaded[path]
 
     def relative(name: str, globals: Any, fromlist: Any, level: int) -> types.ModuleType:

@@ -214,7 +214,9 @@ def run_kernel(
         # The kernel's arithmetic may overflow or take a root of a negative number as
         # the hardware would; the values (inf, NaN) are the result, not a warning.
         with np.errstate(all="ignore"):
-            exec(compile(source, file, "exec"), namespace)
+            # dont_inherit: the kernel is compiled with its own __future__ imports,
+            # not this module's (which would turn its annotations into strings).
+            exec(compile(source, file, "exec", dont_inherit=True), namespace)
             name, fn = _pick(namespace, func, file)
             tiles = _bind_inputs(machine, fn, name, inputs, file, kernel_kwargs)
             result = fn(**tiles)
