@@ -61,6 +61,10 @@ class Beta1Isa:
                 s = s.clip(indexing.Mask(2, {1: keep[0]}))
             if 1 in keep:
                 mv = mv.clip(indexing.Mask(2, {1: keep[1]}))
+        # TensorE reads only SBUF (the v2.21-v2.26 nc_matmul pages); an operand in PSUM
+        # (the public flash_attn_bwd multiplies nc_transpose results directly) is first
+        # copied out, as for nl.matmul and nl.store (the compiler's copy: unverified).
+        s, mv = self.beta._in_sbuf("nc_matmul", s), self.beta._in_sbuf("nc_matmul", mv)
         self.isa.nc_matmul(out, s, mv, **{k: v for k, v in kwargs.items() if k != "dtype"})
         return dst
 

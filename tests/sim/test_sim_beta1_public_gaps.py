@@ -51,3 +51,27 @@ def run(x):
     x = np.array([[2.0, 4.0], [-6.0, 8.0]], np.float32)
     r = run_kernel(path, {"x": x}, func="run")
     assert r.outputs.tolist() == [[1.0, 2.0], [-3.0, 4.0]]
+
+
+def test_nc_matmul_copies_an_operand_in_psum_to_sbuf_first(kernel_file) -> None:
+    # The public flash_attn_bwd passes nisa.nc_transpose results (PSUM) straight to
+    # nisa.nc_matmul, whose operands TensorE reads from SBUF.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def product(x, b):
+    out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    xt = nisa.nc_transpose(nl.load(x))       # [3, 2], in PSUM
+    y = nisa.nc_matmul(xt, nl.load(b))       # xt.T @ b = x @ b
+    nl.store(out, value=y)
+    return out
+"""
+    )
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    b = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], np.float32)
+    r = run_kernel(path, {"x": x, "b": b})
+    assert r.outputs.tolist() == [[4.0, 5.0], [10.0, 11.0]]
+    ops = [i.op for i in r.trace]
+    # Transpose, then the copy out of PSUM, then the matmul.
+    assert ops.index("nc_transpose") < ops.index("activation") < ops.index("nc_matmul")
