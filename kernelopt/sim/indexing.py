@@ -158,7 +158,7 @@ class IndexExpr:
         if isinstance(other, IndexExpr):
             return other
         if hasattr(other, "alloc") and hasattr(other, "kept"):
-            return _dynamic_offset(other, self.ndim)
+            return dynamic_offset(other, self.ndim)
         return IndexExpr(_int(other, what), (), self.ndim, False)
 
     def __add__(self, other: Any) -> IndexExpr:
@@ -220,7 +220,7 @@ class IndexExpr:
         return (self._lift(other, "mask bound") - self - 1)._at_least_zero()
 
 
-def _dynamic_offset(tile: Any, ndim: int) -> IndexExpr:
+def dynamic_offset(tile: Any, ndim: int) -> IndexExpr:
     """``i_f + offset_tile[0, j]``: the value of a one-element on-chip tile as an index
     offset, read now (the simulator runs in program order; a trace-only run reads 0).
     The nki.isa.tensor_copy_dynamic_src/dst pages (v2.26.1): "The dynamic offset must be

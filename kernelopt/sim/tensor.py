@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernelopt.sim.access import as_column, indirect, pattern_view, resolve
-from kernelopt.sim.indexing import IndexExpr, Mask
+from kernelopt.sim.indexing import IndexExpr, Mask, dynamic_offset
 from kernelopt.sim.masking import clip
 from kernelopt.sim.views import NkiTensorViews, index_view, reshape_view
 
@@ -260,6 +260,8 @@ class Tile(NkiTensorViews):
         if len(key) > n:
             self._fail(f"too many indices ({len(key)}) for a tile of shape {self.shape}")
         key = key + (slice(None),) * (n - len(key))
+        if self.buffer.on_chip:
+            key = _dynamic_free_indices(key)
         if any(isinstance(k, Tile) for k in key):
             return indirect(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
@@ -335,7 +337,11 @@ class Tile(NkiTensorViews):
     def __imul__(self, other: Any) -> Tile:
         return self._beta1("*=").accumulate(self, other, "multiply")
 
-    def __add__(self, other: Any) -> Tile:
+    def __add__(self, other: Any) -> Tile | IndexExpr:
+        if isinstance(other, IndexExpr):
+            # ``offset_tile[0, j] + i_f``: a dynamic index offset, as ``i_f + offset``
+            # (the v2.2x tensor_copy_dynamic_src examples write the tile first).
+            return other + self
         return self._beta1("+").binary("add", self, other)
 
     def __radd__(self, other: Any) -> Tile:
@@ -461,6 +467,20 @@ def reshape_hbm(tile: Tile, shape: tuple[int, ...]) -> Tile:
     )
     view.alloc.written = alloc.written.reshape(shape)
     return view
+
+
+def _dynamic_free_indices(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An on-chip tile indexed on a free axis by a one-element on-chip tile
+    (``t[ix, off[0, j], iz]``, the v2.2x tensor_copy_dynamic_src page's second example):
+    the tile's value is a dynamic offset there, as ``0 + off[0, j]`` would be."""
+    exprs = [k for k in key if isinstance(k, IndexExpr) and k.terms]
+    ndim = max((e.ndim for e in exprs), default=len(key))
+    return tuple(
+        dynamic_offset(k, ndim)
+        if pos > 0 and isinstance(k, Tile) and k.buffer.on_chip and math.prod(k.shape) == 1
+        else k
+        for pos, k in enumerate(key)
+    )
 
 
 def _with_dynamic_offset(view: Tile, key: tuple[Any, ...]) -> Tile:

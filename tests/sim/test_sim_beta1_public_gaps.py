@@ -75,3 +75,32 @@ def product(x, b):
     ops = [i.op for i in r.trace]
     # Transpose, then the copy out of PSUM, then the matmul.
     assert ops.index("nc_transpose") < ops.index("activation") < ops.index("nc_matmul")
+
+
+DYNAMIC_FORMS = """
+@nki.jit
+def k(x, off):
+    out = nl.ndarray((2, 2, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    offsets = nl.load(off)
+    ix, iy, iz = nl.mgrid[0:2, 0:1, 0:3]
+    data = nl.load(x)
+    dst = nl.ndarray((2, 2, 3), dtype=nl.float32, buffer=nl.sbuf)
+    dst[ix, 0, iz] = nisa.tensor_copy_dynamic_src(data[ix, offsets[0, 0] + iy, iz])
+    dst[ix, 1, iz] = nisa.tensor_copy_dynamic_src(data[ix, offsets[0, 1], iz])
+    nl.store(out, value=dst)
+    return out
+"""
+
+
+def test_dynamic_offsets_written_tile_first_or_alone(kernel_file) -> None:
+    # The SDK's tensor_copy_dynamic_src examples write the offset tile first,
+    # `off[0, j] + iy`, and alone on a free axis, `t[ix, off[0, j], iz]`.
+    x = np.arange(2 * 5 * 3, dtype=np.float32).reshape(2, 5, 3)
+    off = np.array([[3, 1]], np.int32)
+    path, _ = kernel_file(HEADER + DYNAMIC_FORMS)
+    r = run_kernel(path, {"x": x, "off": off})
+    want = np.stack([x[:, 3, :], x[:, 1, :]], axis=1)
+    assert r.outputs.tolist() == want.tolist()
+    copies = [i for i in r.trace if i.op == "tensor_copy_dynamic_src"]
+    # Each copy reads its offset tile, as an indirect access reads its index tile.
+    assert len(copies) == 2 and all(len(i.reads) == 2 for i in copies)
