@@ -104,3 +104,30 @@ def test_dynamic_offsets_written_tile_first_or_alone(kernel_file) -> None:
     copies = [i for i in r.trace if i.op == "tensor_copy_dynamic_src"]
     # Each copy reads its offset tile, as an indirect access reads its index tile.
     assert len(copies) == 2 and all(len(i.reads) == 2 for i in copies)
+
+
+def test_simulate_kernel_runs_the_kernel_on_its_arguments(kernel_file) -> None:
+    # nki.simulate_kernel(kernel, *args): the SDK's modulo-allocation tests pass a numpy
+    # output the kernel stores into; the v2.25 page's example uses the returned value.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def double_into(a, out):
+    nl.store(out, value=nl.multiply(nl.load(a), 2.0))
+
+@nki.jit
+def plus_one(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.add(nl.load(a), 1.0))
+    return out
+
+def run(a):
+    b = np.ndarray(shape=a.shape, dtype=np.float32)
+    nki.simulate_kernel(double_into, a, b)
+    return nki.simulate_kernel(plus_one, b)
+"""
+    )
+    a = np.array([[1.0, -2.0, 3.5]], np.float32)
+    r = run_kernel(path, {"a": a}, func="run")
+    assert r.outputs.tolist() == [[3.0, -3.0, 8.0]]
