@@ -127,12 +127,20 @@ FRAMEWORK_ROOTS = (
 
 
 class _Absent(types.ModuleType):
-    """A framework module that is not installed: importable, unusable."""
+    """A framework module that is not installed: importable, unusable, but for the NKI
+    entry points it carries (``aliases``, by qualified name)."""
+
+    def __init__(self, name: str, aliases: Mapping[str, Any] | None = None) -> None:
+        super().__init__(name)
+        self._aliases = aliases or {}
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
+        if attr.startswith("__") or attr == "_aliases":
             raise AttributeError(attr)
-        return _Absent(f"{self.__name__}.{attr}")
+        qualified = f"{self.__name__}.{attr}"
+        if qualified in self._aliases:
+            return self._aliases[qualified]
+        return _Absent(qualified, self._aliases)
 
     def __call__(self, *_args: Any, **_kwargs: Any) -> Any:
         root = self.__name__.partition(".")[0]
@@ -140,6 +148,21 @@ class _Absent(types.ModuleType):
             f"{self.__name__}: {root} is not installed here; the simulator runs the "
             "kernel function, not the framework code around it"
         )
+
+
+def _framework_nki_entry_points(modules: Mapping[str, types.ModuleType]) -> dict[str, Any]:
+    """The NKI decorators a framework module exports: ``torch_neuronx.nki_jit``, the
+    beta-1 era's jit for PyTorch (the SDK's examples mm-nisa-spmd.py and prof-kernel.py
+    decorate kernels ``@nki_jit`` after ``from torch_neuronx import nki_jit``; the legacy
+    NKI programming model page shows the same). On the simulator it is the beta-1
+    ``nki.jit``, and using it selects the beta-1 semantics."""
+    beta1 = modules["neuronxcc.nki"]
+
+    def nki_jit(func: Any = None, **options: Any) -> Any:
+        modules["neuronxcc"]._kernelopt_enable()
+        return beta1.jit(func, **options)
+
+    return {"torch_neuronx.nki_jit": nki_jit}
 
 
 def _relative_target(name: str, globals: Mapping[str, Any] | None, level: int) -> Path | None:
@@ -218,8 +241,8 @@ def kernel_builtins(
         except ModuleNotFoundError:
             if root not in FRAMEWORK_ROOTS:
                 raise
-            module = _Absent(root)
-            return module if not fromlist else _Absent(name)
+            aliases = _framework_nki_entry_points(modules)
+            return _Absent(root, aliases) if not fromlist else _Absent(name, aliases)
 
     namespace = dict(vars(builtins))
     namespace["__import__"] = sim_import

@@ -3,7 +3,10 @@ a small kernel of our own with the construct and checks values worked out by han
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
+import pytest
 
 from kernelopt.sim import run_kernel
 
@@ -131,3 +134,32 @@ def run(a):
     a = np.array([[1.0, -2.0, 3.5]], np.float32)
     r = run_kernel(path, {"a": a}, func="run")
     assert r.outputs.tolist() == [[3.0, -3.0, 8.0]]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch_neuronx") is not None,
+    reason="torch_neuronx is installed: its own nki_jit is imported",
+)
+def test_torch_neuronx_nki_jit_is_the_beta1_jit(kernel_file) -> None:
+    # The SDK's mm-nisa-spmd.py example: `from torch_neuronx import nki_jit`, `@nki_jit`,
+    # the output passed in, launched on an SPMD grid.
+    path, _ = kernel_file(
+        """
+import numpy as np
+import neuronxcc.nki.language as nl
+from torch_neuronx import nki_jit
+
+@nki_jit
+def add_rows(a, out):
+    i = nl.program_id(0)
+    nl.store(out[i:i + 1, :], value=nl.add(nl.load(a[i:i + 1, :]), float(i)))
+
+def run(a):
+    out = np.zeros(a.shape, dtype=np.float32)
+    add_rows[a.shape[0]](a, out)
+    return out
+"""
+    )
+    a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    r = run_kernel(path, {"a": a}, func="run")
+    assert r.outputs.tolist() == [[1.0, 2.0], [4.0, 5.0]]
