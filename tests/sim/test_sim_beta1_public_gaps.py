@@ -163,3 +163,31 @@ def run(a):
     a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
     r = run_kernel(path, {"a": a}, func="run")
     assert r.outputs.tolist() == [[1.0, 2.0], [4.0, 5.0]]
+
+
+def test_a_masked_load_into_a_new_block_of_zeros_keeps_the_zeros(kernel_file) -> None:
+    # A public blocked matmul ladder (nki_matmul_fully_optimized_ with masks) loads
+    # partial K tiles into blocks of an nl.zeros block array: the block is made, and
+    # zeroed, only after the load ran, and the rows the mask dropped must stay zero.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 4, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.zeros((2, nl.par_dim(4), 3), dtype=x.dtype, buffer=nl.sbuf)
+    ip, jf = nl.mgrid[0:4, 0:3]
+    for b in nl.affine_range(2):
+        t[b, ip, jf] = nl.load(x[ip, jf], mask=(ip < 2 + b))
+    for b in nl.affine_range(2):
+        nl.store(out[b], value=t[b])
+    return out
+"""
+    )
+    x = np.arange(1, 13, dtype=np.float32).reshape(4, 3)
+    r = run_kernel(path, {"x": x})
+    want = np.zeros((2, 4, 3), np.float32)
+    want[0, :2], want[1, :3] = x[:2], x[:3]
+    assert r.outputs.tolist() == want.tolist()
+    # Each block: its memset, then the load straight into it (no copy).
+    assert [i.op for i in r.trace][:4] == ["memset", "dma_copy", "memset", "dma_copy"]
