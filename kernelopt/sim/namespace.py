@@ -2,14 +2,18 @@
 
 The kernel file runs in a fresh namespace whose ``__builtins__`` carries an
 ``__import__`` that answers ``nki*`` with this run's modules and defers
-everything else to the real import. ``sys.modules`` is never touched, so a
-real ``nki`` installation elsewhere in the process is unaffected.
+everything else to the real import. The ``nki`` modules never enter
+``sys.modules``, so a real ``nki`` installation elsewhere in the process is
+unaffected; a module file the kernel imports is registered there under a
+private name while the run lasts, as the kernel file itself is.
 """
 
 from __future__ import annotations
 
 import builtins
 import functools
+import itertools
+import sys
 import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,6 +28,9 @@ from kernelopt.sim.language import build_language
 from kernelopt.sim.machine import Machine
 from kernelopt.sim.nki_tensor import build_tensor_module
 from kernelopt.sim.spmd import grid_of, launch
+
+# Private names for the helper modules of each run in sys.modules.
+_HELPER_MODULES = itertools.count()
 
 
 class JitKernel:
@@ -179,13 +186,18 @@ def _relative_target(name: str, globals: Mapping[str, Any] | None, level: int) -
 
 
 def kernel_builtins(
-    modules: Mapping[str, types.ModuleType], directory: Path | None = None
+    modules: Mapping[str, types.ModuleType],
+    directory: Path | None = None,
+    registered: list[str] | None = None,
 ) -> dict[str, Any]:
     """The kernel's builtins; a module file in ``directory`` (the kernel's folder,
     which Python puts first on the path of a script run from there), or one a
     relative import names, is run with these same builtins, once per run, so its
     own ``import nki`` gets this run's modules (the nki-samples attention tutorial
-    imports its softmax helper so)."""
+    imports its softmax helper so). Each such module enters ``sys.modules`` under a
+    private name, appended to ``registered`` for the caller to remove after the run:
+    the dataclass machinery looks a class's module up there (nki-samples'
+    ``attention.py``, imported by a wrapper, declares its ``FlashConfig`` so)."""
     real_import = builtins.__import__
     loaded: dict[Path, types.ModuleType] = {}
 
@@ -194,14 +206,14 @@ def kernel_builtins(
         if not target.is_dir() and not path.is_file():
             return None
         if path not in loaded:
-            module = loaded[path] = types.ModuleType(target.name)
+            name = f"kernelopt_sim_module_{next(_HELPER_MODULES)}_{target.name}"
+            module = loaded[path] = types.ModuleType(name)
             module.__dict__.update({"__file__": str(path), "__builtins__": namespace})
+            sys.modules[name] = module
+            if registered is not None:
+                registered.append(name)
             if path.is_file():
-                # Its own __future__ imports only: inheriting this module's
-                # `annotations` made a helper's dataclass (nki-samples' FlashConfig)
-                # look itself up in sys.modules, where the module is not.
-                source = compile(path.read_text(), str(path), "exec", dont_inherit=True)
-                exec(source, module.__dict__)
+                exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
         return loaded[path]
 
     def relative(name: str, globals: Any, fromlist: Any, level: int) -> types.ModuleType:

@@ -4,6 +4,7 @@ a small kernel of our own with the construct and checks values worked out by han
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 import numpy as np
 import pytest
@@ -20,9 +21,9 @@ import neuronxcc.nki.language as nl
 
 def test_a_dataclass_in_an_imported_helper_module(kernel_file) -> None:
     # nki-samples' reference attention.py declares its FlashConfig as a dataclass; a
-    # wrapper beside it imports the module. The simulator's own `from __future__ import
-    # annotations` once leaked into the module (its annotations became strings, and the
-    # dataclass machinery then looked the unregistered module up in sys.modules).
+    # wrapper beside it imports the module. Its annotations stay unevaluated (as in
+    # the kernel file), and the dataclass machinery then looks the module up in
+    # sys.modules, where it was not registered.
     kernel_file(
         HEADER
         + """
@@ -54,6 +55,26 @@ def run(x):
     x = np.array([[2.0, 4.0], [-6.0, 8.0]], np.float32)
     r = run_kernel(path, {"x": x}, func="run")
     assert r.outputs.tolist() == [[1.0, 2.0], [-3.0, 4.0]]
+    assert not [m for m in sys.modules if m.startswith("kernelopt_sim_")]
+
+
+def test_annotations_naming_what_the_simulator_lacks_are_not_evaluated(kernel_file) -> None:
+    # Public beta-1 kernels annotate parameters `nt.mutable_tensor`, which the simulated
+    # nki.typing does not define; the annotation is never evaluated.
+    path, _ = kernel_file(
+        HEADER
+        + """
+import neuronxcc.nki.typing as nt
+
+@nki.jit
+def copy(x: nt.mutable_tensor) -> nt.no_such_type:
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x))
+    return out
+"""
+    )
+    x = np.array([[1.0, 2.0]], np.float32)
+    assert run_kernel(path, {"x": x}).outputs.tolist() == [[1.0, 2.0]]
 
 
 def test_nc_matmul_copies_an_operand_in_psum_to_sbuf_first(kernel_file) -> None:
