@@ -215,3 +215,26 @@ def k(x):
     assert r.outputs.tolist() == want.tolist()
     # Each block: its memset, then the load straight into it (no copy).
     assert [i.op for i in r.trace][:4] == ["memset", "dma_copy", "memset", "dma_copy"]
+
+
+def test_load_transpose2d_takes_a_mask_that_cuts_the_source(kernel_file) -> None:
+    # A public helper (load_tensor_block_T) loads [K, 128] blocks of a [K, M] tensor
+    # transposed, `mask=(row < K) & (col < M)`, where the last block runs past K.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.zeros((2, 4), dtype=x.dtype, buffer=nl.sbuf)
+    ir, ic = nl.mgrid[0:4, 0:2]
+    ip, jf = nl.mgrid[0:2, 0:4]
+    t[ip, jf] = nl.load_transpose2d(x[1 + ir, ic], mask=(1 + ir < 3))
+    nl.store(out, value=t)
+    return out
+"""
+    )
+    x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    r = run_kernel(path, {"x": x})
+    # Rows 1 and 2 of x, transposed, in the first two columns; the rest stays zero.
+    assert r.outputs.tolist() == [[3.0, 5.0, 0.0, 0.0], [4.0, 6.0, 0.0, 0.0]]
