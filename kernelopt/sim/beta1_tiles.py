@@ -52,6 +52,15 @@ class BlockArray:
     def shape(self) -> tuple[int, ...]:
         return self.blocks + self.tile_shape
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element (the beta-1 ``nki.tensor`` page's ``itemsize``)."""
+        return self.dtype.itemsize
+
     def __repr__(self) -> str:
         return f"BlockArray({self.name!r}, blocks={self.blocks}, tile={self.tile_shape})"
 

@@ -235,6 +235,24 @@ def dynamic_offset(tile: Any, ndim: int) -> IndexExpr:
     return IndexExpr(offset, (), ndim, False, None, tile)
 
 
+def dynamic_free_indices(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An on-chip tile indexed on a free axis by a one-element on-chip tile
+    (``t[ix, off[0, j], iz]``, the v2.2x tensor_copy_dynamic_src page's second example):
+    the tile's value is a dynamic offset there, as ``0 + off[0, j]`` would be."""
+    exprs = [k for k in key if isinstance(k, IndexExpr) and k.terms]
+    ndim = max((e.ndim for e in exprs), default=len(key))
+    return tuple(
+        dynamic_offset(k, ndim) if pos > 0 and _one_element_on_chip(k) else k
+        for pos, k in enumerate(key)
+    )
+
+
+def _one_element_on_chip(value: Any) -> bool:
+    if not (hasattr(value, "alloc") and hasattr(value, "kept")):
+        return False  # not a tile
+    return bool(value.buffer.on_chip) and int(np.prod(value.shape)) == 1
+
+
 class Mask:
     """Where a beta-1 predicate holds: per index-space axis an interval ``keep[axis]``,
     and, for predicates over several ranges, ``preds`` (each expression >= 0) and

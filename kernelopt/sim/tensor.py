@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernelopt.sim.access import as_column, indirect, pattern_view, resolve
-from kernelopt.sim.indexing import IndexExpr, Mask, dynamic_offset
+from kernelopt.sim.indexing import IndexExpr, Mask, dynamic_free_indices
 from kernelopt.sim.masking import clip
 from kernelopt.sim.views import NkiTensorViews, index_view, reshape_view
 
@@ -198,6 +198,12 @@ class Tile(NkiTensorViews):
         return math.prod(self.shape)
 
     @property
+    def itemsize(self) -> int:
+        """Bytes per element of the declared dtype (the beta-1 ``nki.tensor`` page's
+        ``itemsize``: "Length of one tensor element in bytes")."""
+        return self.alloc.dtype.itemsize
+
+    @property
     def nbytes(self) -> int:
         return self.size * self.alloc.dtype.itemsize
 
@@ -261,7 +267,7 @@ class Tile(NkiTensorViews):
             self._fail(f"too many indices ({len(key)}) for a tile of shape {self.shape}")
         key = key + (slice(None),) * (n - len(key))
         if self.buffer.on_chip:
-            key = _dynamic_free_indices(key)
+            key = dynamic_free_indices(key)
         if any(isinstance(k, Tile) for k in key):
             return indirect(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
@@ -467,20 +473,6 @@ def reshape_hbm(tile: Tile, shape: tuple[int, ...]) -> Tile:
     )
     view.alloc.written = alloc.written.reshape(shape)
     return view
-
-
-def _dynamic_free_indices(key: tuple[Any, ...]) -> tuple[Any, ...]:
-    """An on-chip tile indexed on a free axis by a one-element on-chip tile
-    (``t[ix, off[0, j], iz]``, the v2.2x tensor_copy_dynamic_src page's second example):
-    the tile's value is a dynamic offset there, as ``0 + off[0, j]`` would be."""
-    exprs = [k for k in key if isinstance(k, IndexExpr) and k.terms]
-    ndim = max((e.ndim for e in exprs), default=len(key))
-    return tuple(
-        dynamic_offset(k, ndim)
-        if pos > 0 and isinstance(k, Tile) and k.buffer.on_chip and math.prod(k.shape) == 1
-        else k
-        for pos, k in enumerate(key)
-    )
 
 
 def _with_dynamic_offset(view: Tile, key: tuple[Any, ...]) -> Tile:

@@ -238,3 +238,23 @@ def k(x):
     r = run_kernel(path, {"x": x})
     # Rows 1 and 2 of x, transposed, in the first two columns; the rest stays zero.
     assert r.outputs.tolist() == [[3.0, 5.0, 0.0, 0.0], [4.0, 6.0, 0.0, 0.0]]
+
+
+def test_tensor_itemsize_and_block_array_ndim(kernel_file) -> None:
+    # nki-autotune's update_base_addr sizes buffers from tensor.ndim, .shape and
+    # .itemsize (the beta-1 nki.tensor page's attributes), block arrays included.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x):
+    out = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 4), dtype=nl.bfloat16, buffer=nl.sbuf)
+    b = nl.ndarray((3, nl.par_dim(128), 8), dtype=nl.float32, buffer=nl.sbuf)
+    n = t.itemsize * 100 + b.ndim * 10 + b.itemsize
+    nl.store(out, value=nisa.memset(shape=(1, 1), value=float(n), dtype=nl.float32))
+    return out
+"""
+    )
+    r = run_kernel(path, {"x": np.zeros((1, 1), np.float32)})
+    assert r.outputs.tolist() == [[234.0]]
