@@ -198,43 +198,79 @@ def kernel_builtins(
     private name, appended to ``registered`` for the caller to remove after the run:
     the dataclass machinery looks a class's module up there (nki-samples'
     ``attention.py``, imported by a wrapper, declares its ``FlashConfig`` so)."""
-    real_import = builtins.__import__
-    loaded: dict[Path, types.ModuleType] = {}
+    return _Importer(modules, directory, registered).namespace
 
-    def load(target: Path) -> types.ModuleType | None:
+
+class _Importer:
+    """The ``__import__`` of a kernel's builtins (``kernel_builtins``)."""
+
+    def __init__(
+        self,
+        modules: Mapping[str, types.ModuleType],
+        directory: Path | None,
+        registered: list[str] | None,
+    ) -> None:
+        self.modules, self.directory, self.registered = modules, directory, registered
+        self.loaded: dict[Path, types.ModuleType] = {}
+        self.real_import = builtins.__import__
+        self.namespace = dict(vars(builtins))
+        self.namespace["__import__"] = self
+
+    def load(self, target: Path) -> types.ModuleType | None:
+        """The module file (or package folder) ``target``, run once with these builtins."""
         path = target / "__init__.py" if target.is_dir() else target.with_suffix(".py")
         if not target.is_dir() and not path.is_file():
             return None
-        if path not in loaded:
+        if path not in self.loaded:
             name = f"kernelopt_sim_module_{next(_HELPER_MODULES)}_{target.name}"
-            module = loaded[path] = types.ModuleType(name)
-            module.__dict__.update({"__file__": str(path), "__builtins__": namespace})
+            module = self.loaded[path] = types.ModuleType(name)
+            module.__dict__.update({"__file__": str(path), "__builtins__": self.namespace})
             sys.modules[name] = module
-            if registered is not None:
-                registered.append(name)
+            if self.registered is not None:
+                self.registered.append(name)
             if path.is_file():
                 exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
-        return loaded[path]
+        return self.loaded[path]
 
-    def relative(name: str, globals: Any, fromlist: Any, level: int) -> types.ModuleType:
+    def relative(self, name: str, globals: Any, fromlist: Any, level: int) -> types.ModuleType:
         target = _relative_target(name, globals, level)
-        module = load(target) if target is not None else None
+        module = self.load(target) if target is not None else None
         if module is None:
             raise ImportError(f"relative import {'.' * level}{name}: no module file found")
         for item in fromlist or ():
-            sub = None if hasattr(module, item) else load(target / item)
+            sub = None if hasattr(module, item) else self.load(target / item)
             if sub is not None:
                 setattr(module, item, sub)
         return module
 
-    def sim_import(
+    def from_ancestors(self, name: str, fromlist: Any) -> types.ModuleType | None:
+        """``import pkg.mod`` that Python's path does not resolve, found as a package
+        folder beside the kernel or in one of its parent folders: the repository
+        root a project runs from (awslabs/nki-autotune's kernels import
+        ``autotune.kernels.utils`` so, from ``autotune/kernels/``)."""
+        if self.directory is None:
+            return None
+        parts = name.split(".")
+        for base in (self.directory, *self.directory.parents):
+            if not (base / parts[0]).is_dir() and not (base / f"{parts[0]}.py").is_file():
+                continue
+            chain = [self.load(base.joinpath(*parts[: i + 1])) for i in range(len(parts))]
+            if any(m is None for m in chain):
+                return None
+            for parent, child, part in zip(chain, chain[1:], parts[1:], strict=False):
+                setattr(parent, part, child)
+            return chain[-1] if fromlist else chain[0]
+        return None
+
+    def __call__(
+        self,
         name: str,
         globals: Mapping[str, Any] | None = None,
         locals: Mapping[str, Any] | None = None,
         fromlist: tuple[str, ...] | None = (),
         level: int = 0,
     ) -> Any:
-        root = name.partition(".")[0]
+        root, modules = name.partition(".")[0], self.modules
         if level == 0 and root in ("nki", "neuronxcc"):
             if name not in modules:
                 raise ImportError(
@@ -245,17 +281,17 @@ def kernel_builtins(
                 modules["neuronxcc"]._kernelopt_enable()
             return modules[name] if fromlist else modules[root]
         if level > 0:
-            return relative(name, globals, fromlist, level)
-        if directory is not None and "." not in name and (directory / f"{name}.py").is_file():
-            return load(directory / name)
+            return self.relative(name, globals, fromlist, level)
+        beside = self.directory is not None and (self.directory / f"{name}.py").is_file()
+        if beside and "." not in name:
+            return self.load(self.directory / name)
         try:
-            return real_import(name, globals, locals, fromlist or (), level)
+            return self.real_import(name, globals, locals, fromlist or (), level)
         except ModuleNotFoundError:
+            found = self.from_ancestors(name, fromlist)
+            if found is not None:
+                return found
             if root not in FRAMEWORK_ROOTS:
                 raise
             aliases = _framework_nki_entry_points(modules)
             return _Absent(root, aliases) if not fromlist else _Absent(name, aliases)
-
-    namespace = dict(vars(builtins))
-    namespace["__import__"] = sim_import
-    return namespace

@@ -240,6 +240,34 @@ def k(x):
     assert r.outputs.tolist() == [[3.0, 5.0, 0.0, 0.0], [4.0, 6.0, 0.0, 0.0]]
 
 
+def test_a_package_import_found_in_a_parent_folder_of_the_kernel(tmp_path) -> None:
+    # awslabs/nki-autotune's kernels live in autotune/kernels/ and import
+    # `autotune.allocation.utils` and `autotune.kernels.utils`: the repository root
+    # is the folder a project runs from.
+    (tmp_path / "proj" / "kernels").mkdir(parents=True)
+    (tmp_path / "proj" / "helpers.py").write_text(
+        "import neuronxcc.nki.language as nl\n\n"
+        "def doubled(tile):\n"
+        "    return nl.multiply(tile, 2.0)\n"
+    )
+    path = tmp_path / "proj" / "kernels" / "k.py"
+    path.write_text(
+        HEADER
+        + """
+from proj.helpers import doubled
+import proj.helpers
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=proj.helpers.doubled(doubled(nl.load(x))))
+    return out
+"""
+    )
+    x = np.array([[1.0, -2.0]], np.float32)
+    assert run_kernel(path, {"x": x}).outputs.tolist() == [[4.0, -8.0]]
+
+
 def test_tensor_itemsize_and_block_array_ndim(kernel_file) -> None:
     # nki-autotune's update_base_addr sizes buffers from tensor.ndim, .shape and
     # .itemsize (the beta-1 nki.tensor page's attributes), block arrays included.
