@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import functools
 import itertools
+import logging
 import sys
 import types
 from collections.abc import Callable, Mapping
@@ -157,6 +158,28 @@ class _Absent(types.ModuleType):
         )
 
 
+class _KernelLogging(types.ModuleType):
+    """``logging`` as a kernel file sees it: the real module, with ``logging.OFF``
+    and a ``disable`` that changes nothing. The public CS149 starter kernels
+    (stanford-cs149/asst4-trainium ``part1/kernels.py``, SDK 2.21 beta) call
+    ``logging.disable(logging.OFF)`` right after importing ``neuronxcc.nki`` to quiet
+    the compiler, so the Neuron environment defines ``OFF``; which module does, and
+    its value, are unverified (taken as CRITICAL + 10). The simulator has no compiler
+    log to quiet, and a kernel file must not silence the host process's logging."""
+
+    OFF = logging.CRITICAL + 10
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(logging, attr)
+
+    @staticmethod
+    def disable(level: int = logging.CRITICAL) -> None:
+        del level
+
+
+_KERNEL_LOGGING = _KernelLogging("logging")
+
+
 def _framework_nki_entry_points(modules: Mapping[str, types.ModuleType]) -> dict[str, Any]:
     """The NKI decorators a framework module exports: ``torch_neuronx.nki_jit``, the
     beta-1 era's jit for PyTorch (the SDK's examples mm-nisa-spmd.py and prof-kernel.py
@@ -282,6 +305,8 @@ class _Importer:
             return modules[name] if fromlist else modules[root]
         if level > 0:
             return self.relative(name, globals, fromlist, level)
+        if name == "logging":
+            return _KERNEL_LOGGING
         beside = self.directory is not None and (self.directory / f"{name}.py").is_file()
         if beside and "." not in name:
             return self.load(self.directory / name)

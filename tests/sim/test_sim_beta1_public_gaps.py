@@ -286,3 +286,26 @@ def k(x):
     )
     r = run_kernel(path, {"x": np.zeros((1, 1), np.float32)})
     assert r.outputs.tolist() == [[234.0]]
+
+
+def test_logging_off_is_defined_and_disable_leaves_the_host_alone(kernel_file) -> None:
+    # The public CS149 starter kernels call logging.disable(logging.OFF) after
+    # importing neuronxcc.nki; the simulator's own process keeps its logging.
+    import logging
+
+    path, _ = kernel_file(
+        HEADER
+        + """
+import logging
+logging.disable(logging.OFF)
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.add(nl.load(x), float(logging.OFF > logging.CRITICAL)))
+    return out
+"""
+    )
+    x = np.array([[1.0, 2.0]], np.float32)
+    assert run_kernel(path, {"x": x}).outputs.tolist() == [[2.0, 3.0]]
+    assert logging.root.manager.disable == 0
