@@ -50,8 +50,7 @@ class Beta1Isa:
 
     def nc_matmul(self, stationary: Any, moving: Any, *, mask: Any = None, **kwargs: Any) -> Tile:
         s, mv = self.beta._tile("nc_matmul", stationary), self.beta._tile("nc_matmul", moving)
-        dst = self.beta.new((s.shape[-1], mv.shape[-1]), np.dtype(np.float32), "psum")
-        out = dst
+        dst, mv, out = self.beta._matmul_result(s, mv)
         if mask is not None:
             # The mask is over the result [M, N]: M is the stationary's free axis,
             # N the moving's.

@@ -223,8 +223,8 @@ class HighLevelOps(Beta1Core):
             if a.ndim != 2:
                 self.m.fail("isa", f"nl.matmul: x must be 2-D, got {a.shape}")
             a = self._in_sbuf("nl.matmul", self.transpose(a))
-        dst = self.new((a.shape[-1], b.shape[-1]), np.dtype(np.float32), "psum")
-        self.isa.nc_matmul(dst, a, b)
+        dst, moving, out = self._matmul_result(a, b)
+        self.isa.nc_matmul(out, a, moving)
         return dst
 
     def transpose(self, x: Any, dtype: Any = None, mask: Any = None) -> Tile:

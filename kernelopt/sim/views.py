@@ -134,6 +134,16 @@ def reshape_view(tile: Tile, shape: tuple[int, ...]) -> Tile:
     return _merged(tile, flat, shape, "reshape")
 
 
+def merged_free_axes(tile: Tile) -> Tile:
+    """``tile`` ([P, a, b, ...]) seen as [P, a * b * ...], sharing its storage: how a
+    beta-1 matmul reads a moving tile with several free axes
+    (``kernelopt.sim.beta1_core``)."""
+    if tile.via is not None or tile.holes is not None or tile.loose:
+        tile._fail("a view of an indirect or masked access is not simulated")
+    shape = (tile.shape[0], math.prod(tile.shape[1:]))
+    return _merged(tile, offsets(tile), shape, "flattening the free axes")
+
+
 def _group(entry: Any) -> tuple[str, ...]:
     return (entry,) if isinstance(entry, str) else tuple(entry)
 

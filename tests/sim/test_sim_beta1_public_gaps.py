@@ -309,3 +309,31 @@ def k(x):
     x = np.array([[1.0, 2.0]], np.float32)
     assert run_kernel(path, {"x": x}).outputs.tolist() == [[2.0, 3.0]]
     assert logging.root.manager.disable == 0
+
+
+def test_a_matmul_moving_tile_with_two_free_axes_keeps_them(kernel_file) -> None:
+    # A public CS149 solution multiplies into a [128, 2, W] PSUM tile with a
+    # [128, 2, W] moving tile: read flat, the result keeps the free axes.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(s, m):
+    out = nl.ndarray((2, 2, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((2, 2, 3), dtype=nl.float32, buffer=nl.psum)
+    st, mv = nl.load(s), nl.load(m)
+    acc += nl.matmul(st, mv, transpose_x=True)
+    acc += nisa.nc_matmul(st, mv)
+    nl.store(out, value=nl.copy(acc))
+    return out
+"""
+    )
+    s = np.array([[1.0, 0.0], [2.0, 1.0]], np.float32)  # [K, M]
+    m = np.arange(12, dtype=np.float32).reshape(2, 2, 3)  # [K, 2, 3]
+    r = run_kernel(path, {"s": s, "m": m})
+    # out[i] = 2 * sum_k s[k, i] * m[k]: by hand.
+    want = [[[24, 30, 36], [42, 48, 54]], [[12, 14, 16], [18, 20, 22]]]
+    assert r.outputs.tolist() == want
+    ops = [i.op for i in r.trace]
+    # Both products accumulate in the PSUM tile itself.
+    assert ops.count("nc_matmul") == 2 and "tensor_tensor" not in ops
