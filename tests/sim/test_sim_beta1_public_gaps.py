@@ -337,3 +337,26 @@ def k(s, m):
     ops = [i.op for i in r.trace]
     # Both products accumulate in the PSUM tile itself.
     assert ops.count("nc_matmul") == 2 and "tensor_tensor" not in ops
+
+
+def test_a_bool_predicate_selects_the_copy(kernel_file) -> None:
+    # The SDK's copy-predicated example loads a numpy bool predicate.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(pred, a, b):
+    out = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    p, src = nl.load(pred), nl.load(a)
+    dst = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.sbuf)
+    dst[...] = nl.load(b)
+    nisa.tensor_copy_predicated(src=src, dst=dst, predicate=p)
+    nl.store(out, dst)
+    return out
+"""
+    )
+    pred = np.array([[True, False, True], [False, False, True]])
+    a = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    b = -a
+    r = run_kernel(path, {"pred": pred, "a": a, "b": b})
+    assert r.outputs.tolist() == [[1.0, -2.0, 3.0], [-4.0, -5.0, 6.0]]
