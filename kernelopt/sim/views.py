@@ -140,8 +140,10 @@ def merged_free_axes(tile: Tile) -> Tile:
     (``kernelopt.sim.beta1_core``)."""
     if tile.via is not None or tile.holes is not None or tile.loose:
         tile._fail("a view of an indirect or masked access is not simulated")
-    shape = (tile.shape[0], math.prod(tile.shape[1:]))
-    return _merged(tile, offsets(tile), shape, "flattening the free axes")
+    # Each partition's elements in row-major order of the free axes, wherever they lie:
+    # the instruction's access pattern walks the axes (a strided window is read as is).
+    flat = offsets(tile).reshape(tile.shape[0], math.prod(tile.shape[1:]))
+    return make_view(tile, flat, "flattening the free axes")
 
 
 def _group(entry: Any) -> tuple[str, ...]:

@@ -360,3 +360,23 @@ def k(pred, a, b):
     b = -a
     r = run_kernel(path, {"pred": pred, "a": a, "b": b})
     assert r.outputs.tolist() == [[1.0, -2.0, 3.0], [-4.0, -5.0, 6.0]]
+
+
+def test_a_matmul_reads_a_strided_window_as_its_moving_tile(kernel_file) -> None:
+    # A public CS149 solution multiplies input_tile[:, i:i + H, j:j + W] directly.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(s, m):
+    out = nl.ndarray((1, 2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    st, mv = nl.load(s), nl.load(m)
+    nl.store(out, value=nl.copy(nisa.nc_matmul(st, mv[:, 1:3, 0:2])))
+    return out
+"""
+    )
+    s = np.array([[1.0], [2.0]], np.float32)  # [K=2, M=1]
+    m = np.arange(18, dtype=np.float32).reshape(2, 3, 3)
+    r = run_kernel(path, {"s": s, "m": m})
+    # out[0, a, b] = m[0, 1 + a, b] + 2 * m[1, 1 + a, b], by hand.
+    assert r.outputs.tolist() == [[[3 + 24, 4 + 26], [6 + 30, 7 + 32]]]
