@@ -146,6 +146,16 @@ def merged_free_axes(tile: Tile) -> Tile:
     return make_view(tile, flat, "flattening the free axes")
 
 
+def column_broadcast(tile: Tile, shape: tuple[int, ...]) -> Tile:
+    """``tile`` ([P, 1, ...], one element per partition) read as ``shape`` ([P, ...]),
+    every element of a partition's row the same one: how a beta-1
+    ``nisa.tensor_tensor`` reads a column operand (``kernelopt.sim.beta1_isa``)."""
+    if tile.via is not None or tile.holes is not None or tile.loose:
+        tile._fail("a view of an indirect or masked access is not simulated")
+    column = offsets(tile).reshape((tile.shape[0],) + (1,) * (len(shape) - 1))
+    return make_view(tile, np.broadcast_to(column, shape), "broadcasting a column")
+
+
 def _group(entry: Any) -> tuple[str, ...]:
     return (entry,) if isinstance(entry, str) else tuple(entry)
 

@@ -362,6 +362,28 @@ def k(pred, a, b):
     assert r.outputs.tolist() == [[1.0, -2.0, 3.0], [-4.0, -5.0, 6.0]]
 
 
+def test_tensor_tensor_reads_a_column_operand_across_the_free_axes(kernel_file) -> None:
+    # Public CS149 Trainium2 solutions add a [128, 1, 1] bias tile to a [128, H, W]
+    # tile with nisa.tensor_tensor.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x, c):
+    out = nl.ndarray((2, 2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    col = nl.ndarray((2, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(src=c, dst=col)
+    nl.store(out, value=nisa.tensor_tensor(t, col, op=nl.add))
+    return out
+"""
+    )
+    x = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
+    c = np.array([[[10.0]], [[20.0]]], np.float32)
+    r = run_kernel(path, {"x": x, "c": c})
+    assert r.outputs.tolist() == [[[10, 11], [12, 13]], [[24, 25], [26, 27]]]
+
+
 def test_a_matmul_reads_a_strided_window_as_its_moving_tile(kernel_file) -> None:
     # A public CS149 solution multiplies input_tile[:, i:i + H, j:j + W] directly.
     path, _ = kernel_file(
