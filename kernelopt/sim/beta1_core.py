@@ -11,6 +11,7 @@ from kernelopt.sim.beta1_tiles import BlockArray, BlockView
 from kernelopt.sim.language import BUFFERS, resolve_dtype
 from kernelopt.sim.ops import OPS
 from kernelopt.sim.tensor import Tile
+from kernelopt.sim.views import merged_free_axes
 
 if TYPE_CHECKING:
     from kernelopt.sim.isa import Isa
@@ -57,6 +58,19 @@ class Beta1Core:
         if not isinstance(value, Tile):
             self.m.fail("isa", f"{what}: expected a tile, got {type(value).__name__}")
         return value
+
+    def _matmul_result(self, stationary: Tile, moving: Tile) -> tuple[Tile, Tile, Tile]:
+        """A matmul's new PSUM result, and the 2-D moving operand and result the
+        instruction takes. A moving tile with several free axes is read flat, as the
+        v2.2x nc_transpose page says it does for its data (the nc_matmul page is silent:
+        unverified), and the result keeps those free axes: a public CS149 solution
+        (waahm7/asst4-trainium part2/conv2d_non_optimized.py) accumulates a
+        [128, 2, W] moving tile's product into a [128, 2, W] PSUM tile."""
+        shape = (stationary.shape[-1], *moving.shape[1:])
+        dst = self.new(shape, np.dtype(np.float32), "psum")
+        if moving.ndim <= 2:
+            return dst, moving, dst
+        return dst, merged_free_axes(moving), merged_free_axes(dst)
 
     def _in_sbuf(self, what: str, tile: Tile) -> Tile:
         """``tile`` itself, or a copy in SBUF when it lives in PSUM (the compiler

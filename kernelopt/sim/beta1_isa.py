@@ -3,6 +3,7 @@ current API's, each returning a new tile instead of writing ``dst``."""
 
 from __future__ import annotations
 
+import math
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from kernelopt.sim.beta1_tiles import dtype_of
 from kernelopt.sim.enums import engine_of
 from kernelopt.sim.isa_reduce import trailing_axes
 from kernelopt.sim.tensor import Tile
+from kernelopt.sim.views import column_broadcast
 
 if TYPE_CHECKING:
     from kernelopt.sim.beta1 import Beta1
@@ -50,8 +52,7 @@ class Beta1Isa:
 
     def nc_matmul(self, stationary: Any, moving: Any, *, mask: Any = None, **kwargs: Any) -> Tile:
         s, mv = self.beta._tile("nc_matmul", stationary), self.beta._tile("nc_matmul", moving)
-        dst = self.beta.new((s.shape[-1], mv.shape[-1]), np.dtype(np.float32), "psum")
-        out = dst
+        dst, mv, out = self.beta._matmul_result(s, mv)
         if mask is not None:
             # The mask is over the result [M, N]: M is the stationary's free axis,
             # N the moving's.
@@ -61,6 +62,10 @@ class Beta1Isa:
                 s = s.clip(indexing.Mask(2, {1: keep[0]}))
             if 1 in keep:
                 mv = mv.clip(indexing.Mask(2, {1: keep[1]}))
+        # TensorE reads only SBUF (the v2.21-v2.26 nc_matmul pages); an operand in PSUM
+        # (the public flash_attn_bwd multiplies nc_transpose results directly) is first
+        # copied out, as for nl.matmul and nl.store (the compiler's copy: unverified).
+        s, mv = self.beta._in_sbuf("nc_matmul", s), self.beta._in_sbuf("nc_matmul", mv)
         self.isa.nc_matmul(out, s, mv, **{k: v for k, v in kwargs.items() if k != "dtype"})
         return dst
 
@@ -139,6 +144,7 @@ class Beta1Isa:
         **_: Any,
     ) -> Tile:
         a, b = self.beta._tile("tensor_tensor", data1), self.beta._tile("tensor_tensor", data2)
+        a, b = _columns_broadcast(a, b)
         dst = self.beta.new(a.shape, self.beta._dtype(dtype, dtype_of(a, b)))
         self.isa.tensor_tensor(
             _masked(dst, mask), _masked(a, mask), _masked(b, mask), op, engine=engine
@@ -301,6 +307,27 @@ class Beta1Isa:
             _masked(self.beta._tile("dma_copy", src), mask),
             **kwargs,
         )
+
+
+def _is_column(tile: Tile) -> bool:
+    return math.prod(tile.shape[1:]) == 1
+
+
+def _columns_broadcast(a: Tile, b: Tile) -> tuple[Tile, Tile]:
+    """``a`` and ``b``, a one-element-per-partition operand read across the other's free
+    axes. The v2.2x nki.isa.tensor_tensor page asks for the same number of elements per
+    partition, then notes that free-axis broadcasting is better done by
+    ``tensor_scalar`` "which has better performance", and public CS149 Trainium2
+    solutions add a [128, 1] (or [128, 1, 1]) bias tile to a [128, H, W] tile with
+    ``tensor_tensor``: the column is read at stride 0, at a plain tensor_tensor's cost
+    (unverified)."""
+    if a.shape == b.shape or a.shape[0] != b.shape[0]:
+        return a, b
+    if _is_column(b) and not _is_column(a):
+        return a, column_broadcast(b, a.shape)
+    if _is_column(a) and not _is_column(b):
+        return column_broadcast(a, b.shape), b
+    return a, b
 
 
 def add_isa(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:

@@ -223,8 +223,8 @@ class HighLevelOps(Beta1Core):
             if a.ndim != 2:
                 self.m.fail("isa", f"nl.matmul: x must be 2-D, got {a.shape}")
             a = self._in_sbuf("nl.matmul", self.transpose(a))
-        dst = self.new((a.shape[-1], b.shape[-1]), np.dtype(np.float32), "psum")
-        self.isa.nc_matmul(dst, a, b)
+        dst, moving, out = self._matmul_result(a, b)
+        self.isa.nc_matmul(out, a, moving)
         return dst
 
     def transpose(self, x: Any, dtype: Any = None, mask: Any = None) -> Tile:
@@ -293,11 +293,15 @@ class HighLevelOps(Beta1Core):
         return dst
 
     def load_transpose2d(self, src: Any, mask: Any = None, dtype: Any = None) -> Tile:
+        """``nl.load_transpose2d(src, mask=, dtype=)``: ``mask`` is over ``src``'s index
+        space (the v2.2x nki.language.load_transpose2d page lists it with the other
+        loads'); the part it keeps lands transposed in the result, the rest unwritten."""
         src = self._tile("nl.load_transpose2d", src)
         if src.ndim != 2:
             self.m.fail("isa", f"nl.load_transpose2d: 2-D tiles only, got {src.shape}")
         dst = self.new((src.shape[1], src.shape[0]), self._dtype(dtype, src.dtype))
-        self.isa.transpose_by_dma(dst, src, cast=True)
+        part = src.clip(mask)
+        self.isa.transpose_by_dma(_transposed_part(dst, src, part), part, cast=True)
         return dst
 
     def store(self, dst: Any, value: Any, mask: Any = None) -> None:
@@ -310,3 +314,12 @@ class HighLevelOps(Beta1Core):
         if src.buffer.kind == "psum":
             src = self._in_sbuf("nl.store", src)  # DMA reads SBUF: the compiler copies
         self.isa.dma_copy(dst.clip(mask), src.clip(mask))
+
+
+def _transposed_part(dst: Tile, src: Tile, part: Tile) -> Tile:
+    """The part of ``dst`` (``src`` transposed) that ``part``, a box of ``src``, lands in."""
+    if part.shape == src.shape:
+        return dst
+    r0, c0 = (part.bounds[a][0] - src.bounds[a][0] for a in src.kept)
+    rows, cols = part.shape
+    return dst[c0 : c0 + cols, r0 : r0 + rows]

@@ -52,6 +52,15 @@ class BlockArray:
     def shape(self) -> tuple[int, ...]:
         return self.blocks + self.tile_shape
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element (the beta-1 ``nki.tensor`` page's ``itemsize``)."""
+        return self.dtype.itemsize
+
     def __repr__(self) -> str:
         return f"BlockArray({self.name!r}, blocks={self.blocks}, tile={self.tile_shape})"
 
@@ -109,6 +118,16 @@ class BlockArray:
         return tile[rest] if rest else tile
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        key = key if isinstance(key, tuple) else (key,)
+        index = key[: len(self.blocks)]
+        if len(index) == len(self.blocks) and index not in self._tiles and self.beta._fresh(value):
+            # ``buf[i, ...] = nl.load(x, mask=...)`` touching block i first: Python runs
+            # the load before the block exists, so the block's nl.zeros/nl.full memset
+            # is issued after it. Issue it first, so that the load still lands in the
+            # block (only in the rows its mask kept) and the fill stays in the rest.
+            producer = self.beta.m.trace.pop()
+            self.block(index)
+            self.beta.m.trace.append(producer)
         self.beta.assign(self[key], value)
 
 

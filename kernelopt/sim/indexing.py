@@ -158,7 +158,7 @@ class IndexExpr:
         if isinstance(other, IndexExpr):
             return other
         if hasattr(other, "alloc") and hasattr(other, "kept"):
-            return _dynamic_offset(other, self.ndim)
+            return dynamic_offset(other, self.ndim)
         return IndexExpr(_int(other, what), (), self.ndim, False)
 
     def __add__(self, other: Any) -> IndexExpr:
@@ -220,7 +220,7 @@ class IndexExpr:
         return (self._lift(other, "mask bound") - self - 1)._at_least_zero()
 
 
-def _dynamic_offset(tile: Any, ndim: int) -> IndexExpr:
+def dynamic_offset(tile: Any, ndim: int) -> IndexExpr:
     """``i_f + offset_tile[0, j]``: the value of a one-element on-chip tile as an index
     offset, read now (the simulator runs in program order; a trace-only run reads 0).
     The nki.isa.tensor_copy_dynamic_src/dst pages (v2.26.1): "The dynamic offset must be
@@ -233,6 +233,24 @@ def _dynamic_offset(tile: Any, ndim: int) -> IndexExpr:
     values = tile.alloc.machine.read(tile, "dynamic index offset")
     offset = 0 if values is None else int(np.asarray(values).reshape(-1)[0])
     return IndexExpr(offset, (), ndim, False, None, tile)
+
+
+def dynamic_free_indices(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An on-chip tile indexed on a free axis by a one-element on-chip tile
+    (``t[ix, off[0, j], iz]``, the v2.2x tensor_copy_dynamic_src page's second example):
+    the tile's value is a dynamic offset there, as ``0 + off[0, j]`` would be."""
+    exprs = [k for k in key if isinstance(k, IndexExpr) and k.terms]
+    ndim = max((e.ndim for e in exprs), default=len(key))
+    return tuple(
+        dynamic_offset(k, ndim) if pos > 0 and _one_element_on_chip(k) else k
+        for pos, k in enumerate(key)
+    )
+
+
+def _one_element_on_chip(value: Any) -> bool:
+    if not (hasattr(value, "alloc") and hasattr(value, "kept")):
+        return False  # not a tile
+    return bool(value.buffer.on_chip) and int(np.prod(value.shape)) == 1
 
 
 class Mask:

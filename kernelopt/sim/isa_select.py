@@ -78,7 +78,7 @@ class SelectCalls(EngineCalls):
             operands["src"] = src
         dst, tiles = self._elementwise_operands(op, dst, **operands)
         pred = tiles[0]
-        if pred.dtype.kind != "u" or pred.dtype.itemsize > 4:
+        if not self._predicate_dtype_ok(pred.dtype):
             self.m.fail("isa", f"{op}: predicate must be uint8, uint16 or uint32, got {pred.dtype}")
         keep = self.m.read(pred, op)
         value = self.m.read(tiles[1], op) if len(tiles) > 1 else float(src)
@@ -98,6 +98,16 @@ class SelectCalls(EngineCalls):
             free=dst.free_size,
             inputs=2 if both_sbuf else 1,
         )
+
+    def _predicate_dtype_ok(self, dtype: np.dtype) -> bool:
+        """uint8, uint16 or uint32, as the nki.isa.tensor_copy_predicated pages say;
+        in beta 1 also a bool tile (one byte of 0 or 1, as uint8): the v2.2x SDK's own
+        example (general/nki/test/test_nki_isa_copypredicated.py) loads a numpy bool
+        predicate and its simulation test expects the copy (the v2.26 page lists only
+        the unsigned types: unverified on hardware)."""
+        if dtype.kind == "u" and dtype.itemsize <= 4:
+            return True
+        return self.m.beta1 is not None and dtype == np.dtype(np.bool_)
 
     def tensor_partition_reduce(
         self, dst: Any, op: Any, data: Any, name: str | None = None

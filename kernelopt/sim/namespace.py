@@ -2,14 +2,19 @@
 
 The kernel file runs in a fresh namespace whose ``__builtins__`` carries an
 ``__import__`` that answers ``nki*`` with this run's modules and defers
-everything else to the real import. ``sys.modules`` is never touched, so a
-real ``nki`` installation elsewhere in the process is unaffected.
+everything else to the real import. The ``nki`` modules never enter
+``sys.modules``, so a real ``nki`` installation elsewhere in the process is
+unaffected; a module file the kernel imports is registered there under a
+private name while the run lasts, as the kernel file itself is.
 """
 
 from __future__ import annotations
 
 import builtins
 import functools
+import itertools
+import logging
+import sys
 import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,6 +29,9 @@ from kernelopt.sim.language import build_language
 from kernelopt.sim.machine import Machine
 from kernelopt.sim.nki_tensor import build_tensor_module
 from kernelopt.sim.spmd import grid_of, launch
+
+# Private names for the helper modules of each run in sys.modules.
+_HELPER_MODULES = itertools.count()
 
 
 class JitKernel:
@@ -127,12 +135,20 @@ FRAMEWORK_ROOTS = (
 
 
 class _Absent(types.ModuleType):
-    """A framework module that is not installed: importable, unusable."""
+    """A framework module that is not installed: importable, unusable, but for the NKI
+    entry points it carries (``aliases``, by qualified name)."""
+
+    def __init__(self, name: str, aliases: Mapping[str, Any] | None = None) -> None:
+        super().__init__(name)
+        self._aliases = aliases or {}
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
+        if attr.startswith("__") or attr == "_aliases":
             raise AttributeError(attr)
-        return _Absent(f"{self.__name__}.{attr}")
+        qualified = f"{self.__name__}.{attr}"
+        if qualified in self._aliases:
+            return self._aliases[qualified]
+        return _Absent(qualified, self._aliases)
 
     def __call__(self, *_args: Any, **_kwargs: Any) -> Any:
         root = self.__name__.partition(".")[0]
@@ -140,6 +156,43 @@ class _Absent(types.ModuleType):
             f"{self.__name__}: {root} is not installed here; the simulator runs the "
             "kernel function, not the framework code around it"
         )
+
+
+class _KernelLogging(types.ModuleType):
+    """``logging`` as a kernel file sees it: the real module, with ``logging.OFF``
+    and a ``disable`` that changes nothing. The public CS149 starter kernels
+    (stanford-cs149/asst4-trainium ``part1/kernels.py``, SDK 2.21 beta) call
+    ``logging.disable(logging.OFF)`` right after importing ``neuronxcc.nki`` to quiet
+    the compiler, so the Neuron environment defines ``OFF``; which module does, and
+    its value, are unverified (taken as CRITICAL + 10). The simulator has no compiler
+    log to quiet, and a kernel file must not silence the host process's logging."""
+
+    OFF = logging.CRITICAL + 10
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(logging, attr)
+
+    @staticmethod
+    def disable(level: int = logging.CRITICAL) -> None:
+        del level
+
+
+_KERNEL_LOGGING = _KernelLogging("logging")
+
+
+def _framework_nki_entry_points(modules: Mapping[str, types.ModuleType]) -> dict[str, Any]:
+    """The NKI decorators a framework module exports: ``torch_neuronx.nki_jit``, the
+    beta-1 era's jit for PyTorch (the SDK's examples mm-nisa-spmd.py and prof-kernel.py
+    decorate kernels ``@nki_jit`` after ``from torch_neuronx import nki_jit``; the legacy
+    NKI programming model page shows the same). On the simulator it is the beta-1
+    ``nki.jit``, and using it selects the beta-1 semantics."""
+    beta1 = modules["neuronxcc.nki"]
+
+    def nki_jit(func: Any = None, **options: Any) -> Any:
+        modules["neuronxcc"]._kernelopt_enable()
+        return beta1.jit(func, **options)
+
+    return {"torch_neuronx.nki_jit": nki_jit}
 
 
 def _relative_target(name: str, globals: Mapping[str, Any] | None, level: int) -> Path | None:
@@ -156,46 +209,91 @@ def _relative_target(name: str, globals: Mapping[str, Any] | None, level: int) -
 
 
 def kernel_builtins(
-    modules: Mapping[str, types.ModuleType], directory: Path | None = None
+    modules: Mapping[str, types.ModuleType],
+    directory: Path | None = None,
+    registered: list[str] | None = None,
 ) -> dict[str, Any]:
     """The kernel's builtins; a module file in ``directory`` (the kernel's folder,
     which Python puts first on the path of a script run from there), or one a
     relative import names, is run with these same builtins, once per run, so its
     own ``import nki`` gets this run's modules (the nki-samples attention tutorial
-    imports its softmax helper so)."""
-    real_import = builtins.__import__
-    loaded: dict[Path, types.ModuleType] = {}
+    imports its softmax helper so). Each such module enters ``sys.modules`` under a
+    private name, appended to ``registered`` for the caller to remove after the run:
+    the dataclass machinery looks a class's module up there (nki-samples'
+    ``attention.py``, imported by a wrapper, declares its ``FlashConfig`` so)."""
+    return _Importer(modules, directory, registered).namespace
 
-    def load(target: Path) -> types.ModuleType | None:
+
+class _Importer:
+    """The ``__import__`` of a kernel's builtins (``kernel_builtins``)."""
+
+    def __init__(
+        self,
+        modules: Mapping[str, types.ModuleType],
+        directory: Path | None,
+        registered: list[str] | None,
+    ) -> None:
+        self.modules, self.directory, self.registered = modules, directory, registered
+        self.loaded: dict[Path, types.ModuleType] = {}
+        self.real_import = builtins.__import__
+        self.namespace = dict(vars(builtins))
+        self.namespace["__import__"] = self
+
+    def load(self, target: Path) -> types.ModuleType | None:
+        """The module file (or package folder) ``target``, run once with these builtins."""
         path = target / "__init__.py" if target.is_dir() else target.with_suffix(".py")
         if not target.is_dir() and not path.is_file():
             return None
-        if path not in loaded:
-            module = loaded[path] = types.ModuleType(target.name)
-            module.__dict__.update({"__file__": str(path), "__builtins__": namespace})
+        if path not in self.loaded:
+            name = f"kernelopt_sim_module_{next(_HELPER_MODULES)}_{target.name}"
+            module = self.loaded[path] = types.ModuleType(name)
+            module.__dict__.update({"__file__": str(path), "__builtins__": self.namespace})
+            sys.modules[name] = module
+            if self.registered is not None:
+                self.registered.append(name)
             if path.is_file():
                 exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
-        return loaded[path]
+        return self.loaded[path]
 
-    def relative(name: str, globals: Any, fromlist: Any, level: int) -> types.ModuleType:
+    def relative(self, name: str, globals: Any, fromlist: Any, level: int) -> types.ModuleType:
         target = _relative_target(name, globals, level)
-        module = load(target) if target is not None else None
+        module = self.load(target) if target is not None else None
         if module is None:
             raise ImportError(f"relative import {'.' * level}{name}: no module file found")
         for item in fromlist or ():
-            sub = None if hasattr(module, item) else load(target / item)
+            sub = None if hasattr(module, item) else self.load(target / item)
             if sub is not None:
                 setattr(module, item, sub)
         return module
 
-    def sim_import(
+    def from_ancestors(self, name: str, fromlist: Any) -> types.ModuleType | None:
+        """``import pkg.mod`` that Python's path does not resolve, found as a package
+        folder beside the kernel or in one of its parent folders: the repository
+        root a project runs from (awslabs/nki-autotune's kernels import
+        ``autotune.kernels.utils`` so, from ``autotune/kernels/``)."""
+        if self.directory is None:
+            return None
+        parts = name.split(".")
+        for base in (self.directory, *self.directory.parents):
+            if not (base / parts[0]).is_dir() and not (base / f"{parts[0]}.py").is_file():
+                continue
+            chain = [self.load(base.joinpath(*parts[: i + 1])) for i in range(len(parts))]
+            if any(m is None for m in chain):
+                return None
+            for parent, child, part in zip(chain, chain[1:], parts[1:], strict=False):
+                setattr(parent, part, child)
+            return chain[-1] if fromlist else chain[0]
+        return None
+
+    def __call__(
+        self,
         name: str,
         globals: Mapping[str, Any] | None = None,
         locals: Mapping[str, Any] | None = None,
         fromlist: tuple[str, ...] | None = (),
         level: int = 0,
     ) -> Any:
-        root = name.partition(".")[0]
+        root, modules = name.partition(".")[0], self.modules
         if level == 0 and root in ("nki", "neuronxcc"):
             if name not in modules:
                 raise ImportError(
@@ -206,17 +304,19 @@ def kernel_builtins(
                 modules["neuronxcc"]._kernelopt_enable()
             return modules[name] if fromlist else modules[root]
         if level > 0:
-            return relative(name, globals, fromlist, level)
-        if directory is not None and "." not in name and (directory / f"{name}.py").is_file():
-            return load(directory / name)
+            return self.relative(name, globals, fromlist, level)
+        if name == "logging":
+            return _KERNEL_LOGGING
+        beside = self.directory is not None and (self.directory / f"{name}.py").is_file()
+        if beside and "." not in name:
+            return self.load(self.directory / name)
         try:
-            return real_import(name, globals, locals, fromlist or (), level)
+            return self.real_import(name, globals, locals, fromlist or (), level)
         except ModuleNotFoundError:
+            found = self.from_ancestors(name, fromlist)
+            if found is not None:
+                return found
             if root not in FRAMEWORK_ROOTS:
                 raise
-            module = _Absent(root)
-            return module if not fromlist else _Absent(name)
-
-    namespace = dict(vars(builtins))
-    namespace["__import__"] = sim_import
-    return namespace
+            aliases = _framework_nki_entry_points(modules)
+            return _Absent(root, aliases) if not fromlist else _Absent(name, aliases)

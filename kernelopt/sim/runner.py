@@ -208,7 +208,9 @@ def run_kernel(
     # public flash-attention kernel declares its config as a dataclass).
     module = types.ModuleType(f"kernelopt_sim_kernel_{next(_KERNEL_MODULES)}")
     namespace: dict[str, Any] = vars(module)
-    namespace.update({"__file__": file, "__builtins__": kernel_builtins(modules, path.parent)})
+    helpers: list[str] = []  # the modules beside the kernel it imports, registered too
+    builtins_ = kernel_builtins(modules, path.parent, helpers)
+    namespace.update({"__file__": file, "__builtins__": builtins_})
     sys.modules[module.__name__] = module
     try:
         # The kernel's arithmetic may overflow or take a root of a negative number as
@@ -222,7 +224,8 @@ def run_kernel(
     except (Exception, SystemExit) as exc:  # user code: every failure becomes a SimError
         raise _as_sim_error(exc, file) from None
     finally:
-        sys.modules.pop(module.__name__, None)
+        for registered in (module.__name__, *helpers):
+            sys.modules.pop(registered, None)
         namespace.clear()
     # A beta-1 kernel is compiled with the compiler's allocator, which spills SBUF
     # to HBM rather than fail (kernelopt.sim.spill).

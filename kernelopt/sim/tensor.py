@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernelopt.sim.access import as_column, indirect, pattern_view, resolve
-from kernelopt.sim.indexing import IndexExpr, Mask
+from kernelopt.sim.indexing import IndexExpr, Mask, dynamic_free_indices
 from kernelopt.sim.masking import clip
 from kernelopt.sim.views import NkiTensorViews, index_view, reshape_view
 
@@ -198,6 +198,12 @@ class Tile(NkiTensorViews):
         return math.prod(self.shape)
 
     @property
+    def itemsize(self) -> int:
+        """Bytes per element of the declared dtype (the beta-1 ``nki.tensor`` page's
+        ``itemsize``: "Length of one tensor element in bytes")."""
+        return self.alloc.dtype.itemsize
+
+    @property
     def nbytes(self) -> int:
         return self.size * self.alloc.dtype.itemsize
 
@@ -260,6 +266,8 @@ class Tile(NkiTensorViews):
         if len(key) > n:
             self._fail(f"too many indices ({len(key)}) for a tile of shape {self.shape}")
         key = key + (slice(None),) * (n - len(key))
+        if self.buffer.on_chip:
+            key = dynamic_free_indices(key)
         if any(isinstance(k, Tile) for k in key):
             return indirect(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
@@ -335,7 +343,11 @@ class Tile(NkiTensorViews):
     def __imul__(self, other: Any) -> Tile:
         return self._beta1("*=").accumulate(self, other, "multiply")
 
-    def __add__(self, other: Any) -> Tile:
+    def __add__(self, other: Any) -> Tile | IndexExpr:
+        if isinstance(other, IndexExpr):
+            # ``offset_tile[0, j] + i_f``: a dynamic index offset, as ``i_f + offset``
+            # (the v2.2x tensor_copy_dynamic_src examples write the tile first).
+            return other + self
         return self._beta1("+").binary("add", self, other)
 
     def __radd__(self, other: Any) -> Tile:
