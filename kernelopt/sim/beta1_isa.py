@@ -14,7 +14,6 @@ from kernelopt.sim.beta1_isa_fused import BETA1_FUSED_CALLS, Beta1FusedIsa, colu
 from kernelopt.sim.beta1_isa_fused import masked as _masked
 from kernelopt.sim.beta1_tiles import dtype_of
 from kernelopt.sim.enums import engine_of
-from kernelopt.sim.isa_reduce import trailing_axes
 from kernelopt.sim.tensor import Tile
 from kernelopt.sim.views import column_broadcast
 
@@ -233,8 +232,12 @@ class Beta1Isa:
         kind = {"add": "sum", "maximum": "max", "minimum": "min", "multiply": "prod"}.get(fn.name)
         if kind is None:
             self.beta.m.fail("isa", f"tensor_reduce: {fn!r} cannot reduce")
-        # The ISA call's axis numbering, not nl.sum's (see trailing_axes).
-        axis = trailing_axes(axis, len(self.beta._tile("tensor_reduce", data).shape))
+        # Axes numbered as numpy numbers them, as nl.sum's are. A beta-1 kernel that
+        # passed its course's tests on Trn2 (chenhzhu/asst4-trainium2
+        # part2/conv2d_all_pass_no_ec.py @019fc6e) reduces a [128, 2, W] tile with
+        # axis=1 into [128, W] and then a [128, W/2, 2] tile with axis=2: the middle
+        # axis, then the last. The current API's reading of axis 1 as the most minor
+        # (trailing_axes, for nki-library's kernels) is not applied here.
         return self.beta.reduce(kind, data, axis, dtype, keepdims, mask, negate=negate)
 
     def memset(

@@ -385,24 +385,25 @@ def k(x):
     assert r.outputs.tolist() == [[1, 3], [2, 4]]
 
 
-def test_isa_tensor_reduce_reads_axis_1_of_a_3d_tile_as_its_innermost_but_nl_sum_does_not(
-    kernel_file,
-) -> None:
-    # The ISA call's axes are always the innermost free ones (axis 1 "most minor" in
-    # the earlier numbering); nl.sum numbers axes as numpy does.
+def test_isa_tensor_reduce_numbers_the_axes_of_a_3d_tile_as_numpy_does(kernel_file) -> None:
+    # A course kernel that passed on Trn2 in the beta-1 API (chenhzhu/asst4-trainium2
+    # part2/conv2d_all_pass_no_ec.py @019fc6e) max-pools a [128, 2, W] tile with
+    # axis=1 (the middle axis, into [128, W]) and then a [128, W/2, 2] view with axis=2.
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     r = run(
         kernel_file,
         """
 @nki.jit
 def k(x):
-    out = nl.ndarray((2, 7), dtype=nl.float32, buffer=nl.shared_hbm)
+    out = nl.ndarray((2, 10), dtype=nl.float32, buffer=nl.shared_hbm)
     t = nl.load(x)
-    nl.store(out[:, 0:3], value=nisa.tensor_reduce(nl.add, data=t, axis=[1]))
-    nl.store(out[:, 3:7], value=nl.sum(t, axis=1))
+    nl.store(out[:, 0:4], value=nisa.tensor_reduce(nl.maximum, data=t, axis=1))
+    nl.store(out[:, 4:7], value=nisa.tensor_reduce(nl.add, data=t, axis=[2]))
+    nl.store(out[:, 7:10], value=nl.sum(t, axis=2))
     return out
 """,
         x=x,
     )
-    np.testing.assert_array_equal(r.outputs[:, 0:3], x.sum(axis=2))
-    np.testing.assert_array_equal(r.outputs[:, 3:7], x.sum(axis=1))
+    np.testing.assert_array_equal(r.outputs[:, 0:4], x.max(axis=1))
+    np.testing.assert_array_equal(r.outputs[:, 4:7], x.sum(axis=2))
+    np.testing.assert_array_equal(r.outputs[:, 7:10], x.sum(axis=2))
