@@ -50,3 +50,14 @@ def buffer_shape(ir: KernelIR, buf: PhysicalBuffer) -> tuple[int, int, int]:
 
     dp, df = buf.axes
     return ir.dim[dp].tile, held(dp), held(df) * ir.dim[df].tile
+
+
+def in_sbuf(ir: KernelIR, op: Operator) -> bool:
+    """Whether every buffer an element-wise ``op`` reads or writes is in SBUF."""
+    return all(ir.buffer[b].memory == "sbuf" for b in (*writes(op), *op.srcs))
+
+
+def instruction_rows(ir: KernelIR, op: Operator, trip: int) -> int:
+    """Partition-dim tiles one element-wise instruction of ``op`` covers, of the ``trip``
+    its site loops over: one in SBUF, a bank's run with a PSUM operand (``psum_rows``)."""
+    return 1 if in_sbuf(ir, op) else psum_rows(ir, op, trip)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from kernelopt.ir.derive import Placement, derive, scope_of, writes
 from kernelopt.ir.derive import drain_adds as _drain_adds
 from kernelopt.ir.engines import engine_plan
-from kernelopt.ir.layout import buffer_dtype, buffer_shape, psum_rows
+from kernelopt.ir.layout import buffer_dtype, buffer_shape, in_sbuf, instruction_rows
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
 from kernelopt.ir.render_rows import row_runs
 from kernelopt.ir.render_text import Lin, Writer, slice_text, var
@@ -112,7 +112,7 @@ class _Renderer:
         self.engines = engine_plan(ir)
         self.w = Writer()
         self._open: set[str] = set()  # dims whose loop a run of operators shares
-        self._named: dict[str, str] | None = None  # offsets named in that shared loop
+        self._row: str | None = None  # the row offset named last in that shared loop
         used = list(placement.emission.values()) + list(placement.fire.values())
         self.max_depth = max(used)
         self.sequential = {
@@ -208,10 +208,10 @@ class _Renderer:
                 self.operator(run[0], depth, indent)
                 continue
             inner = self.local_loops(site, (dim,), indent)
-            self._open, self._named = {dim}, {}
+            self._open = {dim}
             for op in run:
-                getattr(self, f"op_{op.kind}")(op, site, inner)
-            self._open, self._named = set(), None
+                self.operator(op, depth, inner)
+            self._open, self._row = set(), None
 
     def operator(self, op: Operator, depth: int, indent: int) -> None:
         site = _Site(self.ir, self.p, depth)
@@ -222,11 +222,11 @@ class _Renderer:
         if expr.simple:
             return expr
         text = str(expr)
-        if self._named is not None and name == "row":
+        if self._open and name == "row":
             # DMAs of one row tile in a shared loop: the same row offset, named once.
-            if self._named.get(name) == text:
+            if self._row == text:
                 return var(name)
-            self._named[name] = text
+            self._row = text
         self.w.line(indent, f"{name} = {text}")
         return var(name)
 
@@ -316,10 +316,9 @@ class _Renderer:
         # One instruction spans the free-dim tiles the site covers when every operand
         # is in SBUF (they are contiguous there; a PSUM access stays within one bank):
         # the ~100-cycle fixed cost is paid once, not once per tile.
-        sbuf = all(self.ir.buffer[b].memory == "sbuf" for b in (*writes(op), *op.srcs))
-        wide = df if sbuf and site.local_trip(df) > 1 else ""
+        wide = df if in_sbuf(self.ir, op) and site.local_trip(df) > 1 else ""
         buffers = (*writes(op), *op.srcs)
-        rows = 1 if sbuf else psum_rows(self.ir, op, site.local_trip(dp))
+        rows = instruction_rows(self.ir, op, site.local_trip(dp))
         if rows > 1:
             # A run of partition-dim tiles of one PSUM bank per instruction.
             i = site.dim_index(dp)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelopt.ir.derive import writes
-from kernelopt.ir.layout import psum_rows
+from kernelopt.ir.layout import instruction_rows
 from kernelopt.ir.model import KernelIR, Operator
 
 # Operators each of whose instructions covers one row tile (or a run of its free tiles).
@@ -51,10 +51,8 @@ def _outer_loop(ir: KernelIR, op: Operator, site: Any) -> tuple[str, int] | None
     trip = site.local_trip(dp)
     if not trip:
         return None
-    if op.kind not in ("load", "store", "tensor_reduce"):
-        sbuf = all(ir.buffer[b].memory == "sbuf" for b in (*writes(op), *op.srcs))
-        if not sbuf and psum_rows(ir, op, trip) > 1:
-            return None
+    if op.kind not in ("load", "store", "tensor_reduce") and instruction_rows(ir, op, trip) > 1:
+        return None
     return dp, trip
 
 
