@@ -92,7 +92,6 @@ def rmsnorm_matmul(x, w):
                 operand0=sbuf_rs[:, l0, 0:1],
                 engine=nisa.engine.scalar,
             )
-        for l0 in nl.affine_range(1):
             row = b0 * 128 + l0 * 128
             nisa.dma_copy(dst=out[row : row + 128, 0:2048], src=sbuf_out[:, l0, 0:2048])
     return out

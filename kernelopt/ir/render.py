@@ -154,9 +154,7 @@ class _Renderer:
                 # A column's one-element dim has nothing to loop over: where its loops
                 # sit in loop_order changes no instruction, so it prints no loop.
                 self.level(depth + 1, indent)
-                for op in ops:
-                    if p.after[op.name]:
-                        self.operator(op, depth, indent)
+                self.operators([op for op in ops if p.after[op.name]], depth, indent)
                 return
             rng = (
                 "nl.sequential_range"
@@ -165,9 +163,7 @@ class _Renderer:
             )
             self.w.line(indent, f"for {kind[0]}{i} in {rng}({trip}):")
             self.level(depth + 1, indent + 4)
-        for op in ops:
-            if p.after[op.name]:
-                self.operator(op, depth, indent)
+        self.operators([op for op in ops if p.after[op.name]], depth, indent)
 
     def allocate(self, buf: PhysicalBuffer, indent: int) -> None:
         ir = self.ir

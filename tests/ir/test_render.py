@@ -253,3 +253,34 @@ def test_a_chain_over_rows_held_whole_runs_row_by_row_in_one_loop(tmp_path) -> N
     assert timeline.start_ns[exps[0]] < timeline.end_ns[maxes[1]]
     report = check_kernel(kernel, small_workload("softmax"))
     assert report.correct, report.error
+
+
+def test_a_row_tiles_matmul_drain_and_store_run_before_the_next_row_tiles(tmp_path) -> None:
+    """softmax(s) @ v with every buffer held whole: after the transposes, each row tile's
+    PSUM copies, matmuls, drain and store share one loop over the output's rows, so row
+    tile 0 is drained and stored before row tile 1's matmuls are issued, and drained
+    while they run (each op over all rows in turn drained nothing until every row's
+    matmuls were done)."""
+    from kernelopt.sim import check_kernel, run_kernel
+    from kernelopt.workload import make_inputs
+
+    path = Path(__file__).parent / "llm_workloads" / "softmax_matmul.py"
+    full = load_workload(path)
+    w = dataclasses.replace(full, input_specs=full.module.SMALL_SPECS)
+    ir = build_ir(w.f_nkigym, w.input_specs, "softmax_matmul")
+    state = ir.with_knobs(
+        buffer_scopes={b: dict.fromkeys(s, FULL) for b, s in ir.buffer_scopes.items()}
+    )
+    kernel = tmp_path / "softmax_matmul.py"
+    kernel.write_text(render_ir(state))
+    run = run_kernel(kernel, make_inputs(w.input_specs, 0), compute=False)
+    trace, timeline = run.trace, run.timeline
+    matmuls = [i for i, ins in enumerate(trace) if ins.op == "nc_matmul"]
+    stores = [i for i, ins in enumerate(trace) if ins.op == "dma_copy" and not ins.hbm_read]
+    assert len(stores) == 2 and len(matmuls) == 4  # 256 rows, 256 contraction: 2 x 2
+    assert matmuls[1] < stores[0] < matmuls[2]  # row 0's two matmuls, its store, row 1's
+    drain = stores[0] - 1  # row 0's PSUM drain, issued right before its store
+    assert trace[drain].op == "tensor_copy" and drain > matmuls[1]
+    assert timeline.start_ns[drain] < timeline.end_ns[matmuls[-1]]  # while row 1 multiplies
+    report = check_kernel(kernel, w)
+    assert report.correct, report.error
