@@ -24,6 +24,7 @@ and columns (``--sizes large``: 512-2048), and for each:
     python benchmarks/ir_random_workloads.py --count 12 --reach --reference 200 --keep /tmp/w
     python benchmarks/ir_random_workloads.py --count 20 --sizes large --reach
     python benchmarks/ir_random_workloads.py --count 20 --check-at full --samples 1
+    python benchmarks/ir_random_workloads.py --count 25 --api beta1
 
 Exits 1 when any workload fails to build, sample, render or check correct.
 """
@@ -239,11 +240,14 @@ SMALL_SPECS = {{{", ".join(f"{p!r}: ({s}, 'bfloat16')" for p, s in small.items()
     return kind, text
 
 
-def check(path: Path, samples: int, full: bool = False) -> tuple[int, list[str]]:
+def check(
+    path: Path, samples: int, full: bool = False, api: str = "nki"
+) -> tuple[int, list[str]]:
     """(states checked, failures) for one workload file, at its SMALL_SPECS (``full``:
     at INPUT_SPECS, where dims have more tiles: slower, and it finds faults that need
     several tiles of a dim, such as a sum repeated over a loop of one); there the
-    states are drawn as `kernelopt ir sample` draws them, fitting on chip."""
+    states are drawn as `kernelopt ir sample` draws them, fitting on chip. Each state
+    is rendered in ``api`` (nki, or the beta-1 ``neuronxcc.nki``)."""
     from kernelopt.ir import REWRITES, build_ir, enumerate_rewrite_combinations, render_ir, sample
     from kernelopt.ir.sample import sample_fitting
     from kernelopt.sim import check_kernel
@@ -265,7 +269,7 @@ def check(path: Path, samples: int, full: bool = False) -> tuple[int, list[str]]
                 # At full size, the states `kernelopt ir sample` draws: those that fit.
                 state = (sample_fitting if full else sample)(variant, random.Random(seed))
                 stage = "render"
-                source = render_ir(state)
+                source = render_ir(state, api=api)
                 stage = "check"
                 with tempfile.TemporaryDirectory() as tmp:
                     kernel = Path(tmp) / "kernel.py"
@@ -303,6 +307,9 @@ def main() -> int:
     parser.add_argument(
         "--reach", action="store_true", help="also run each for --budget candidates"
     )
+    parser.add_argument(
+        "--api", choices=("nki", "beta1"), default="nki", help="render the checked states in"
+    )
     parser.add_argument("--budget", type=int, default=20)
     parser.add_argument("--reference", type=int, default=0, help="best of N random states too")
     parser.add_argument("--keep", type=Path, help="write the workloads here (default: a temp dir)")
@@ -321,7 +328,7 @@ def main() -> int:
         path = folder / f"random_{seed:03d}.py"
         path.write_text(text)
         drawn[kind] += 1
-        checked, failures = check(path, args.samples, args.check_at == "full")
+        checked, failures = check(path, args.samples, args.check_at == "full", args.api)
         broken += bool(failures)
         row = {"workload": str(path), "kind": kind, "checked": checked, "failures": failures}
         if args.reach:
