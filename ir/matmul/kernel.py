@@ -13,7 +13,6 @@ def matmul(lhsT, rhs):
             for t1 in nl.affine_range(1):
                 for t2 in nl.affine_range(1):
                     psum_out = nl.ndarray((128, 1, 512), dtype=nl.float32, buffer=nl.psum)
-                    nisa.memset(dst=psum_out, value=0.0)
                     sbuf_out = nl.ndarray((128, 1, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
                     for b0 in nl.affine_range(16):
                         for t0 in nl.affine_range(1):

@@ -42,7 +42,6 @@ def rmsnorm_matmul(x, w):
         for b1 in nl.sequential_range(1):
             sbuf_xt = nl.ndarray((128, 8, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
             psum_mm = nl.ndarray((128, 1, 2048), dtype=nl.float32, buffer=nl.psum)
-            nisa.memset(dst=psum_mm, value=0.0)
             for b2 in nl.affine_range(1):
                 sbuf_w = nl.ndarray((128, 8, 2048), dtype=nl.bfloat16, buffer=nl.sbuf)
                 for l1 in nl.affine_range(8):

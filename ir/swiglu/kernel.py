@@ -13,10 +13,8 @@ def swiglu(xT, w_gate, w_up):
             for t1 in nl.affine_range(1):
                 for t2 in nl.affine_range(1):
                     psum_gate = nl.ndarray((128, 1, 512), dtype=nl.float32, buffer=nl.psum)
-                    nisa.memset(dst=psum_gate, value=0.0)
                     sbuf_gate = nl.ndarray((128, 1, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
                     psum_up = nl.ndarray((128, 1, 512), dtype=nl.float32, buffer=nl.psum)
-                    nisa.memset(dst=psum_up, value=0.0)
                     sbuf_up = nl.ndarray((128, 1, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
                     sbuf_act = nl.ndarray((128, 1, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
                     sbuf_out = nl.ndarray((128, 1, 512), dtype=nl.bfloat16, buffer=nl.sbuf)

@@ -106,6 +106,14 @@ class _Renderer:
         "import nki.language as nl",
     )
     ZEROS: str | None = None  # a constructor that allocates zeroed, instead of a memset
+    # A PSUM accumulator of matmuls is not zeroed first: nc_matmul's first write to a
+    # fresh tensor overwrites and later ones add (``accumulate=None``, the compiler
+    # infers it; aws-neuron/neuron-agentic-development@c793732
+    # skills/neuron-nki-writing/references/common-patterns.md: the first K tile's
+    # matmul initialises PSUM, "never nisa.memset the PSUM tile before the K loop").
+    # A GpSimd memset per accumulator otherwise sits between the drain that frees a
+    # PSUM slot and the next accumulation's first matmul.
+    PSUM_FIRST_WRITE_OVERWRITES = True
 
     def __init__(self, ir: KernelIR, placement: Placement) -> None:
         self.ir, self.p = ir, placement
@@ -173,6 +181,8 @@ class _Renderer:
         zero = bool(buf.lifetime_dims) or (
             producer is not None and producer.kind == "drain" and _drain_adds(ir, producer)
         )
+        if zero and self.PSUM_FIRST_WRITE_OVERWRITES and buf.memory == "psum":
+            zero = producer is None or producer.kind != "matmul"
         make = self.ZEROS if zero and self.ZEROS else "nl.ndarray"
         self.w.call(
             indent,

@@ -62,6 +62,7 @@ class Beta1Renderer(_Renderer):
         "from neuronxcc import nki",
     )
     ZEROS = "nl.zeros"
+    PSUM_FIRST_WRITE_OVERWRITES = False  # beta 1 accumulates with +=: nl.zeros first
 
     def isa(self, indent: int, name: str, args: list[str]) -> None:
         dst, rest = _destination(args)

@@ -98,6 +98,31 @@ def test_knobs_change_the_rendered_structure(matmul_ir) -> None:
     assert "op=nl.add" in text and "nl.sequential_range" in text
 
 
+def test_only_accumulators_that_instructions_add_into_are_zeroed(tmp_path, matmul_ir) -> None:
+    """A PSUM accumulator of matmuls is not memset (the first matmul into a fresh PSUM
+    tensor overwrites, the rest add); an fp32 SBUF accumulator that K-block drains add
+    into still is. Both kernels are correct on the simulator."""
+    from kernelopt.sim import check_kernel
+
+    per_block = matmul_ir.with_knobs(
+        buffer_scopes={
+            **matmul_ir.buffer_scopes,
+            "psum_out": {"d1": Scope.PER_TILE, "d2": Scope.PER_TILE, "d0": Scope.PER_BLOCK},
+        }
+    )
+    for name, ir, zeroed in (("full", matmul_ir, []), ("blocks", per_block, ["sbuf_out"])):
+        text = render_ir(ir)
+        assert [
+            line.split("dst=")[1].split(",")[0]
+            for line in text.splitlines()
+            if "nisa.memset(" in line
+        ] == zeroed
+        kernel = tmp_path / f"{name}.py"
+        kernel.write_text(text)
+        report = check_kernel(kernel, small_workload("matmul"))
+        assert report.correct, report.error
+
+
 def test_rendered_kernel_shape() -> None:
     text = render_ir(small_ir("matmul_gelu"))
     assert text.startswith("# matmul_gelu:")

@@ -64,9 +64,20 @@ def test_beta1_rendering_is_correct_and_the_same_instructions(
         assert report.correct, f"{api}: {report.error_kind}: {report.error}\n{ir!r}"
         runs[api] = run_kernel(kernel, dict(inputs), compute=False)
     current, beta1 = runs["nki"], runs["beta1"]
-    assert [i.op for i in beta1.trace] == [i.op for i in current.trace]
-    assert [i.engine for i in beta1.trace] == [i.engine for i in current.trace]
-    assert beta1.profile["total_time"] == current.profile["total_time"]
+    # Beta 1 accumulates with += into an nl.zeros PSUM tile, so it zeroes each matmul
+    # accumulator first; the current API lets the first matmul overwrite instead.
+    zeroed = [i for i in beta1.trace if i.op == "memset" and _in_psum(beta1, i)]
+    assert not [i for i in current.trace if i.op == "memset" and _in_psum(current, i)]
+    same = [i for i in beta1.trace if i not in zeroed]
+    assert [i.op for i in same] == [i.op for i in current.trace]
+    assert [i.engine for i in same] == [i.engine for i in current.trace]
+    assert beta1.profile["total_time"] >= current.profile["total_time"]
+    if not zeroed:
+        assert beta1.profile["total_time"] == current.profile["total_time"]
+
+
+def _in_psum(run, ins) -> bool:
+    return run.allocations[ins.writes[0][0]].kind == "psum"
 
 
 def test_beta1_imports_only_the_beta1_namespace(matmul_ir) -> None:
