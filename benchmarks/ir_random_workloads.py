@@ -240,9 +240,7 @@ SMALL_SPECS = {{{", ".join(f"{p!r}: ({s}, 'bfloat16')" for p, s in small.items()
     return kind, text
 
 
-def check(
-    path: Path, samples: int, full: bool = False, api: str = "nki"
-) -> tuple[int, list[str]]:
+def check(path: Path, samples: int, full: bool = False, api: str = "nki") -> tuple[int, list[str]]:
     """(states checked, failures) for one workload file, at its SMALL_SPECS (``full``:
     at INPUT_SPECS, where dims have more tiles: slower, and it finds faults that need
     several tiles of a dim, such as a sum repeated over a loop of one); there the
