@@ -196,19 +196,41 @@ def _surface(ir: KernelIR) -> tuple[object, ...]:
 
 
 def twins(state: KernelIR, variants: Sequence[KernelIR]) -> list[KernelIR]:
-    """``state``'s knobs on every other variant with the same knob surface (the same
-    dims and buffers: a rewrite that only changes which instruction computes a value,
-    as ActivationReduce does), where they are valid and fit. Each drawn state is then
-    screened both ways: which way is faster depends on how the engines overlap, which
-    the work count that picks the draws does not see."""
+    """``state``'s knobs on every other variant, where they are valid and fit. A variant
+    with the same knob surface (the same dims and buffers: a rewrite that only changes
+    which instruction computes a value, as ActivationReduce does) takes them as they
+    are; one that differs (a transpose by DMA instead of TensorE drops a PSUM buffer)
+    takes the loop order, the blocking of the dims both have and the scopes of the
+    buffers both have, its own defaults elsewhere, repaired where that is invalid.
+    Each state is then screened every way: which way is faster depends on how the
+    engines overlap, which the work count that picks the draws does not see."""
     found = []
     for v in variants:
-        if v.variant == state.variant or _surface(v) != _surface(state):
+        if v.variant == state.variant:
             continue
-        twin = v.with_knobs(state.loop_order, state.ltiles_per_block, state.buffer_scopes)
-        if not derive(twin)[1] and fits(twin):
+        if _surface(v) == _surface(state):
+            twin: KernelIR | None = v.with_knobs(
+                state.loop_order, state.ltiles_per_block, state.buffer_scopes
+            )
+        else:
+            twin = _projected(state, v)
+        if twin is not None and not derive(twin)[1] and fits(twin):
             found.append(twin)
     return found
+
+
+def _projected(state: KernelIR, variant: KernelIR) -> KernelIR | None:
+    """``state``'s knobs carried onto ``variant`` where its dims and buffers match."""
+    if sorted(state.loop_order) != sorted(variant.loop_order):
+        return None  # different dims: no loop order to carry
+    blocking = {d: state.ltiles_per_block.get(d, n) for d, n in variant.ltiles_per_block.items()}
+    scopes = {
+        name: dict(state.buffer_scopes[name])
+        if name in state.buffer_scopes and set(state.buffer_scopes[name]) == set(own)
+        else own
+        for name, own in variant.buffer_scopes.items()
+    }
+    return _repaired(variant.with_knobs(state.loop_order, blocking, scopes))
 
 
 def _dtype_invalid(ir: KernelIR) -> bool:

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 
 from kernelopt.ir.effective import effective_key
 from kernelopt.ir.model import KernelIR
-from kernelopt.ir.start import Timer, pool, ranked
+from kernelopt.ir.sample import knob_signature
+from kernelopt.ir.start import Timer, pool, ranked, twins
 
 START_POOL = 24  # pool slots screened before the first batch (each variant's defaults come on top)
 FIRST = 3  # states measured first
 MARGIN = 1.15  # a variant's best within this factor of the best estimate is measured first too
+LEADERS = 1  # screened states whose knobs are also screened on every other variant
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,13 @@ def first_batch(
     starts = ranked([*pool(variants, rng, size), *extra], timer)
     if not starts:
         return []
+    # The leaders' knobs on every other variant too: a rewrite is best weighed at the
+    # knobs that suit the kernel, not only at its own defaults and draws.
+    seen = {knob_signature(s.ir) for s in starts}
+    twinned = [t for s in starts[:LEADERS] for t in twins(s.ir, variants)]
+    fresh = {knob_signature(t): t for t in twinned if knob_signature(t) not in seen}
+    if fresh:
+        starts = sorted([*starts, *ranked(list(fresh.values()), timer)], key=lambda s: s.seconds)
     total, best = len(starts), starts[0].seconds
     picks: list[Pick] = []
     variants_picked: set[str] = set()

@@ -101,18 +101,55 @@ def test_a_drawn_state_is_screened_on_its_twin_variant_too() -> None:
     drawn = [s for s in states if s.variant == "base"]
     assert len(drawn) > 2
     fused = next(v for v in variants if v.variant == "ActivationReduce")
-    paired = 0
+    paired = carried = 0
     for s in drawn:
         found = twins(s, variants)
+        assert all(t.variant != "base" for t in found)
+        assert len({t.variant for t in found}) == len(found)  # one twin per variant
         same = fused.with_knobs(s.loop_order, s.ltiles_per_block, s.buffer_scopes)
-        # Only the fused variant has the same buffers (LoadTranspose drops some), and
-        # only where the fused row is one instruction (else derive refuses it).
-        assert [t.variant for t in found] == ([] if derive(same)[1] else ["ActivationReduce"])
+        twin = next((t for t in found if t.variant == "ActivationReduce"), None)
+        # The fused variant has the same buffers: it takes the knobs as they are, where
+        # the fused row is one instruction (else derive refuses it).
+        assert (twin is not None) == (not derive(same)[1] and fits(same))
+        if twin is not None:
+            assert twin.buffer_scopes == s.buffer_scopes and twin.loop_order == s.loop_order
+            paired += knob_signature(twin) in signatures  # a draw's twin is in the pool
+        # LoadTranspose drops the transpose's buffers: it keeps the loop order, the
+        # blocking and the scopes of the buffers both have, unless those are invalid there.
         for t in found:
-            assert t.buffer_scopes == s.buffer_scopes and t.loop_order == s.loop_order
-            assert knob_signature(t) in signatures
-            paired += 1
-    assert paired >= 2
+            if t.variant != "LoadTranspose":
+                continue
+            shared = set(t.buffer_scopes) & set(s.buffer_scopes)
+            assert shared and set(t.buffer_scopes) != set(s.buffer_scopes)
+            if t.loop_order == s.loop_order and t.ltiles_per_block == s.ltiles_per_block:
+                carried += all(t.buffer_scopes[b] == s.buffer_scopes[b] for b in shared)
+    assert paired >= 2 and carried >= 1
+
+
+def test_the_first_batch_weighs_the_leaders_knobs_on_every_variant(monkeypatch) -> None:
+    """The screened leaders' knobs are timed on the other variants too, and such a twin
+    is measured first when it is the fastest estimate."""
+    from kernelopt.proposers import first
+
+    variants = _variants("rmsnorm_matmul")
+    timed: list = []
+
+    def timer(ir):
+        timed.append(ir)
+        return 2e-6 if ir.variant == "base" else 1e-6
+
+    # A pool of the base variant's defaults alone: any other variant comes from its twins.
+    monkeypatch.setattr(first, "pool", lambda variants, rng, size: [variants[0]])
+    picks = first.first_batch(variants, timer, random.Random(0), 8, lambda ir: True)
+    assert timed[0] is variants[0]
+    twinned = timed[1:]
+    assert "LoadTranspose" in {t.variant for t in twinned}
+    for t in twinned:
+        assert (
+            t.loop_order == variants[0].loop_order
+            or derive(t.with_knobs(loop_order=variants[0].loop_order))[1]
+        )
+    assert picks and picks[0].ir.variant != "base" and picks[0].ir in twinned
 
 
 def test_the_timer_leaves_no_scratch_directory_behind() -> None:
