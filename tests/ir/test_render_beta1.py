@@ -71,8 +71,7 @@ def test_beta1_rendering_is_correct_and_the_same_instructions(
     same = [i for i in beta1.trace if i not in zeroed]
     assert [i.op for i in same] == [i.op for i in current.trace]
     assert [i.engine for i in same] == [i.engine for i in current.trace]
-    assert beta1.profile["total_time"] >= current.profile["total_time"]
-    if not zeroed:
+    if not zeroed:  # (with them, the schedule may differ either way: a list scheduler)
         assert beta1.profile["total_time"] == current.profile["total_time"]
 
 
