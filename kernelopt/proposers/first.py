@@ -3,7 +3,8 @@
 Before anything is measured, a pool of valid states (every rewrite variant's
 default knobs and streaming templates, and joint draws, the leanest by their
 engines' work first: ``kernelopt.ir.start.pool``) is timed by the simulator's
-cost model. The first batch is the best of them, at most one per variant while
+cost model, then the best one's knobs on every other variant (``start.twins``). The
+first batch is the best of them, at most one per variant while
 another variant comes within ``MARGIN`` of the best estimate, so the rewrites
 are weighed at once rather than after the knobs around one of them. On a
 device the estimate is a prior, which the measurements then correct; on the
