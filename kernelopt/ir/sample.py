@@ -28,7 +28,7 @@ from kernelopt.ir.model import KernelIR, Scope
 from kernelopt.proposers.base import signature_of
 
 MAX_DRAWS = 500
-CLIMBS = 12  # fresh draws climbed towards validity once the draws were all rejected
+CLIMBS = 36  # fresh draws climbed towards validity once the draws were all rejected
 CLIMB_STEPS = 200  # single-knob moves tried per climb
 
 
