@@ -75,6 +75,11 @@ def make_view(tile: Tile, flat: np.ndarray, what: str) -> Tile:
 def _source(tile: Tile, what: str) -> np.ndarray:
     if tile.alloc.machine.beta1 is not None:
         tile._fail(f"{what}: the NkiTensor view methods are the current API's (import nki)")
+    return _plain_offsets(tile, what)
+
+
+def _plain_offsets(tile: Tile, what: str) -> np.ndarray:
+    """``offsets(tile)`` of a tile that is neither an indirect nor a masked access."""
     if tile.via is not None or tile.holes is not None or tile.loose:
         tile._fail(f"{what}: a view of an indirect or masked access is not simulated")
     return offsets(tile)
@@ -138,22 +143,20 @@ def merged_free_axes(tile: Tile) -> Tile:
     """``tile`` ([P, a, b, ...]) seen as [P, a * b * ...], sharing its storage: how a
     beta-1 matmul reads a moving tile with several free axes
     (``kernelopt.sim.beta1_core``)."""
-    if tile.via is not None or tile.holes is not None or tile.loose:
-        tile._fail("a view of an indirect or masked access is not simulated")
+    what = "flattening the free axes"
     # Each partition's elements in row-major order of the free axes, wherever they lie:
     # the instruction's access pattern walks the axes (a strided window is read as is).
-    flat = offsets(tile).reshape(tile.shape[0], math.prod(tile.shape[1:]))
-    return make_view(tile, flat, "flattening the free axes")
+    flat = _plain_offsets(tile, what).reshape(tile.shape[0], math.prod(tile.shape[1:]))
+    return make_view(tile, flat, what)
 
 
 def column_broadcast(tile: Tile, shape: tuple[int, ...]) -> Tile:
     """``tile`` ([P, 1, ...], one element per partition) read as ``shape`` ([P, ...]),
     every element of a partition's row the same one: how a beta-1
     ``nisa.tensor_tensor`` reads a column operand (``kernelopt.sim.beta1_isa``)."""
-    if tile.via is not None or tile.holes is not None or tile.loose:
-        tile._fail("a view of an indirect or masked access is not simulated")
-    column = offsets(tile).reshape((tile.shape[0],) + (1,) * (len(shape) - 1))
-    return make_view(tile, np.broadcast_to(column, shape), "broadcasting a column")
+    what = "broadcasting a column"
+    column = _plain_offsets(tile, what).reshape((tile.shape[0],) + (1,) * (len(shape) - 1))
+    return make_view(tile, np.broadcast_to(column, shape), what)
 
 
 def _group(entry: Any) -> tuple[str, ...]:
