@@ -212,15 +212,18 @@ def twins(state: KernelIR, variants: Sequence[KernelIR]) -> list[KernelIR]:
             twin: KernelIR | None = v.with_knobs(
                 state.loop_order, state.ltiles_per_block, state.buffer_scopes
             )
+            if derive(twin)[1]:
+                continue
         else:
             twin = _projected(state, v)
-        if twin is not None and not derive(twin)[1] and fits(twin):
+        if twin is not None and fits(twin):
             found.append(twin)
     return found
 
 
 def _projected(state: KernelIR, variant: KernelIR) -> KernelIR | None:
-    """``state``'s knobs carried onto ``variant`` where its dims and buffers match."""
+    """``state``'s knobs carried onto ``variant`` where its dims and buffers match, and
+    repaired: a valid state, or None."""
     if sorted(state.loop_order) != sorted(variant.loop_order):
         return None  # different dims: no loop order to carry
     blocking = {d: state.ltiles_per_block.get(d, n) for d, n in variant.ltiles_per_block.items()}

@@ -56,8 +56,8 @@ def first_batch(
     # The leaders' knobs on every other variant too: a rewrite is best weighed at the
     # knobs that suit the kernel, not only at its own defaults and draws.
     seen = {knob_signature(s.ir) for s in starts}
-    twinned = [t for s in starts[:LEADERS] for t in twins(s.ir, variants)]
-    fresh = {knob_signature(t): t for t in twinned if knob_signature(t) not in seen}
+    twinned = {knob_signature(t): t for s in starts[:LEADERS] for t in twins(s.ir, variants)}
+    fresh = {sig: t for sig, t in twinned.items() if sig not in seen}
     if fresh:
         starts = sorted([*starts, *ranked(list(fresh.values()), timer)], key=lambda s: s.seconds)
     total, best = len(starts), starts[0].seconds
