@@ -86,6 +86,8 @@ class _Site:
     def wide_free(self, buf: PhysicalBuffer, d: str) -> tuple[Lin, Lin, int]:
         """(global start, buffer start, tile count) of every free-dim tile this site covers."""
         st, per = self.status(d), self.ir.ltiles_per_block[d]
+        if self.ir.dim[d].size == 1:
+            return Lin(), Lin(), 1  # a column's one-element dim prints no loop: index 0
         if st == "tile":
             return self.tile_index(d)[0], self.buffer_index(buf, d), 1
         if st == "block":
