@@ -1,5 +1,5 @@
 """Workloads a user may write that the shipped and random ones do not: a [P, 1] column
-given as an input, a matmul with one output row. Every
+given as an input, a matmul with one output row, a transposed matmul result. Every
 sampled state of every variant must render to a kernel the simulator finds equal to
 the workload's own numpy oracle (written apart from the op classes)."""
 
@@ -41,6 +41,20 @@ def f_numpy(xT, w, r):
 INPUT_SPECS = {"xT": ((256, 1), "bfloat16"), "w": ((256, 96), "bfloat16"), "r": ((1, 96), "bfloat16")}
 """
 
+# A matmul result transposed: when its drain folds K blocks into SBUF it is fp32, so the
+# TensorE transpose must write fp32 PSUM and a dma_transpose (2-byte only) cannot move it.
+TRANSPOSED_PRODUCT = """
+def f_nkigym(xT, w, b):
+    h = NKIMatmul()(stationary=xT, moving=w)
+    return NKITensorTensor(op="add")(data1=NKITranspose()(data=h), data2=b)
+
+def f_numpy(xT, w, b):
+    return (xT.astype(np.float32).T @ w.astype(np.float32)).T + b.astype(np.float32)
+
+INPUT_SPECS = {"xT": ((256, 128), "bfloat16"), "w": ((256, 256), "bfloat16"),
+               "b": ((256, 128), "bfloat16")}
+"""
+
 
 def _failures(tmp_path: Path, name: str, body: str, seeds: int) -> tuple[int, list[str]]:
     path = tmp_path / f"{name}.py"
@@ -69,4 +83,10 @@ def test_one_element_dims_render_without_a_loop_variable(
 ) -> None:
     checked, failures = _failures(tmp_path, name, body, seeds=4)
     assert checked >= 4
+    assert failures == []
+
+
+def test_a_transposed_matmul_result_is_correct_in_every_variant(tmp_path: Path) -> None:
+    checked, failures = _failures(tmp_path, "transposed_product", TRANSPOSED_PRODUCT, seeds=4)
+    assert checked >= 8  # base and SbufTranspose at least
     assert failures == []
