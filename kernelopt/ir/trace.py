@@ -178,6 +178,8 @@ def trace(
         shape, dtype = input_specs[p]
         if len(shape) != 2:
             raise IRBuildError(f"INPUT_SPECS[{p!r}]: only 2-D tensors are supported, got {shape}")
+        if any(int(s) < 1 for s in shape):
+            raise IRBuildError(f"INPUT_SPECS[{p!r}]: every dim must be at least 1, got {shape}")
         tensors.append(tracer.tensor(p, tuple(int(s) for s in shape), str(dtype)))
     try:
         result = f_nkigym(*tensors)

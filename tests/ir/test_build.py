@@ -104,6 +104,14 @@ def test_mismatched_contraction_sizes_are_reported() -> None:
         build_ir(f, specs)
 
 
+def test_an_empty_dim_is_reported_by_name() -> None:
+    def f(a):
+        return NKIActivation(op="relu")(data=a)
+
+    with pytest.raises(IRBuildError, match=r"INPUT_SPECS\['a'\]: every dim must be at least 1"):
+        build_ir(f, {"a": ((0, 512), "bfloat16")})
+
+
 def test_returning_an_input_is_rejected() -> None:
     def f(a):
         NKIActivation(op="relu")(data=a)
