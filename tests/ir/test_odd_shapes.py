@@ -56,6 +56,21 @@ INPUT_SPECS = {"xT": ((256, 128), "bfloat16"), "w": ((256, 256), "bfloat16"),
 """
 
 
+# Inputs named as the kernel's own locals (the DMA offsets row and col, the block loop
+# b1): the kernel assigned them and then indexed an int.
+LOCAL_NAMES = """
+def f_nkigym(row, col, b1):
+    scaled = NKITensorScalar(op0="multiply", operand0=col)(data=row)
+    return NKITensorTensor(op="add")(data1=scaled, data2=b1)
+
+def f_numpy(row, col, b1):
+    return row.astype(np.float32) * col.astype(np.float32) + b1.astype(np.float32)
+
+INPUT_SPECS = {"row": ((256, 1024), "bfloat16"), "col": ((256, 1), "float32"),
+               "b1": ((256, 1024), "bfloat16")}
+"""
+
+
 def _failures(tmp_path: Path, name: str, body: str, seeds: int) -> tuple[int, list[str]]:
     path = tmp_path / f"{name}.py"
     path.write_text(HEAD + body)
@@ -89,4 +104,10 @@ def test_one_element_dims_render_without_a_loop_variable(
 def test_a_transposed_matmul_result_is_correct_in_every_variant(tmp_path: Path) -> None:
     checked, failures = _failures(tmp_path, "transposed_product", TRANSPOSED_PRODUCT, seeds=4)
     assert checked >= 8  # base and SbufTranspose at least
+    assert failures == []
+
+
+def test_inputs_named_as_kernel_locals_are_read_through_an_alias(tmp_path: Path) -> None:
+    checked, failures = _failures(tmp_path, "local_names", LOCAL_NAMES, seeds=4)
+    assert checked >= 4
     assert failures == []
