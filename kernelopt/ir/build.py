@@ -115,6 +115,14 @@ class _Lowering:
     def matmul(self, op: TracedOp, srcs: dict[str, str], upstream: Pins, label: Labels) -> Pins:
         """PSUM accumulates over K; a drain moves the finished sum to SBUF."""
         v, axes, k = op.output.name, self.axes(op.output), label["K"]
+        if k in axes:
+            kept = "M (its rows)" if k == label["M"] else "N (its columns)"
+            raise IRBuildError(
+                f"NKIMatmul producing {v!r}: its contraction axis K is the same dim as its "
+                f"output's axis {kept}, {k}: an element-wise op ties the result to the "
+                "operand it contracts over (as in x + x @ w with w square). A KernelIR loops "
+                "over each dim once, so one matmul cannot both sum over a dim and keep it"
+            )
         psum, sbuf = f"psum_{v}", f"sbuf_{v}"
         pins = tuple(sorted({*upstream, k}))
         self.add(PhysicalBuffer(psum, "psum", axes, "float32", "accumulator", (k,), upstream))

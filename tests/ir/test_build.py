@@ -104,6 +104,16 @@ def test_mismatched_contraction_sizes_are_reported() -> None:
         build_ir(f, specs)
 
 
+def test_a_matmul_that_keeps_its_contraction_axis_is_refused_by_name() -> None:
+    def f(x, w):
+        h = NKIMatmul()(stationary=NKITranspose()(data=x), moving=w)
+        return NKITensorTensor(op="add")(data1=x, data2=h)  # x + x @ w ties N to K
+
+    specs = {"x": ((256, 256), "bfloat16"), "w": ((256, 256), "bfloat16")}
+    with pytest.raises(IRBuildError, match="NKIMatmul producing 'h': its contraction axis K"):
+        build_ir(f, specs)
+
+
 def test_an_empty_dim_is_reported_by_name() -> None:
     def f(a):
         return NKIActivation(op="relu")(data=a)
