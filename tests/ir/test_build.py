@@ -156,6 +156,18 @@ def test_ops_reject_bad_attributes() -> None:
         NKITensorReduce(op="add", axis=0)(data=np.ones((2, 2)))
 
 
+def test_a_tensor_scalar_op_without_its_operand_is_refused() -> None:
+    # It computed x * 0 in numpy and rendered operand0=None, which the ISA refuses.
+    with pytest.raises(OpError, match="op0='multiply' needs operand0="):
+        NKITensorScalar(op0="multiply")(data=np.ones((2, 2)))
+    with pytest.raises(OpError, match="op1='add' needs operand1="):
+        NKITensorScalar(op0="multiply", operand0=2.0, op1="add")(data=np.ones((2, 2)))
+    col = np.full((2, 1), 3.0)
+    np.testing.assert_array_equal(
+        NKITensorScalar(op0="multiply")(data=np.ones((2, 2)), operand0=col), np.full((2, 2), 3.0)
+    )
+
+
 def test_ops_numpy_semantics() -> None:
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.testing.assert_array_equal(NKITranspose()(data=a), a.T)
