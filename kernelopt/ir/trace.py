@@ -85,6 +85,13 @@ class _Tracer:
     def record(self, op: NKIOp, operands: dict[str, Any], attrs: dict[str, Any]) -> TracedTensor:
         where = f"{type(op).__name__} (call {len(self.ops) + 1} in f_nkigym)"
         labels: dict[str, int] = {}
+        a, b = (getattr(operands.get(r), "shape", None) for r in ("data1", "data2"))
+        if op.kind == "tensor_tensor" and None not in (a, b) and a != b:
+            raise IRBuildError(
+                f"{where}: data1 {a} and data2 {b} differ: tensor_tensor takes two tiles of "
+                "one shape and does not broadcast (a [P, 1] column goes to NKITensorScalar's "
+                "operand0 or NKIActivation's scale or bias; a [1, F] row has no operand)"
+            )
         for role, t in operands.items():
             labs = op.spec.labels(role)
             if not isinstance(t, TracedTensor):

@@ -114,6 +114,15 @@ def test_a_matmul_that_keeps_its_contraction_axis_is_refused_by_name() -> None:
         build_ir(f, specs)
 
 
+def test_tensor_tensor_of_two_shapes_names_both_and_the_column_operands() -> None:
+    def f(x, g):
+        return NKITensorTensor(op="multiply")(data1=x, data2=g)
+
+    specs = {"x": ((256, 512), "bfloat16"), "g": ((1, 512), "bfloat16")}
+    with pytest.raises(IRBuildError, match=r"data1 \(256, 512\) and data2 \(1, 512\) differ"):
+        build_ir(f, specs)
+
+
 def test_an_empty_dim_is_reported_by_name() -> None:
     def f(a):
         return NKIActivation(op="relu")(data=a)
