@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelopt.ir.derive import derive
-from kernelopt.ir.footprint import fits
+from kernelopt.ir.footprint import capacity_problem, fits
 from kernelopt.ir.model import Dim, KernelIR, PhysicalBuffer, Scope
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.sample import SampleError, knob_signature, sample
@@ -277,6 +277,9 @@ def initial_state(
             )
         return base, None
     variants = [ir for _, ir in enumerate_rewrite_combinations(base, list(REWRITES.values()))]
+    problems = [capacity_problem(ir) for ir in variants]
+    if all(problems):
+        raise SampleError(f"no knob state of {base.func_name} fits on chip: {problems[0]}")
     starts = ranked(pool(variants, random.Random(seed), pool_size), SimTimer(workload))
     return (starts[0].ir, starts[0].seconds) if starts else (base, None)
 
