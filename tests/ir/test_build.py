@@ -123,6 +123,22 @@ def test_tensor_tensor_of_two_shapes_names_both_and_the_column_operands() -> Non
         build_ir(f, specs)
 
 
+def test_a_tensor_indexed_twice_by_one_dim_is_refused() -> None:
+    # x.T @ x and x + x.T built, and every sampled state rendered a wrong kernel: the
+    # result's rows and columns were one dim, looped over once.
+    def gram(x):
+        return NKIMatmul()(stationary=x, moving=x)
+
+    def symmetric(x):
+        return NKITensorTensor(op="add")(data1=x, data2=NKITranspose()(data=x))
+
+    specs = {"x": ((256, 256), "bfloat16")}
+    with pytest.raises(IRBuildError, match=r"NKIMatmul \(call 1 in f_nkigym\) result .* same dim"):
+        build_ir(gram, specs)
+    with pytest.raises(IRBuildError, match=r"input 'x' \(256, 256\): its rows and columns"):
+        build_ir(symmetric, specs)
+
+
 def test_an_empty_dim_is_reported_by_name() -> None:
     def f(a):
         return NKIActivation(op="relu")(data=a)
