@@ -135,3 +135,16 @@ def test_rows_too_wide_for_sbuf_stop_init_and_sampling_with_the_buffer_that_over
     path.write_text(WIDE_ROWS.replace("DTYPE", "bfloat16"))  # 98.2 KiB: may fit
     w = load_workload(path)
     assert capacity_problem(build_ir(w.f_nkigym, w.input_specs, name="wide")) is None
+
+
+def test_init_stops_when_the_simulator_refuses_every_screened_state(tmp_path) -> None:
+    # In bf16 a row of x is 98.2 KiB, but x and exp(x) (both held whole for their row
+    # reductions) are live together: 196.3 KiB. Every screened state ran out of SBUF
+    # and `ir init` wrote the base knobs, which fail the same way as the run's baseline.
+    from kernelopt.ir.sample import SampleError
+    from kernelopt.ir.start import initial_state
+
+    path = tmp_path / "wide.py"
+    path.write_text(WIDE_ROWS.replace("DTYPE", "bfloat16"))
+    with pytest.raises(SampleError, match=r"runs on the simulator.*Out of memory in sbuf"):
+        initial_state(load_workload(path))
