@@ -179,6 +179,8 @@ def trace(
     given = [n for n in names if n is not None]
     if len(set(given)) != len(given):
         names = []  # reassigned names would collide as buffer names
+    # A parameter assigned a result (w = silu(w)) keeps its name; the result gets another.
+    names = [None if n in params else n for n in names]
     tracer = _Tracer(names, set(params))
     tensors: list[TracedTensor] = []
     for p in params:

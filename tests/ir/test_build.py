@@ -139,6 +139,19 @@ def test_a_tensor_indexed_twice_by_one_dim_is_refused() -> None:
         build_ir(symmetric, specs)
 
 
+def test_a_parameter_assigned_a_result_builds() -> None:
+    # w = silu(w) named the activation's buffer sbuf_w, the load's name: the build
+    # stopped with "two buffers would be named 'sbuf_w'".
+    def f(xT, w):
+        w = NKIActivation(op="silu")(data=w)
+        return NKIMatmul()(stationary=xT, moving=w)
+
+    ir = build_ir(f, {"xT": ((256, 128), "bfloat16"), "w": ((256, 512), "bfloat16")})
+    names = [b.name for b in ir.buffers]
+    assert "sbuf_w" in names and len(set(names)) == len(names)
+    assert ir.producers["sbuf_w"].kind == "load"
+
+
 def test_an_empty_dim_is_reported_by_name() -> None:
     def f(a):
         return NKIActivation(op="relu")(data=a)
