@@ -59,8 +59,8 @@ def init(name: str, kind: str, workload: Path | None) -> None:
     The program runs as it is: a command target gets a small benchmark and
     its knob file, an nki target a workload with its kernel and knobs. For an nki
     target the first knob state is the best of a few states screened on the
-    simulator (`kernelopt ir init`), and the metric is MFU for a graph of matmuls,
-    roofline_percent for anything else. Existing files are left alone.
+    simulator (`kernelopt ir init`), and the metric is MFU for a graph of matmuls
+    bound by TensorE, roofline_percent for anything else. Existing files are left alone.
 
     \b
     Example:

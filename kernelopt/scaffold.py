@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernelopt.ledger import HEADER
+
+if TYPE_CHECKING:
+    from kernelopt.workload import Workload
 
 COMMAND_TEMPLATE = """---
 kernelopt: 1
@@ -47,8 +51,9 @@ stop: {{{target}max_candidates: 500, max_hours: 8}}
 timeout: 10m
 ---
 """
-# A graph of matmuls (and transposes) is scored by MFU; anything else by the share of
-# its roofline it reaches (MFU means nothing to a norm, and little to a matmul's epilogue).
+# A graph of matmuls (and transposes) bound by TensorE is scored by MFU; anything else by
+# the share of its roofline it reaches (MFU means nothing to a norm, little to a matmul's
+# epilogue, and to a matrix-vector product, bound by HBM, at most 1/128).
 MFU_METRIC = "metric: {name: mfu, better: higher}\n"
 ROOFLINE_METRIC = (
     "# The time the math needs at the chip's peak rates over the kernel's time (100 = roofline).\n"
@@ -160,6 +165,18 @@ def _nki_files(root: Path, name: str, workload: Path | None) -> dict[Path, str]:
     return files
 
 
+def _tensor_bound(workload: Workload) -> bool:
+    """Whether the math's roofline is TensorE's. A matrix-vector product (one stationary
+    column) is bound by HBM: its MFU cannot pass 1/128 however fast the kernel, so it is
+    scored by the share of its roofline, as element-wise math is."""
+    from kernelopt.ir.mac import roofline_work
+    from kernelopt.sim.roofline import PeakRates, roofline
+    from kernelopt.sim.trn2 import DEFAULT_PARAMS
+
+    work = roofline_work(workload.f_nkigym, workload.input_specs)
+    return roofline(work, PeakRates.of(DEFAULT_PARAMS)).bound == "tensor"
+
+
 def _nki_program(root: Path, name: str, workload: Path | None) -> str:
     """The program front matter for an nki target: paths, and the metric its math suits."""
     from kernelopt.ir.start import init_paths
@@ -170,7 +187,7 @@ def _nki_program(root: Path, name: str, workload: Path | None) -> str:
     knobs, kernel = init_paths(path)
     loaded = load_workload(path)
     kinds = {op.op.kind for op in trace(loaded.f_nkigym, loaded.input_specs).ops}
-    matmuls = kinds <= {"matmul", "transpose"}
+    matmuls = kinds <= {"matmul", "transpose"} and _tensor_bound(loaded)
     return NKI_TEMPLATE.format(
         name=name,
         workload=path.relative_to(root).as_posix(),

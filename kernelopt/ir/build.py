@@ -191,6 +191,36 @@ def build_ir(
     return lower(trace(f_nkigym, input_specs), name)
 
 
+def _refuse_one_dim_twice(tr: Trace) -> None:
+    """A matmul whose contraction is one of its output's dims (x + x @ w, w square), or a
+    tensor whose rows and columns are one dim (x.T @ x, x + x.T), has no loop nest: a
+    KernelIR loops over each dim once, and a buffer's two axes are two dims."""
+    for op in tr.ops:
+        k = tr.find(op.labels["K"]) if isinstance(op.op, NKIMatmul) else None
+        if k is not None and k in {tr.find(op.labels["M"]), tr.find(op.labels["N"])}:
+            kept = "M (its rows)" if k == tr.find(op.labels["M"]) else "N (its columns)"
+            raise IRBuildError(
+                f"NKIMatmul producing {op.output.name!r}: its contraction axis K is the same "
+                f"dim as its output's axis {kept}: an element-wise op ties the result to the "
+                "operand it contracts over (as in x + x @ w with w square). A KernelIR loops "
+                "over each dim once, so one matmul cannot both sum over a dim and keep it"
+            )
+    calls = {op.output.name: i + 1 for i, op in enumerate(tr.ops)}
+    ops = {op.output.name: type(op.op).__name__ for op in tr.ops}
+    for t in (*tr.params, *(op.output for op in tr.ops)):
+        if len(t.axes) == 2 and tr.find(t.axes[0]) == tr.find(t.axes[1]):
+            what = (
+                f"{ops[t.name]} (call {calls[t.name]} in f_nkigym) result {t.name!r}"
+                if t.name in ops
+                else f"input {t.name!r}"
+            )
+            raise IRBuildError(
+                f"{what} {t.shape}: its rows and columns are the same dim (one tensor's axis "
+                "read as both, as in x.T @ x or x + x.T); a KernelIR loops over each dim "
+                "once, so it cannot index one tensor by one dim twice"
+            )
+
+
 def lower(tr: Trace, name: str, variant: str = "base") -> KernelIR:
     """A traced op graph as buffers and operators, with default knobs.
 
@@ -199,6 +229,7 @@ def lower(tr: Trace, name: str, variant: str = "base") -> KernelIR:
     """
     from kernelopt.ir.sample import with_default_knobs
 
+    _refuse_one_dim_twice(tr)
     names, dims = _dims(tr)
     lowering = _Lowering(tr, names)
     inputs = tuple(lowering.load(p) for p in tr.params)

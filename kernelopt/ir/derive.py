@@ -248,6 +248,7 @@ def derive(ir: KernelIR) -> tuple[Placement | None, list[Failure]]:
                 )
     failures += _fused_reduce_failures(ir, position, emission, fire)
     failures += _repeated_sum_failures(ir, emission, fire)
+    failures += _accumulated_dtype_failures(ir)
     if failures:
         return None, failures
     return Placement(position, emission, fire, after, len(position)), []
@@ -298,6 +299,29 @@ def drain_adds(ir: KernelIR, drain: Operator) -> bool:
     """Whether a PSUM drain folds a block's partial sum into SBUF (``tensor_tensor`` add)."""
     psum = ir.buffer[drain.srcs[0]]
     return any(scope_of(ir, psum, d) == Scope.PER_BLOCK for d in psum.lifetime_dims)
+
+
+def _accumulated_dtype_failures(ir: KernelIR) -> list[Failure]:
+    """A dma_transpose moves 2-byte elements only, but a matmul result whose drain folds
+    each K block's partial sums into SBUF is held in fp32 (``layout.buffer_dtype``):
+    such a result can be transposed by DMA only when PSUM holds the whole sum."""
+    failures: list[Failure] = []
+    for op in ir.operators:
+        if op.kind != "sbuf_transpose":
+            continue
+        drain = ir.producers.get(op.srcs[0])
+        if drain is None or drain.kind != "drain" or not drain_adds(ir, drain):
+            continue
+        failures.append(
+            Failure(
+                "accumulated_dtype",
+                drain.srcs[0],
+                f"{op.name} moves 2-byte elements only, but {op.srcs[0]} accumulates "
+                f"{drain.srcs[0]}'s K-block sums in fp32: hold the whole sum in "
+                f"{drain.srcs[0]} (FULL over its reduced dim)",
+            )
+        )
+    return failures
 
 
 def _repeated_sum_failures(

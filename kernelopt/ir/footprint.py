@@ -31,3 +31,33 @@ def fits(ir: KernelIR, params: Trn2Params = DEFAULT_PARAMS) -> bool:
     return (
         used["sbuf"] <= params.sbuf_partition_bytes and used["psum"] <= params.psum_partition_bytes
     )
+
+
+def least_bytes(ir: KernelIR, name: str) -> int:
+    """Bytes per partition buffer ``name`` needs in any knob state: one tile of every
+    dim, and every tile of the dims pinned FULL (a row a reduction reads at once)."""
+    buf = ir.buffer[name]
+    dp, df = buf.axes
+    rows = ir.dim[dp].num_tiles if dp in buf.pinned_full else 1
+    cols = ir.dim[df].size if df in buf.pinned_full else ir.dim[df].tile
+    size = rows * cols * numpy_dtype(buf.dtype).itemsize
+    if buf.memory == "psum":
+        size = -(-size // DEFAULT_PARAMS.psum_bank_bytes) * DEFAULT_PARAMS.psum_bank_bytes
+    return size
+
+
+def capacity_problem(ir: KernelIR, params: Trn2Params = DEFAULT_PARAMS) -> str | None:
+    """Why no knob state of ``ir`` can fit on chip (None: some may): one buffer that,
+    alone and at its least, exceeds its memory's bytes per partition."""
+    limits = {"sbuf": params.sbuf_partition_bytes, "psum": params.psum_partition_bytes}
+    for buf in ir.buffers:
+        need = least_bytes(ir, buf.name)
+        if need > limits[buf.memory]:
+            whole = [d for d in buf.axes if d in buf.pinned_full]
+            why = f", holding {', '.join(whole)} whole for a row reduction" if whole else ""
+            return (
+                f"{buf.name} alone needs {need / 1024:.1f} KiB per partition{why}, and "
+                f"{buf.memory} holds {limits[buf.memory] / 1024:.0f} KiB: no knob state fits "
+                "(fewer columns, or a 2-byte dtype, would)"
+            )
+    return None

@@ -145,7 +145,7 @@ class NKIOp:
         for role in self.column_attrs:
             if is_tile(attrs.get(role)):
                 operands[role] = attrs.pop(role)
-        self.check_attrs(attrs)
+        self.check_attrs(attrs, tuple(r for r in self.column_attrs if r in operands))
         first = next(iter(operands.values()))
         recorder = getattr(first, "record", None)
         if recorder is not None:
@@ -160,8 +160,9 @@ class NKIOp:
                 )
         return self.compute(arrays, attrs)
 
-    def check_attrs(self, attrs: dict[str, Any]) -> None:
-        """Reject attributes the instruction cannot take (overridden per op)."""
+    def check_attrs(self, attrs: dict[str, Any], columns: tuple[str, ...] = ()) -> None:
+        """Reject attributes the instruction cannot take (overridden per op); ``columns``
+        names the column attributes given as tiles (moved to the operands)."""
 
     def compute(self, operands: dict[str, np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
         raise NotImplementedError
@@ -226,7 +227,7 @@ class NKITensorTensor(NKIOp):
     spec = AxisSpec(operands={"data1": ("P", "F"), "data2": ("P", "F")}, output=("P", "F"))
     attr_names = ("op",)
 
-    def check_attrs(self, attrs: dict[str, Any]) -> None:
+    def check_attrs(self, attrs: dict[str, Any], columns: tuple[str, ...] = ()) -> None:
         if "op" not in attrs:
             raise OpError("NKITensorTensor: op= is required (e.g. op='add')")
         attrs["op"] = _op_name(attrs["op"], BINARY_OPS, "NKITensorTensor", "op")
@@ -249,7 +250,7 @@ class NKITensorScalar(NKIOp):
     attr_names = ("op0", "operand0", "reverse0", "op1", "operand1", "reverse1")
     column_attrs = ("operand0", "operand1")
 
-    def check_attrs(self, attrs: dict[str, Any]) -> None:
+    def check_attrs(self, attrs: dict[str, Any], columns: tuple[str, ...] = ()) -> None:
         for i in ("0", "1"):
             op, operand = attrs.get("op" + i), attrs.get("operand" + i)
             if op is None:
@@ -259,7 +260,12 @@ class NKITensorScalar(NKIOp):
             attrs["op" + i] = _op_name(op, BINARY_OPS, "NKITensorScalar", "op" + i)
             attrs["reverse" + i] = bool(attrs.get("reverse" + i, False))
             if ("operand" + i) not in attrs:
-                continue  # a column operand, moved to the operands
+                if ("operand" + i) in columns:
+                    continue  # a column operand, moved to the operands
+                raise OpError(
+                    f"NKITensorScalar: op{i}={attrs['op' + i]!r} needs operand{i}= "
+                    "(a Python number or a [P, 1] tile)"
+                )
             if not _number(operand):
                 raise OpError(
                     f"NKITensorScalar: operand{i} must be a Python number or a [P, 1] tile, "
@@ -290,7 +296,7 @@ class NKIActivation(NKIOp):
     attr_names = ("op", "scale", "bias")
     column_attrs = ("bias", "scale")
 
-    def check_attrs(self, attrs: dict[str, Any]) -> None:
+    def check_attrs(self, attrs: dict[str, Any], columns: tuple[str, ...] = ()) -> None:
         if "op" not in attrs:
             raise OpError("NKIActivation: op= is required (e.g. op='gelu')")
         attrs["op"] = _op_name(attrs["op"], UNARY_OPS, "NKIActivation", "op")
@@ -338,7 +344,7 @@ class NKITensorReduce(NKIOp):
     attr_names = ("op", "axis", "keepdims", "negate")
     out_dtype = "float32"
 
-    def check_attrs(self, attrs: dict[str, Any]) -> None:
+    def check_attrs(self, attrs: dict[str, Any], columns: tuple[str, ...] = ()) -> None:
         if "op" not in attrs:
             raise OpError("NKITensorReduce: op= is required (e.g. op='add')")
         attrs["op"] = _op_name(attrs["op"], REDUCE_OPS, "NKITensorReduce", "op")

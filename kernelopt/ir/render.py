@@ -10,6 +10,7 @@ loops of its own (``l<i>``), so the text never grows with the tile count.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from kernelopt.ir.derive import Placement, derive, scope_of, writes
@@ -27,6 +28,23 @@ DTYPES = {
     "int32": "nl.int32",
     "float8_e4m3": "nl.float8_e4m3",
 }
+
+
+# Names the kernel body assigns: an input of one of these names (a [P, 1] input called
+# ``col``, biases ``b1``, ``b2`` beside the block loops' ``b1``, ``b2``) is read through
+# an alias, since the kernel's parameters must keep the workload's names.
+_LOCAL = re.compile(r"(row|col|nl|nisa|nki|[lbt]\d+|f_\w*|(sbuf|psum)_\w*)")
+
+
+def _hbm_aliases(names: list[str]) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for name in names:
+        if _LOCAL.fullmatch(name):
+            alias = f"hbm_{name}"
+            while alias in names or alias in aliases.values():
+                alias += "_"
+            aliases[name] = alias
+    return aliases
 
 
 class RenderError(ValueError):
@@ -86,6 +104,8 @@ class _Site:
     def wide_free(self, buf: PhysicalBuffer, d: str) -> tuple[Lin, Lin, int]:
         """(global start, buffer start, tile count) of every free-dim tile this site covers."""
         st, per = self.status(d), self.ir.ltiles_per_block[d]
+        if self.ir.dim[d].size == 1:
+            return Lin(), Lin(), 1  # a column's one-element dim prints no loop: index 0
         if st == "tile":
             return self.tile_index(d)[0], self.buffer_index(buf, d), 1
         if st == "block":
@@ -118,6 +138,7 @@ class _Renderer:
     def __init__(self, ir: KernelIR, placement: Placement) -> None:
         self.ir, self.p = ir, placement
         self.engines = engine_plan(ir)
+        self.hbm = _hbm_aliases([t.name for t in ir.inputs])
         self.w = Writer()
         self._open: set[str] = set()  # dims whose loop a run of operators shares
         self._row: str | None = None  # the row offset named last in that shared loop
@@ -136,6 +157,8 @@ class _Renderer:
         w.line(0, "")
         w.line(0, "@nki.jit")
         w.line(0, f"def {ir.func_name}({', '.join(t.name for t in ir.inputs)}):")
+        for name, alias in self.hbm.items():
+            w.line(4, f"{alias} = {name}")
         out = ir.output
         shape = f"({out.shape[0]}, {out.shape[1]})"
         w.call(
@@ -272,7 +295,7 @@ class _Renderer:
         self.isa(indent, "dma_copy", args)
 
     def op_load(self, op: Operator, site: _Site, indent: int) -> None:
-        self._dma(site, self.ir.buffer[op.dst], op.srcs[0], indent, load=True)
+        self._dma(site, self.ir.buffer[op.dst], self.hbm.get(op.srcs[0], op.srcs[0]), indent, True)
 
     def op_store(self, op: Operator, site: _Site, indent: int) -> None:
         self._dma(site, self.ir.buffer[op.srcs[0]], op.dst, indent, load=False)
@@ -286,7 +309,7 @@ class _Renderer:
         col = self._offset(indent, "col", site.tile_index(dp)[0] * tp)
         args = [
             f"dst={self.view(site, buf, indent)}",
-            f"src={op.srcs[0]}[{slice_text(row, tf)}, {slice_text(col, tp)}]",
+            f"src={self.hbm.get(op.srcs[0], op.srcs[0])}[{slice_text(row, tf)}, {slice_text(col, tp)}]",
         ]
         self.isa(indent, "dma_transpose", args)
 

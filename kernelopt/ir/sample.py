@@ -23,7 +23,7 @@ import random
 from collections import Counter
 
 from kernelopt.ir.derive import Bound, derive, narrow
-from kernelopt.ir.footprint import fits
+from kernelopt.ir.footprint import capacity_problem, fits
 from kernelopt.ir.model import KernelIR, Scope
 from kernelopt.proposers.base import signature_of
 
@@ -309,8 +309,10 @@ def sample_fitting(ir: KernelIR, rng: random.Random) -> KernelIR:
         candidate = sample(ir, rng)
         if fits(candidate):
             return candidate
+    why = capacity_problem(ir)
     raise SampleError(
         f"no valid knob state of {ir.func_name} ({ir.variant}) fits on chip in {MAX_DRAWS} draws"
+        + (f": {why}" if why else "")
     )
 
 

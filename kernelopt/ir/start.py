@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelopt.ir.derive import derive
-from kernelopt.ir.footprint import fits
+from kernelopt.ir.footprint import capacity_problem, fits
 from kernelopt.ir.model import Dim, KernelIR, PhysicalBuffer, Scope
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.sample import SampleError, knob_signature, sample
@@ -38,6 +38,7 @@ class SimTimer:
         self.inputs = make_inputs(workload.input_specs, 0)
         self.macs = compute_mac_count(workload.f_nkigym, workload.input_specs)
         self.cache: dict[str, float | None] = {}
+        self.refusals: list[str] = []  # why the simulator refused a kernel, in order
         # Removed when the timer is dropped or the interpreter exits, not left in /tmp.
         self._scratch = tempfile.TemporaryDirectory(prefix="kernelopt-start-")
         self.dir = Path(self._scratch.name)
@@ -52,8 +53,9 @@ class SimTimer:
             try:
                 run = run_kernel(path, self.inputs, compute=False, mac_count=self.macs)
                 self.cache[source] = float(run.profile["total_time"])
-            except SimError:
+            except SimError as exc:
                 self.cache[source] = None
+                self.refusals.append(str(exc))
         return self.cache[source]
 
 
@@ -264,7 +266,8 @@ def initial_state(
     """The knob state a workload's tuning starts from, and its estimated time.
 
     The best of ``pool_size`` screened states over every rewrite variant; with
-    ``pool_size`` 0 (or nothing the simulator can time) the base IR's default knobs.
+    ``pool_size`` 0 the base IR's default knobs. When the simulator refuses every
+    screened state (out of SBUF, say), the first refusal is raised as a SampleError.
     """
     from kernelopt.ir.knobs_io import ir_for_workload
     from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
@@ -277,7 +280,18 @@ def initial_state(
             )
         return base, None
     variants = [ir for _, ir in enumerate_rewrite_combinations(base, list(REWRITES.values()))]
-    starts = ranked(pool(variants, random.Random(seed), pool_size), SimTimer(workload))
+    problems = [capacity_problem(ir) for ir in variants]
+    if all(problems):
+        raise SampleError(f"no knob state of {base.func_name} fits on chip: {problems[0]}")
+    timer = SimTimer(workload)
+    states = pool(variants, random.Random(seed), pool_size)
+    starts = ranked(states, timer)
+    if not starts and timer.refusals:
+        # The base knobs would fail the same way when the run measures its baseline.
+        raise SampleError(
+            f"none of the {len(states)} screened knob states of {base.func_name} runs on the "
+            f"simulator; the first: {timer.refusals[0]}"
+        )
     return (starts[0].ir, starts[0].seconds) if starts else (base, None)
 
 

@@ -85,6 +85,13 @@ class _Tracer:
     def record(self, op: NKIOp, operands: dict[str, Any], attrs: dict[str, Any]) -> TracedTensor:
         where = f"{type(op).__name__} (call {len(self.ops) + 1} in f_nkigym)"
         labels: dict[str, int] = {}
+        a, b = (getattr(operands.get(r), "shape", None) for r in ("data1", "data2"))
+        if op.kind == "tensor_tensor" and None not in (a, b) and a != b:
+            raise IRBuildError(
+                f"{where}: data1 {a} and data2 {b} differ: tensor_tensor takes two tiles of "
+                "one shape and does not broadcast (a [P, 1] column goes to NKITensorScalar's "
+                "operand0 or NKIActivation's scale or bias; a [1, F] row has no operand)"
+            )
         for role, t in operands.items():
             labs = op.spec.labels(role)
             if not isinstance(t, TracedTensor):
@@ -172,12 +179,16 @@ def trace(
     given = [n for n in names if n is not None]
     if len(set(given)) != len(given):
         names = []  # reassigned names would collide as buffer names
+    # A parameter assigned a result (w = silu(w)) keeps its name; the result gets another.
+    names = [None if n in params else n for n in names]
     tracer = _Tracer(names, set(params))
     tensors: list[TracedTensor] = []
     for p in params:
         shape, dtype = input_specs[p]
         if len(shape) != 2:
             raise IRBuildError(f"INPUT_SPECS[{p!r}]: only 2-D tensors are supported, got {shape}")
+        if any(int(s) < 1 for s in shape):
+            raise IRBuildError(f"INPUT_SPECS[{p!r}]: every dim must be at least 1, got {shape}")
         tensors.append(tracer.tensor(p, tuple(int(s) for s in shape), str(dtype)))
     try:
         result = f_nkigym(*tensors)

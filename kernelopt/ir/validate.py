@@ -100,6 +100,7 @@ def _candidates(ir: KernelIR, failure: Failure) -> Iterator[Patch]:
         "operand_scope",
         "fused_reduce",
         "repeated_sum",
+        "accumulated_dtype",
     ):
         yield from _scope_patches(ir, failure.buffer)
         if loop_positions(ir)[0] is not None:

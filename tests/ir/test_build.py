@@ -104,6 +104,62 @@ def test_mismatched_contraction_sizes_are_reported() -> None:
         build_ir(f, specs)
 
 
+def test_a_matmul_that_keeps_its_contraction_axis_is_refused_by_name() -> None:
+    def f(x, w):
+        h = NKIMatmul()(stationary=NKITranspose()(data=x), moving=w)
+        return NKITensorTensor(op="add")(data1=x, data2=h)  # x + x @ w ties N to K
+
+    specs = {"x": ((256, 256), "bfloat16"), "w": ((256, 256), "bfloat16")}
+    with pytest.raises(IRBuildError, match="NKIMatmul producing 'h': its contraction axis K"):
+        build_ir(f, specs)
+
+
+def test_tensor_tensor_of_two_shapes_names_both_and_the_column_operands() -> None:
+    def f(x, g):
+        return NKITensorTensor(op="multiply")(data1=x, data2=g)
+
+    specs = {"x": ((256, 512), "bfloat16"), "g": ((1, 512), "bfloat16")}
+    with pytest.raises(IRBuildError, match=r"data1 \(256, 512\) and data2 \(1, 512\) differ"):
+        build_ir(f, specs)
+
+
+def test_a_tensor_indexed_twice_by_one_dim_is_refused() -> None:
+    # x.T @ x and x + x.T built, and every sampled state rendered a wrong kernel: the
+    # result's rows and columns were one dim, looped over once.
+    def gram(x):
+        return NKIMatmul()(stationary=x, moving=x)
+
+    def symmetric(x):
+        return NKITensorTensor(op="add")(data1=x, data2=NKITranspose()(data=x))
+
+    specs = {"x": ((256, 256), "bfloat16")}
+    with pytest.raises(IRBuildError, match=r"NKIMatmul \(call 1 in f_nkigym\) result .* same dim"):
+        build_ir(gram, specs)
+    with pytest.raises(IRBuildError, match=r"input 'x' \(256, 256\): its rows and columns"):
+        build_ir(symmetric, specs)
+
+
+def test_a_parameter_assigned_a_result_builds() -> None:
+    # w = silu(w) named the activation's buffer sbuf_w, the load's name: the build
+    # stopped with "two buffers would be named 'sbuf_w'".
+    def f(xT, w):
+        w = NKIActivation(op="silu")(data=w)
+        return NKIMatmul()(stationary=xT, moving=w)
+
+    ir = build_ir(f, {"xT": ((256, 128), "bfloat16"), "w": ((256, 512), "bfloat16")})
+    names = [b.name for b in ir.buffers]
+    assert "sbuf_w" in names and len(set(names)) == len(names)
+    assert ir.producers["sbuf_w"].kind == "load"
+
+
+def test_an_empty_dim_is_reported_by_name() -> None:
+    def f(a):
+        return NKIActivation(op="relu")(data=a)
+
+    with pytest.raises(IRBuildError, match=r"INPUT_SPECS\['a'\]: every dim must be at least 1"):
+        build_ir(f, {"a": ((0, 512), "bfloat16")})
+
+
 def test_returning_an_input_is_rejected() -> None:
     def f(a):
         NKIActivation(op="relu")(data=a)
@@ -136,6 +192,18 @@ def test_ops_reject_bad_attributes() -> None:
         NKITensorScalar(op0="multiply", operand0="2")(data=np.ones((2, 2)))
     with pytest.raises(OpError, match="free axes only"):
         NKITensorReduce(op="add", axis=0)(data=np.ones((2, 2)))
+
+
+def test_a_tensor_scalar_op_without_its_operand_is_refused() -> None:
+    # It computed x * 0 in numpy and rendered operand0=None, which the ISA refuses.
+    with pytest.raises(OpError, match="op0='multiply' needs operand0="):
+        NKITensorScalar(op0="multiply")(data=np.ones((2, 2)))
+    with pytest.raises(OpError, match="op1='add' needs operand1="):
+        NKITensorScalar(op0="multiply", operand0=2.0, op1="add")(data=np.ones((2, 2)))
+    col = np.full((2, 1), 3.0)
+    np.testing.assert_array_equal(
+        NKITensorScalar(op0="multiply")(data=np.ones((2, 2)), operand0=col), np.full((2, 2), 3.0)
+    )
 
 
 def test_ops_numpy_semantics() -> None:

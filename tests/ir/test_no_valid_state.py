@@ -94,3 +94,57 @@ def test_sampling_over_variants_skips_one_with_no_state_and_keeps_drawing(
     assert list(skipped) == [mixed.variant] and "isa_dtype" in skipped[mixed.variant]
     with pytest.raises(sampling.SampleError, match="isa_dtype"):
         sampling.sample_rotation([mixed], 2, random.Random(0))
+
+
+WIDE_ROWS = """
+from kernelopt.ir import NKIActivation, NKITensorReduce, NKITensorScalar
+
+
+def f_nkigym(x):
+    neg_max = NKITensorReduce(op="maximum", axis=1, negate=True)(data=x)
+    e = NKIActivation(op="exp", bias=neg_max)(data=x)
+    return NKITensorScalar(op0="divide", operand0=NKITensorReduce(op="add", axis=1)(data=e))(data=e)
+
+
+def f_numpy(x):
+    return x
+
+
+INPUT_SPECS = {"x": ((64, 50257), "DTYPE")}
+"""
+
+
+def test_rows_too_wide_for_sbuf_stop_init_and_sampling_with_the_buffer_that_overflows(
+    tmp_path,
+) -> None:
+    # The row max reads each row of x whole: 50257 fp32 values are 196.3 KiB on one
+    # partition, over SBUF's 192 KiB. `ir init` chose the base knobs anyway and the
+    # run failed measuring its baseline (out of memory in sbuf).
+    from kernelopt.ir.footprint import capacity_problem
+    from kernelopt.ir.sample import SampleError, sample_fitting
+    from kernelopt.ir.start import initial_state
+
+    path = tmp_path / "wide.py"
+    path.write_text(WIDE_ROWS.replace("DTYPE", "float32"))
+    w = load_workload(path)
+    with pytest.raises(SampleError, match=r"sbuf_x alone needs 196\.3 KiB per partition"):
+        initial_state(w)
+    ir = build_ir(w.f_nkigym, w.input_specs, name="wide")
+    with pytest.raises(SampleError, match=r"fits on chip in \d+ draws: sbuf_x alone needs"):
+        sample_fitting(ir, random.Random(0))
+    path.write_text(WIDE_ROWS.replace("DTYPE", "bfloat16"))  # 98.2 KiB: may fit
+    w = load_workload(path)
+    assert capacity_problem(build_ir(w.f_nkigym, w.input_specs, name="wide")) is None
+
+
+def test_init_stops_when_the_simulator_refuses_every_screened_state(tmp_path) -> None:
+    # In bf16 a row of x is 98.2 KiB, but x and exp(x) (both held whole for their row
+    # reductions) are live together: 196.3 KiB. Every screened state ran out of SBUF
+    # and `ir init` wrote the base knobs, which fail the same way as the run's baseline.
+    from kernelopt.ir.sample import SampleError
+    from kernelopt.ir.start import initial_state
+
+    path = tmp_path / "wide.py"
+    path.write_text(WIDE_ROWS.replace("DTYPE", "bfloat16"))
+    with pytest.raises(SampleError, match=r"runs on the simulator.*Out of memory in sbuf"):
+        initial_state(load_workload(path))

@@ -41,6 +41,38 @@ def test_init_nki_writes_a_valid_program_and_a_correct_kernel(
     assert (tmp_path / "ir" / "gemm" / "kernel.py").read_text() == "# edited by hand\n"
 
 
+GEMV = """
+from kernelopt.ir import NKIMatmul
+
+
+def f_nkigym(xT, w):
+    return NKIMatmul()(stationary=xT, moving=w)
+
+
+def f_numpy(xT, w):
+    return xT.astype("float32").T @ w.astype("float32")
+
+
+INPUT_SPECS = {"xT": ((1024, 1), "bfloat16"), "w": ((1024, 1024), "bfloat16")}
+"""
+
+
+def test_a_matrix_vector_product_is_scored_by_its_roofline_not_mfu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One row times a matrix: 1024 x 1024 MACs at TensorE's peak take ~0.03 us, the 2 MiB
+    # of w from HBM ~6 us, so MFU cannot pass ~0.5 % however good the kernel.
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gemv.py").write_text(GEMV)
+    out = CliRunner().invoke(
+        main, ["init", "--name", "gemv", "--kind", "nki", "--workload", "gemv.py"]
+    )
+    assert out.exit_code == 0, out.output
+    program = load_program(tmp_path / "programs" / "gemv.md")
+    assert program.metric == "roofline_percent" and program.stop.target is None
+
+
 RMSNORM = """
 import numpy as np
 
