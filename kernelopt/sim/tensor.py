@@ -66,6 +66,9 @@ class Allocation:
 
     __slots__ = ("id", "name", "buffer", "dtype", "shape", "data", "written", "line", "machine")
 
+    # A reinterpret view's source (kernelopt.sim.reinterpret.CastAllocation); None here.
+    source: Allocation | None = None
+
     def __init__(
         self,
         machine: Machine,
@@ -209,7 +212,11 @@ class Tile(NkiTensorViews):
 
     @property
     def region(self) -> tuple[int, Bounds]:
-        return (self.alloc.id, self.bounds)
+        alloc = self.alloc
+        if alloc.source is None:
+            return (alloc.id, self.bounds)
+        # A reinterpret view: the source elements holding its bytes.
+        return (alloc.id, alloc.source_bounds(self.bounds))
 
     @property
     def free_size(self) -> int:

@@ -300,6 +300,6 @@ class NkiTensorViews:
         return self.via is not None
 
     def view(self: Any, dtype: Any) -> Tile:
-        if np.dtype(dtype) != self.alloc.dtype:
-            self._fail(f"view: a reinterpret cast to {dtype} is not simulated")
-        return self
+        from kernelopt.sim.reinterpret import cast_view
+
+        return cast_view(self, dtype)
