@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernelopt.sim.access import as_column, indirect, pattern_view, resolve
+from kernelopt.sim.access import as_column, indirect, resolve
 from kernelopt.sim.indexing import IndexExpr, Mask, dynamic_free_indices
 from kernelopt.sim.masking import clip
 from kernelopt.sim.views import NkiTensorViews, index_view, reshape_view
@@ -212,11 +212,8 @@ class Tile(NkiTensorViews):
 
     @property
     def region(self) -> tuple[int, Bounds]:
-        alloc = self.alloc
-        if alloc.source is None:
-            return (alloc.id, self.bounds)
-        # A reinterpret view: the source elements holding its bytes.
-        return (alloc.id, alloc.source_bounds(self.bounds))
+        alloc = self.alloc  # a reinterpret view's region: the source elements it reads
+        return (alloc.id, self.bounds if alloc.source is None else alloc.source_bounds(self.bounds))
 
     @property
     def free_size(self) -> int:
@@ -382,10 +379,10 @@ class Tile(NkiTensorViews):
         return self._beta1("-").binary("multiply", self, -1.0)
 
     def ap(self, pattern: Any = None, offset: Any = 0, **options: Any) -> Tile:
-        """An access-pattern view of this whole tensor (``kernelopt.sim.access.pattern_view``)."""
-        if pattern is None:
-            self._fail(".ap: pattern=[[step, num], ...] is required")
-        return Tile(self.alloc, *pattern_view(self, pattern, offset, **options))
+        """An access-pattern view of this whole tensor (``kernelopt.sim.dynamic.access_pattern``)."""
+        from kernelopt.sim.dynamic import access_pattern
+
+        return access_pattern(self, pattern, offset, **options)
 
     def broadcast_to(self, shape: Any) -> Tile:
         """A new tile of ``shape`` holding this one broadcast (beta-1)."""
