@@ -14,6 +14,7 @@ from kernelopt.sim.beta1_isa_fused import BETA1_FUSED_CALLS, Beta1FusedIsa, colu
 from kernelopt.sim.beta1_isa_fused import masked as _masked
 from kernelopt.sim.beta1_tiles import dtype_of
 from kernelopt.sim.enums import engine_of
+from kernelopt.sim.isa_double_row import is_double_row
 from kernelopt.sim.tensor import Tile
 from kernelopt.sim.views import column_broadcast
 
@@ -51,6 +52,13 @@ class Beta1Isa:
 
     def nc_matmul(self, stationary: Any, moving: Any, *, mask: Any = None, **kwargs: Any) -> Tile:
         s, mv = self.beta._tile("nc_matmul", stationary), self.beta._tile("nc_matmul", moving)
+        if is_double_row(kwargs.get("perf_mode")) and mv.ndim == 3 and mask is None:
+            # The FP8 double-row mode: [K, 2, M] and [K, 2, N] give [M, N] (M = 1 for a
+            # [K, 2] stationary, a size-1 range the access dropped).
+            rows = s.shape[2] if s.ndim == 3 else 1
+            dst = out = self.beta.new((rows, mv.shape[-1]), np.dtype(np.float32), "psum")
+            self.isa.nc_matmul(out, s, mv, perf_mode=kwargs["perf_mode"])
+            return dst
         dst, mv, out = self.beta._matmul_result(s, mv)
         if mask is not None:
             # The mask is over the result [M, N]: M is the stationary's free axis,

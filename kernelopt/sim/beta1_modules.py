@@ -116,8 +116,27 @@ def build_beta1_modules(
         "neuronxcc.nki.isa": nisa,
         "neuronxcc.nki.typing": typing,
         "neuronxcc.nki.compiler": compiler,
+        **_internal_modules(machine),
     }
     return beta, modules
+
+
+def _internal_modules(machine: Machine) -> dict[str, types.ModuleType]:
+    """Internal neuronxcc modules public kernels import a name from: nki-samples'
+    rmsnorm_quant helpers (``src/nki_samples/reference`` @1ee7f1d) import ``sizeinbytes``
+    (an element's bytes, which they divide), ``TileIndex`` (an annotation: here the
+    index-expression type) and ``local_tile`` (imported, unused: not simulated)."""
+
+    def local_tile(*_: Any, **__: Any) -> Any:
+        machine.fail("isa", "neuronxcc's local_tile is not simulated")
+
+    constants = types.ModuleType("neuronxcc.nki.language.constants")
+    constants.sizeinbytes = lambda dtype: np.dtype(dtype).itemsize
+    index = types.ModuleType("neuronxcc.nki.compiler.backends.neuron.indexing")
+    index.TileIndex = indexing.IndexExpr
+    tensor = types.ModuleType("neuronxcc.nki.compiler.backends.neuron.tensor")
+    tensor.local_tile = local_tile
+    return {m.__name__: m for m in (constants, index, tensor)}
 
 
 def _language(beta: Beta1, nl2: types.ModuleType) -> types.ModuleType:

@@ -10,6 +10,10 @@ def duration_ns(ins: Instruction, p: Trn2Params) -> float:
     """Busy time of the engine running ``ins`` (before TensorE throttling), or
     for a DMA the time its bytes hold the core's shared DMA bandwidth."""
     engine = ins.engine
+    if ins.barrier:
+        # A dynamic loop's start (a semaphore hand-off) or an iteration's end-of-body
+        # drain and barrier across the engines (kernelopt.sim.dynamic).
+        return p.sync_latency_ns if ins.barrier == 1 else p.dynamic_loop_barrier_ns
     if engine == "tensor":
         if ins.op == "nc_transpose":
             cycles = max(ins.partitions, min(p.matmul_min_stationary_cycles, ins.free))

@@ -12,7 +12,7 @@ import numbers
 from typing import TYPE_CHECKING, Any
 
 from kernelopt.sim.enums import engine_of
-from kernelopt.sim.ops import NUMPY_OPS, Op
+from kernelopt.sim.ops import ALU_ABS, NUMPY_OPS, Op
 from kernelopt.sim.tensor import Tile
 from kernelopt.sim.trace import Instruction
 
@@ -49,6 +49,8 @@ class IsaCore:
         value = getattr(value, "nki_op", value)
         if callable(value) and not isinstance(value, Op):
             value = NUMPY_OPS.get(value, value)
+        if arity == 2 and isinstance(value, Op) and value.name == "abs":
+            value = ALU_ABS
         if not isinstance(value, Op) or value.arity != arity:
             kind = (
                 "a binary nl op (nl.add, nl.multiply, ...)"

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from kernelopt.sim.isa_base import IsaCore
+from kernelopt.sim.isa_double_row import double_row_matmul, is_double_row
 from kernelopt.sim.tensor import Tile
 
 
@@ -27,12 +28,15 @@ class TensorCalls(IsaCore):
         perf_mode: Any = None,
         name: str | None = None,
     ) -> None:
-        # The onezero hints, tile_position/tile_size (PE tiling) and perf_mode
-        # change neither the result nor, in this model, the cost.
+        # The onezero hints and tile_position/tile_size (PE tiling) change neither the
+        # result nor, in this model, the cost; nor does perf_mode on 2-D operands. The
+        # double-row mode's 3-D operands are kernelopt.sim.isa_double_row's.
         m, op = self.m, "nc_matmul"
         dst = self._tile(op, "dst", dst)
         stationary = self._tile(op, "stationary", stationary)
         moving = self._tile(op, "moving", moving)
+        if is_double_row(perf_mode) and moving.ndim == 3:
+            return double_row_matmul(self, dst, stationary, moving, accumulate)
         self._check_matmul(dst, stationary, moving, is_transpose)
         if is_transpose:
             accumulate = False  # a pass-through transpose does not accumulate

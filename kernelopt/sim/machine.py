@@ -180,6 +180,8 @@ class Machine:
         hardware does, as garbage (NaN here), which fails only if it reaches an
         output (masked-out rows of a tile the tutorials go on computing with)."""
         alloc = tile.alloc
+        if alloc.source is not None:
+            alloc.refresh()  # a reinterpret view (kernelopt.sim.reinterpret)
         if tile.coords is not None:
             flat = tile.flat()
             written = alloc.written.reshape(-1)[flat]
@@ -208,6 +210,16 @@ class Machine:
         return values
 
     def write(self, tile: Tile, values: np.ndarray | float | None) -> None:
+        alloc = tile.alloc
+        if alloc.source is not None:
+            # A reinterpret view (kernelopt.sim.reinterpret): written through to its source.
+            alloc.refresh()
+            self._write(tile, values)
+            alloc.push()
+            return
+        self._write(tile, values)
+
+    def _write(self, tile: Tile, values: np.ndarray | float | None) -> None:
         alloc = tile.alloc
         if tile.coords is not None:
             flat = tile.flat()

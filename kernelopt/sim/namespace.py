@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from kernelopt.sim.beta1_modules import add_convenience_calls, build_beta1_modules
+from kernelopt.sim.dynamic import RegisterCalls, VirtualRegister
 from kernelopt.sim.enums import add_enums
 from kernelopt.sim.isa import ISA_CALLS, Isa
 from kernelopt.sim.language import build_language
@@ -79,6 +80,12 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     nisa = types.ModuleType("nki.isa", "nki.isa as simulated by kernelopt")
     for name in ISA_CALLS:
         setattr(nisa, name, getattr(isa, name))
+    # Registers and dynamic loops (kernelopt.sim.dynamic).
+    registers = RegisterCalls(machine)
+    for name in ("register_alloc", "register_move", "register_load", "register_store"):
+        setattr(nisa, name, getattr(registers, name))
+    nisa.VirtualRegister = VirtualRegister
+    nl.dynamic_range, nl.fori_loop = registers.dynamic_range, registers.fori_loop
     add_enums(nisa)
     nki = types.ModuleType("nki", "nki as simulated by kernelopt")
     jit = functools.partial(_jit, machine=machine)

@@ -40,6 +40,14 @@ class Op:
         return f"nl.{self.name}"
 
 
+# nl.abs as an arithmetic ALU operator in a binary slot (``tensor_scalar(op0=nl.abs,
+# operand0=0.0)``, as nki-samples' rmsnorm_quant @1ee7f1d writes it): the "Supported
+# Math Operators for NKI ISA" table (aws-neuron-sdk nki/api/nki.api.shared.rst @4373fac)
+# lists Absolute among the arithmetic operators; the result is |data|, the operand
+# unused (unverified: the table gives no formula).
+ALU_ABS = Op("abs", 2, lambda x, _operand: np.abs(x))
+
+
 def _erf(x: np.ndarray) -> np.ndarray:
     # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf.
     sign = np.sign(x)

@@ -364,18 +364,27 @@ def schedule(
     waited_on: list[int] = []
     waited_alloc: list[int] = []
 
+    # A dynamic loop's control (Instruction.barrier): nothing after it starts before
+    # it ends (``floor``); an iteration's end first waits for everything before it.
+    floor = last_end = 0.0
     for index, ins in enumerate(trace):
         wait = deps.wait_for(ins)
         duration = duration_ns(ins, params)
-        if ins.engine == "dma":
-            start, end = dma.place(ins, wait.ready, duration)
+        ready = max(wait.ready, floor)
+        if ins.barrier:
+            start = max(ready, last_end) if ins.barrier == 2 else ready
+            end = floor = start + duration
+        elif ins.engine == "dma":
+            start, end = dma.place(ins, ready, duration)
         else:
-            start, duration = engines.place(ins.engine, wait.ready, duration)
+            start, duration = engines.place(ins.engine, ready, duration)
             end = start + duration
-        busy[ins.engine] += duration
+        last_end = max(last_end, end)
+        if not ins.barrier:
+            busy[ins.engine] += duration
         starts.append(start)
         ends.append(end)
-        ready_at.append(wait.ready)
+        ready_at.append(ready)
         wait_kind.append(wait.kind)
         waited_on.append(wait.on)
         waited_alloc.append(wait.alloc)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernelopt.sim.access import as_column, indirect, pattern_view, resolve
+from kernelopt.sim.access import as_column, indirect, resolve
 from kernelopt.sim.indexing import IndexExpr, Mask, dynamic_free_indices
 from kernelopt.sim.masking import clip
 from kernelopt.sim.views import NkiTensorViews, index_view, reshape_view
@@ -65,6 +65,9 @@ class Allocation:
     """
 
     __slots__ = ("id", "name", "buffer", "dtype", "shape", "data", "written", "line", "machine")
+
+    # A reinterpret view's source (kernelopt.sim.reinterpret.CastAllocation); None here.
+    source: Allocation | None = None
 
     def __init__(
         self,
@@ -209,7 +212,8 @@ class Tile(NkiTensorViews):
 
     @property
     def region(self) -> tuple[int, Bounds]:
-        return (self.alloc.id, self.bounds)
+        alloc = self.alloc  # a reinterpret view's region: the source elements it reads
+        return (alloc.id, self.bounds if alloc.source is None else alloc.source_bounds(self.bounds))
 
     @property
     def free_size(self) -> int:
@@ -249,6 +253,8 @@ class Tile(NkiTensorViews):
         return f"Tile({self.alloc.name!r}, {self.buffer!r}, shape={self.shape}, dtype={self.dtype})"
 
     def __getitem__(self, key: Any) -> Tile:
+        if isinstance(key, Mask) and self._beta1("tile[mask]"):
+            return self.clip(key)  # nki-samples rmsnorm_quant: mask a tile by indexing
         if not isinstance(key, tuple):
             key = (key,)
         n = len(self.kept)
@@ -375,10 +381,10 @@ class Tile(NkiTensorViews):
         return self._beta1("-").binary("multiply", self, -1.0)
 
     def ap(self, pattern: Any = None, offset: Any = 0, **options: Any) -> Tile:
-        """An access-pattern view of this whole tensor (``kernelopt.sim.access.pattern_view``)."""
-        if pattern is None:
-            self._fail(".ap: pattern=[[step, num], ...] is required")
-        return Tile(self.alloc, *pattern_view(self, pattern, offset, **options))
+        """An access-pattern view of this whole tensor (``kernelopt.sim.dynamic.access_pattern``)."""
+        from kernelopt.sim.dynamic import access_pattern
+
+        return access_pattern(self, pattern, offset, **options)
 
     def broadcast_to(self, shape: Any) -> Tile:
         """A new tile of ``shape`` holding this one broadcast (beta-1)."""
@@ -394,40 +400,10 @@ class Tile(NkiTensorViews):
             # nki.language.NkiTensor page, reshape: any view, any layout that allows it.
             return reshape_view(self, shape)
         if self.alloc.buffer.on_chip:
-            return self._split_free_axes(shape)
+            return _split_free_axes(self, shape)
         # The current API too: the nki.language.NkiTensor page (Trn2/Trn3) lists reshape
         # among the view operations that "share the same underlying storage".
         return reshape_hbm(self, shape)
-
-    def _split_free_axes(self, shape: tuple[int, ...]) -> Tile:
-        """The same box seen with each free axis split into consecutive axes, in
-        row-major order (a view, so dependencies and memory stay the box's)."""
-        if self.view_map is not None or self.coords is not None:
-            self._fail(f"reshape: {self!r} is already a view; reshape the tile it came from")
-        if not shape or shape[0] != self.shape[0]:
-            self._fail(f"reshape: {self.shape} -> {shape} must keep the partition axis")
-        view_map: list[tuple[int, int] | None] = [(0, 1)]
-        axis = 1
-        for pos, size in enumerate(self.shape[1:], start=1):
-            group: list[int] = []
-            while axis < len(shape) and math.prod(d for d in (*group, shape[axis])) <= size:
-                group.append(shape[axis])
-                axis += 1
-                if math.prod(group) == size:
-                    break
-            if math.prod(group) != size:
-                self._fail(
-                    f"reshape: {self.shape} -> {shape}: on chip a free axis can only be split "
-                    "into consecutive axes"
-                )
-            for i, d in enumerate(group):
-                step = math.prod(group[i + 1 :])
-                view_map.append((pos, step) if d > 1 else None)
-        if axis != len(shape):
-            view_map.extend((None,) * (len(shape) - axis))
-            if math.prod(shape[axis:]) != 1:
-                self._fail(f"reshape: {self.shape} cannot become {shape}")
-        return Tile(self.alloc, self.bounds, self.kept, self.loose, (shape, tuple(view_map)))
 
     def __iter__(self) -> Any:
         self._fail("tiles cannot be iterated; index them with loop variables")
@@ -441,6 +417,37 @@ class Tile(NkiTensorViews):
 
     def _fail(self, message: str) -> None:
         self.alloc.machine.fail("isa", message)
+
+
+def _split_free_axes(tile: Tile, shape: tuple[int, ...]) -> Tile:
+    """The same box seen with each free axis split into consecutive axes, in
+    row-major order (a view, so dependencies and memory stay the box's)."""
+    if tile.view_map is not None or tile.coords is not None:
+        tile._fail(f"reshape: {tile!r} is already a view; reshape the tile it came from")
+    if not shape or shape[0] != tile.shape[0]:
+        tile._fail(f"reshape: {tile.shape} -> {shape} must keep the partition axis")
+    view_map: list[tuple[int, int] | None] = [(0, 1)]
+    axis = 1
+    for pos, size in enumerate(tile.shape[1:], start=1):
+        group: list[int] = []
+        while axis < len(shape) and math.prod(d for d in (*group, shape[axis])) <= size:
+            group.append(shape[axis])
+            axis += 1
+            if math.prod(group) == size:
+                break
+        if math.prod(group) != size:
+            tile._fail(
+                f"reshape: {tile.shape} -> {shape}: on chip a free axis can only be split "
+                "into consecutive axes"
+            )
+        for i, d in enumerate(group):
+            step = math.prod(group[i + 1 :])
+            view_map.append((pos, step) if d > 1 else None)
+    if axis != len(shape):
+        view_map.extend((None,) * (len(shape) - axis))
+        if math.prod(shape[axis:]) != 1:
+            tile._fail(f"reshape: {tile.shape} cannot become {shape}")
+    return Tile(tile.alloc, tile.bounds, tile.kept, tile.loose, (shape, tuple(view_map)))
 
 
 def _simple_reshape(tile: Tile, shape: tuple[int, ...]) -> bool:

@@ -50,6 +50,9 @@ class Instruction:
     # An operand's most-minor stride exceeds 16 bytes: each read/write interface
     # streams at half rate (NKI architecture guide, NeuronCore-v2 access patterns).
     strided: bool = False
+    # A dynamic loop's control (kernelopt.sim.dynamic): 1 at its start, a gate nothing
+    # after starts before; 2 ending an iteration, also waiting for everything before.
+    barrier: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,6 +128,14 @@ class Trn2Params:
     # --- synchronisation and buffering ---
     # Semaphore hand-off between two engines (estimate).
     sync_latency_ns: float = 60.0
+    # The drain and barrier across all engines that ends each iteration of a dynamic
+    # loop (nl.fori_loop, nl.dynamic_range), after the iteration's work has finished.
+    # Fitted (estimate) to the NKI dynamic-loops deep dive's trn1 figures (aws-neuron-sdk
+    # nki/deep-dives/nki-dynamic-loops.rst @81d17e7: a [128, 2048] fp32 load, activation,
+    # tensor_scalar, store; 7.5 us per tile unrolled, 17.9 us in fori_loop, 10.2 us
+    # with four tiles per iteration), which the simulator gives as 6.5, 20.2 and 9.0 us
+    # with this value (relative errors balanced); not measured on trn2.
+    dynamic_loop_barrier_ns: float = 9000.0
     # Physical copies the compiler keeps of an allocation site's live set,
     # capacity permitting: "up to about three" in the public autotune notes;
     # with 2 the tutorial's tiled kernel reads 62 % MFU against 70 % measured.

@@ -159,6 +159,58 @@ def column_broadcast(tile: Tile, shape: tuple[int, ...]) -> Tile:
     return make_view(tile, np.broadcast_to(column, shape), what)
 
 
+# Tensor Indirection reads its offsets in groups of this many partitions on VectorE,
+# ScalarE and GpSimd (nki.language.NkiTensor page, ``indirect``; 32 on TensorE).
+TI_GROUP = 16
+
+
+def tensor_indirection(tile: Tile, index: Any, num_elem: Any) -> Tile:
+    """``data.indirect(index, num_elem=)``: Tensor Indirection, a gather along the free
+    dim (nki.language.NkiTensor page, ``indirect``, and the nki-samples tensor-indirection
+    tutorial, ``tutorials/tensor_indirection`` @afcd6e0). Element ``[p, i]`` of the
+    ``(P, num_elem)`` view is ``data[p, index[g + i % 16, i // 16]]``, ``g`` the first
+    partition of ``p``'s 16-partition group; ``num_elem`` defaults to ``index.size``.
+    The instruction reading it waits for the index tile, as an indirect DMA does; it
+    costs as any gathered access (unverified for TI: no page gives its rate). The page
+    puts TI on NeuronCore-v4 (Trn3); the simulator runs it on the chip it models."""
+    from kernelopt.sim.tensor import Tile
+
+    what = "indirect"
+    flat = _source(tile, what)
+    m = tile.alloc.machine
+    if not isinstance(index, Tile) or index.buffer.kind != "sbuf" or index.ndim != 2:
+        tile._fail(f"{what}: index must be a 2-D SBUF tensor, got {index!r}")
+    if tile.ndim != 2 or not tile.alloc.buffer.on_chip:
+        tile._fail(f"{what}: Tensor Indirection gathers from a 2-D on-chip view, not {tile!r}")
+    parts, width = tile.shape
+    if index.shape[0] != parts:
+        tile._fail(f"{what}: index has {index.shape[0]} partitions, the data {parts}")
+    count = index.size if num_elem is None else tile._int(num_elem)
+    group = TI_GROUP
+    if parts % group:
+        tile._fail(f"{what}: {parts} partitions are not whole {group}-partition groups")
+    if count < 1 or count > group * index.shape[1]:
+        tile._fail(
+            f"{what}: num_elem={count} offsets, but {index.shape} holds {index.shape[1]} per "
+            f"partition of each {group}-partition group"
+        )
+    values = m.read(index, what)
+    p = np.arange(parts).reshape(parts, 1)
+    i = np.arange(count).reshape(1, count)
+    rows = (p // group) * group + i % group
+    if values is None:
+        cols = np.zeros((parts, count), dtype=np.int64)
+    else:
+        cols = np.asarray(values).astype(np.int64)[rows, i // group]
+        if (cols < 0).any() or (cols >= width).any():
+            tile._fail(f"{what}: an offset in the index tile is outside [0, {width})")
+    out = np.take_along_axis(flat, cols, axis=1)
+    bounds, kept, loose, view, coords = gathered(tile, out, f"{what}: crosses partitions")
+    if values is None:
+        bounds = gathered(tile, flat, what)[0]  # offsets unknown: the whole view
+    return Tile(tile.alloc, bounds, kept, loose, view, coords, via=index)
+
+
 def _group(entry: Any) -> tuple[str, ...]:
     return (entry,) if isinstance(entry, str) else tuple(entry)
 
@@ -299,7 +351,10 @@ class NkiTensorViews:
     def is_indirect(self: Any) -> bool:
         return self.via is not None
 
+    def indirect(self: Any, index: Any, num_elem: Any = None) -> Tile:
+        return tensor_indirection(self, index, num_elem)
+
     def view(self: Any, dtype: Any) -> Tile:
-        if np.dtype(dtype) != self.alloc.dtype:
-            self._fail(f"view: a reinterpret cast to {dtype} is not simulated")
-        return self
+        from kernelopt.sim.reinterpret import cast_view
+
+        return cast_view(self, dtype)
