@@ -20,6 +20,18 @@ SCALAR_ONLY = ("activation",)
 EITHER = ("tensor_scalar", "copy", "drain")  # a drain by add is a tensor_tensor: VectorE
 
 
+def scaled_copy(op: Operator) -> bool:
+    """An ``activation`` that only multiplies its data by its scale (``copy``, no bias,
+    no row sum): ``tensor_scalar``'s multiply computes the same, on either engine."""
+    return (
+        op.kind == "activation"
+        and op.attr("op") == "copy"
+        and op.attr("bias") is None
+        and "bias" not in op.attr("columns", ())
+        and op.attr("reduce_res") is None
+    )
+
+
 def engine_plan(ir: KernelIR) -> dict[str, str]:
     """The engine of every instruction that may run on VectorE or ScalarE.
 
@@ -41,9 +53,9 @@ def engine_plan(ir: KernelIR) -> dict[str, str]:
             load["vector"] += work
         elif op.kind in VECTOR_ONLY:
             load["vector"] += work
-        elif op.kind in SCALAR_ONLY:
+        elif op.kind in SCALAR_ONLY and not scaled_copy(op):
             load["scalar"] += work
-        elif op.kind in EITHER:
+        elif op.kind in EITHER or scaled_copy(op):
             movable.append((-work, i, op))
     plan: dict[str, str] = {}
     for negative, _, op in sorted(movable, key=lambda m: (m[0], m[1])):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kernelopt.ir.derive import Placement, derive, scope_of, writes
 from kernelopt.ir.derive import drain_adds as _drain_adds
-from kernelopt.ir.engines import engine_plan
+from kernelopt.ir.engines import engine_plan, scaled_copy
 from kernelopt.ir.layout import buffer_dtype, buffer_shape, in_sbuf, instruction_rows
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
 from kernelopt.ir.render_rows import row_runs
@@ -339,7 +339,10 @@ class _Renderer:
     def _elementwise(
         self, op: Operator, site: _Site, indent: int, head: str, args: list[str]
     ) -> None:
-        if self.engines.get(op.name) == "scalar" and head != "nisa.tensor_tensor":
+        if self.engines.get(op.name) == "scalar" and head in (
+            "nisa.tensor_scalar",
+            "nisa.tensor_copy",
+        ):
             args = [*args, "engine=nisa.engine.scalar"]
         dp, df = self.ir.buffer[op.dst].axes
         # One instruction spans the free-dim tiles the site covers when every operand
@@ -427,6 +430,12 @@ class _Renderer:
         self.isa(indent, "tensor_reduce", args)
 
     def op_activation(self, op: Operator, site: _Site, indent: int) -> None:
+        if scaled_copy(op) and self.engines.get(op.name) == "vector":
+            # data * scale on VectorE: tensor_scalar's multiply (engines.scaled_copy).
+            scale = self._operand(op, "scale") or repr(1.0)
+            args = [f"dst={{{op.dst}}}", f"data={{{op.srcs[0]}}}", "op0=nl.multiply"]
+            self._elementwise(op, site, indent, "nisa.tensor_scalar", [*args, f"operand0={scale}"])
+            return
         args = [f"dst={{{op.dst}}}", f"op=nl.{op.attr('op')}", f"data={{{op.srcs[0]}}}"]
         bias, scale = self._operand(op, "bias"), self._operand(op, "scale")
         if bias is not None:

@@ -323,3 +323,47 @@ def test_an_rms_norm_written_with_sqrt_and_reciprocal_runs_correct(
 ) -> None:
     text = _sampled_kernel_checked(tmp_path, RMS_SQRT, seed)
     assert "op=nl.sqrt" in text and "op=nl.gelu_apprx_tanh" in text
+
+
+SCALED_COPY = """
+import numpy as np
+from kernelopt.ir import NKIActivation, NKITensorReduce
+
+
+def f_nkigym(x):
+    ss = NKITensorReduce(op="add", axis=1)(data=x)
+    e = NKIActivation(op="exp")(data=NKIActivation(op="gelu")(data=x))
+    return NKIActivation(op="copy", scale=ss)(data=e)
+
+
+def f_numpy(x):
+    return f_nkigym(x=np.asarray(x, dtype=np.float32))
+
+
+INPUT_SPECS = {"x": ((256, 512), "float32")}
+"""
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_an_activation_that_only_scales_runs_on_the_less_busy_engine(
+    tmp_path: Path, seed: int
+) -> None:
+    """copy(data * scale) without a bias is tensor_scalar's multiply: with ScalarE holding
+    the gelu and the exp and VectorE one row sum, it goes to VectorE, still correct."""
+    from kernelopt.ir.engines import engine_plan
+    from kernelopt.ir.mac import roofline_work
+
+    text = _sampled_kernel_checked(tmp_path, SCALED_COPY, seed)
+    assert "op=nl.copy" not in text
+    assert "op0=nl.multiply" in text and "operand0=sbuf_ss[" in text
+    w = load_workload(tmp_path / "workload.py")
+    ir = build_ir(w.f_nkigym, w.input_specs, name="k")
+    assert list(engine_plan(ir).values()) == ["vector"]
+    # The roofline counts the copy as work either engine may take, the gelu and exp as
+    # ScalarE's and the row sum as VectorE's.
+    work = roofline_work(w.f_nkigym, w.input_specs)
+    assert (work.vector_elements, work.scalar_elements, work.either_elements) == (
+        256 * 512,
+        2 * 256 * 512,
+        256 * 512,
+    )
