@@ -21,6 +21,8 @@ from kernelopt.ir.derive import Placement, derive
 from kernelopt.ir.engines import engine_plan
 from kernelopt.ir.layout import buffer_dtype, buffer_shape
 from kernelopt.ir.model import KernelIR
+from kernelopt.ir.render import _Site
+from kernelopt.ir.render_rows import row_runs
 
 Node = tuple[Any, ...]
 
@@ -41,7 +43,16 @@ def _nest(ir: KernelIR, p: Placement, depth: int, plan: dict[str, str]) -> list[
         )
         return ("op", op.name, shapes)
 
-    items += [issue(op) for op in fired if not p.after[op.name]]
+    def issued(ops: list[Any]) -> list[Node]:
+        # A run of operators sharing one loop over a dim's tiles (render_rows) issues
+        # them tile by tile: another order than the same operators each in its own loop.
+        site = _Site(ir, p, depth)
+        return [
+            issue(run[0]) if dim is None else ("run", dim, tuple(issue(op) for op in run))
+            for dim, run in row_runs(ir, ops, site)
+        ]
+
+    items += issued([op for op in fired if not p.after[op.name]])
     if depth < p.depth and any(v > depth for v in (*p.emission.values(), *p.fire.values())):
         entry = ir.loop_order[depth]
         body = _nest(ir, p, depth + 1, plan)
@@ -53,7 +64,7 @@ def _nest(ir: KernelIR, p: Placement, depth: int, plan: dict[str, str]) -> list[
             items.append(("loop", dim, trip * body[0][2], body[0][3]))  # b * n + t: one loop
         else:
             items.append(("loop", dim, trip, tuple(body)))
-    items += [issue(op) for op in fired if p.after[op.name]]
+    items += issued([op for op in fired if p.after[op.name]])
     return items
 
 

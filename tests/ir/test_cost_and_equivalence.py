@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ir_support import small_ir, small_workload
 
@@ -101,6 +101,9 @@ def _executed(ir, name: str, tmp: Path) -> list[tuple]:
     max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(seed=st.integers(0, 2**32 - 1))
+# 778: a PSUM copy allocated one level up joins the matmuls' row run (render_rows),
+# another instruction order under a key that once ignored runs.
+@example(seed=778)
 def test_equal_effective_keys_run_equal_instruction_streams(
     name: str, seed: int, tmp_path: Path
 ) -> None:
