@@ -33,7 +33,7 @@ def fits(ir: KernelIR, params: Trn2Params = DEFAULT_PARAMS) -> bool:
     )
 
 
-def least_bytes(ir: KernelIR, name: str) -> int:
+def least_bytes(ir: KernelIR, name: str, params: Trn2Params = DEFAULT_PARAMS) -> int:
     """Bytes per partition buffer ``name`` needs in any knob state: one tile of every
     dim, and every tile of the dims pinned FULL (a row a reduction reads at once)."""
     buf = ir.buffer[name]
@@ -42,7 +42,7 @@ def least_bytes(ir: KernelIR, name: str) -> int:
     cols = ir.dim[df].size if df in buf.pinned_full else ir.dim[df].tile
     size = rows * cols * numpy_dtype(buf.dtype).itemsize
     if buf.memory == "psum":
-        size = -(-size // DEFAULT_PARAMS.psum_bank_bytes) * DEFAULT_PARAMS.psum_bank_bytes
+        size = -(-size // params.psum_bank_bytes) * params.psum_bank_bytes
     return size
 
 
@@ -51,7 +51,7 @@ def capacity_problem(ir: KernelIR, params: Trn2Params = DEFAULT_PARAMS) -> str |
     alone and at its least, exceeds its memory's bytes per partition."""
     limits = {"sbuf": params.sbuf_partition_bytes, "psum": params.psum_partition_bytes}
     for buf in ir.buffers:
-        need = least_bytes(ir, buf.name)
+        need = least_bytes(ir, buf.name, params)
         if need > limits[buf.memory]:
             whole = [d for d in buf.axes if d in buf.pinned_full]
             why = f", holding {', '.join(whole)} whole for a row reduction" if whole else ""

@@ -16,7 +16,7 @@ from kernelopt.ir.ops import NKIActivation, NKIMatmul, NKITensorScalar, NKITrans
 from kernelopt.ir.trace import Trace, TracedOp, TracedTensor
 
 
-def _is_row_scale(op: TracedOp) -> bool:
+def is_row_scale(op: TracedOp) -> bool:
     """``data`` times numbers and [P, 1] columns only: a scale of each row of ``data``.
 
     Either spelling the ISA has: ``tensor_scalar`` whose every op multiplies, or an
@@ -94,7 +94,7 @@ class ScaleAfterMatmul:
 
     def _candidates(self, tr: Trace) -> Iterator[Trace | None]:
         for scale in tr.ops:
-            if _is_row_scale(scale) or _is_shift_then_scale(scale):
+            if is_row_scale(scale) or _is_shift_then_scale(scale):
                 for transpose in _readers(tr, scale.output):
                     yield self._rewrite(tr, scale, transpose)
 
@@ -184,7 +184,7 @@ def _pure_scale(op: TracedOp) -> tuple[str, TracedTensor | float] | None:
         if op.attrs.get("op0") != "multiply" or op.attrs.get("op1") is not None:
             return None
         return "_operand0", op.operands.get("operand0", op.attrs.get("operand0"))
-    if isinstance(op.op, NKIActivation) and _is_row_scale(op):
+    if isinstance(op.op, NKIActivation) and is_row_scale(op):
         return "_scale", op.operands.get("scale", op.attrs.get("scale", 1.0))
     return None
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from kernelopt.ir.graph_rewrites import is_row_scale
 from kernelopt.ir.ops import NKIMatmul
 from kernelopt.ir.trace import trace
 from kernelopt.sim.roofline import RooflineWork
@@ -52,8 +53,8 @@ def roofline_work(
             macs += k * m * op.operands["moving"].shape[1]
             continue
         engine = _ELEMENTWISE_ENGINE.get(op.op.kind, "")
-        if _scaled_copy(op):
-            engine = None  # data * scale: tensor_scalar's multiply on either engine
+        if is_row_scale(op):
+            engine = None  # data * scale: tensor_scalar's multiply, on either engine
         if engine == "":
             continue
         data = next(iter(op.operands.values()))
@@ -71,16 +72,6 @@ def roofline_work(
         if isinstance(op.op, NKIMatmul)
     )
     return RooflineWork(macs, vector, scalar, either, hbm, fp32)
-
-
-def _scaled_copy(op: Any) -> bool:
-    """An activation ``copy`` without bias: a multiply by its scale (engines.scaled_copy)."""
-    return (
-        op.op.kind == "activation"
-        and op.attrs.get("op") == "copy"
-        and "bias" not in op.operands
-        and op.attrs.get("bias") is None
-    )
 
 
 def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
