@@ -1,6 +1,6 @@
 """Which knob states cannot beat BEST, by their counted work: they wait for last.
 
-``cost.engine_times(ir).floor`` is a time no kernel of the state beats (each engine's
+``cost.engine_times(ir).bound`` is a time no kernel of the state beats (each engine's
 own work, the DMA queues' data and issue apart). Once BEST's time is measured, a state
 whose floor is above it cannot win; the proposer proposes it only after every other
 source of states is spent.
@@ -31,7 +31,7 @@ class Ceiling:
         sig = knob_signature(ir)
         if sig not in self.floors:
             times = engine_times(ir)
-            self.floors[sig] = times.floor if times is not None else float("inf")
+            self.floors[sig] = times.bound if times is not None else float("inf")
         return self.floors[sig]
 
     def admits(self, ir: KernelIR) -> bool:

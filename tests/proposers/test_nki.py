@@ -364,7 +364,7 @@ def test_on_sim_a_state_counted_slower_than_best_waits() -> None:
         )
         batch = proposer.propose(state)
         assert batch is not None
-        return [engine_times(ir_from_knobs(LHS_RHS, c.knobs)).floor for c in batch]
+        return [engine_times(ir_from_knobs(LHS_RHS, c.knobs)).bound for c in batch]
 
     # Without a measured time, the sweep around BEST proposes states of every floor.
     free = sorted(second_batch({}))
