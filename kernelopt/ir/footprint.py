@@ -7,8 +7,9 @@ as live at once, so it never underestimates the real peak.
 
 from __future__ import annotations
 
+from kernelopt.ir.derive import derive, scope_of
 from kernelopt.ir.layout import buffer_dtype, buffer_shape
-from kernelopt.ir.model import KernelIR
+from kernelopt.ir.model import KernelIR, PhysicalBuffer, Scope
 from kernelopt.sim.trn2 import DEFAULT_PARAMS, Trn2Params
 from kernelopt.workload import numpy_dtype
 
@@ -17,8 +18,7 @@ def footprint(ir: KernelIR, params: Trn2Params = DEFAULT_PARAMS) -> dict[str, in
     """Bytes per partition in ``sbuf`` and ``psum`` (PSUM rounded up to whole banks)."""
     used = {"sbuf": 0, "psum": 0}
     for buf in ir.buffers:
-        _, held, free = buffer_shape(ir, buf)
-        size = held * free * numpy_dtype(buffer_dtype(ir, buf)).itemsize
+        size = _bytes(ir, buf)
         if buf.memory == "psum":
             size = -(-size // params.psum_bank_bytes) * params.psum_bank_bytes
         used[buf.memory] += size
@@ -61,3 +61,49 @@ def capacity_problem(ir: KernelIR, params: Trn2Params = DEFAULT_PARAMS) -> str |
                 "(fewer columns, or a 2-byte dtype, would)"
             )
     return None
+
+
+_NARROWER = {Scope.FULL: (Scope.PER_BLOCK, Scope.PER_TILE), Scope.PER_BLOCK: (Scope.PER_TILE,)}
+MAX_SHRINK = 16  # narrowing steps before a state is given up as too far from fitting
+
+
+def shrink_to_fit(ir: KernelIR, params: Trn2Params = DEFAULT_PARAMS) -> KernelIR | None:
+    """``ir`` if it fits, else the state reached by narrowing, one valid step at a time,
+    a scope of the largest buffer in the memory that overflows (it holds a block or one
+    tile of a dim instead of all of it); None when no valid step is left.
+
+    Most joint draws of a large workload ask for more than SBUF holds (a whole row of
+    scores, every block of a weight); the nearest state that fits keeps the draw's loop
+    order and blocking, which is what made it worth drawing.
+    """
+    state: KernelIR | None = ir
+    for _ in range(MAX_SHRINK):
+        if state is None or fits(state, params):
+            return state
+        state = _narrowed(state, params)
+    return state if state is not None and fits(state, params) else None
+
+
+def _narrowed(ir: KernelIR, params: Trn2Params) -> KernelIR | None:
+    used = footprint(ir, params)
+    memory = "sbuf" if used["sbuf"] > params.sbuf_partition_bytes else "psum"
+    sizes = {b.name: _bytes(ir, b) for b in ir.buffers if b.memory == memory}
+    for name in sorted(sizes, key=lambda n: -sizes[n]):
+        buf = ir.buffer[name]
+        for d in buf.axes:
+            if d in buf.pinned_full:
+                continue
+            for scope in _NARROWER.get(scope_of(ir, buf, d), ()):
+                if scope not in buf.scopes_for(d):
+                    continue
+                scopes = {b: dict(s) for b, s in ir.buffer_scopes.items()}
+                scopes[name][d] = scope
+                state = ir.with_knobs(ir.loop_order, ir.ltiles_per_block, scopes)
+                if _bytes(state, buf) < sizes[name] and not derive(state)[1]:
+                    return state
+    return None
+
+
+def _bytes(ir: KernelIR, buf: PhysicalBuffer) -> int:
+    _, held, free = buffer_shape(ir, buf)
+    return held * free * numpy_dtype(buffer_dtype(ir, buf)).itemsize

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelopt.ir.derive import derive
-from kernelopt.ir.footprint import capacity_problem, fits
+from kernelopt.ir.footprint import capacity_problem, fits, shrink_to_fit
 from kernelopt.ir.model import Dim, KernelIR, PhysicalBuffer, Scope
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.sample import SampleError, knob_signature, sample
@@ -143,8 +143,8 @@ def _repaired(state: KernelIR) -> KernelIR | None:
 def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[KernelIR]:
     """The states a start is screened from, each knob state once.
 
-    Every variant's default knobs and streaming templates, then joint draws (likely
-    to fit only): of ``DRAWS_PER_SLOT * size`` draws, the ``size // 2`` whose busiest
+    Every variant's default knobs and streaming templates, then joint draws (each
+    narrowed until it fits, ``footprint.shrink_to_fit``): of ``DRAWS_PER_SLOT * size`` draws, the ``size // 2`` whose busiest
     engine has the least work (``cost.engine_times``: repeated work and reloads
     show there) and ``size // 4`` others, so the count does not steer alone.
     """
@@ -172,11 +172,12 @@ def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[Ke
             live.remove(variant)
             unsampled.append(str(exc))
             continue
-        sig = knob_signature(ir)
-        if sig in states or sig in draws or not fits(ir):
+        fitting = shrink_to_fit(ir)
+        sig = knob_signature(fitting) if fitting is not None else ""
+        if fitting is None or sig in states or sig in draws:
             misses += 1
             continue
-        draws[sig] = ir
+        draws[sig] = fitting
     bound = {sig: engine_times(ir).bound for sig, ir in draws.items()}  # type: ignore[union-attr]
     lean = sorted(draws, key=lambda sig: bound[sig])[: size // 2]
     others = [sig for sig in draws if sig not in lean]

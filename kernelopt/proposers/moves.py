@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kernelopt.ir.derive import derive
-from kernelopt.ir.footprint import fits
+from kernelopt.ir.footprint import shrink_to_fit
 from kernelopt.ir.model import SCOPES, Dim, KernelIR, PhysicalBuffer, Scope
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.sample import draw_loop_order, knob_signature, sample
@@ -217,9 +217,10 @@ def joint_draws(
     for _ in range(STALE_DRAWS * 20):
         if len(drawn) >= want or misses == STALE_DRAWS:
             break
-        ir = sample(rng.choice(variants), rng)
-        if not fits(ir):
-            continue  # likely out of memory on the device: try states that fit first
+        # Out of memory on the device as drawn: the nearest state that fits instead.
+        ir = shrink_to_fit(sample(rng.choice(variants), rng))
+        if ir is None:
+            continue
         sig = knob_signature(ir)
         if sig in tried or any(knob_signature(d) == sig for d in drawn):
             misses += 1

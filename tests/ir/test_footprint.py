@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import random
+
 from ir_support import IR_DIR
 
-from kernelopt.ir import Scope, ir_for_workload
-from kernelopt.ir.footprint import fits, footprint
+from kernelopt.ir import Scope, ir_for_workload, sample
+from kernelopt.ir.footprint import fits, footprint, shrink_to_fit
+from kernelopt.ir.validate import is_valid
+from kernelopt.sim.trn2 import DEFAULT_PARAMS
+
+ORDER = (Scope.PER_TILE, Scope.PER_BLOCK, Scope.FULL)
 
 FULL = Scope.FULL
 
@@ -25,3 +32,34 @@ def test_psum_rounds_up_to_banks_and_full_scopes_scale_with_tiles() -> None:
     # 16 x 2048 fp32 per partition: 128 KiB of PSUM, eight times what exists.
     assert footprint(wide)["psum"] == 16 * 2048 * 4
     assert not fits(wide)
+
+
+def test_shrink_to_fit_narrows_an_oversized_state_to_a_valid_one_that_fits() -> None:
+    # At full size most joint draws of a matmul ask for more than SBUF or PSUM holds.
+    ir = ir_for_workload(IR_DIR / "matmul" / "workload.py")
+    rng = random.Random(3)
+    oversized = [s for s in (sample(ir, rng) for _ in range(60)) if not fits(s)]
+    assert len(oversized) >= 10
+    shrunk_states = [(s, shrink_to_fit(s)) for s in oversized]
+    # A loop order that keeps the contraction outermost pins the whole output in PSUM:
+    # no scope alone fixes that, and the draw is given up.
+    assert sum(shrunk is not None for _, shrunk in shrunk_states) >= len(oversized) // 4
+    for state, shrunk in shrunk_states:
+        if shrunk is None:
+            continue
+        assert fits(shrunk) and is_valid(shrunk)
+        # The draw's loop order and blocking are kept; only scopes narrow.
+        assert shrunk.loop_order == state.loop_order
+        assert shrunk.ltiles_per_block == state.ltiles_per_block
+        for buf in ir.buffers:
+            for d, scope in shrunk.buffer_scopes[buf.name].items():
+                before = state.buffer_scopes[buf.name][d]
+                assert ORDER.index(scope) <= ORDER.index(before), (buf.name, d)
+
+
+def test_shrink_to_fit_leaves_a_fitting_state_alone_and_gives_up_on_none() -> None:
+    ir = ir_for_workload(IR_DIR / "matmul" / "workload.py")
+    assert shrink_to_fit(ir) is ir
+    # One tile of everything still asks for more than this much SBUF: nothing fits.
+    tiny = dataclasses.replace(DEFAULT_PARAMS, sbuf_partition_bytes=1024)
+    assert shrink_to_fit(ir, tiny) is None
