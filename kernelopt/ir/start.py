@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import random
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,13 +253,30 @@ def _first_failure(ir: KernelIR) -> str:
     return f"{f.check}({f.buffer}): {f.detail}{hint}"
 
 
-def ranked(states: Sequence[KernelIR], timer: Timer) -> list[Start]:
-    """The states the timer could time, fastest first (ties keep the pool's order)."""
-    timed = [(timer(ir), i, ir) for i, ir in enumerate(states)]
+def ranked(states: Sequence[KernelIR], timer: Timer, deadline: float | None = None) -> list[Start]:
+    """The states the timer could time, fastest first (ties keep the pool's order).
+
+    With a ``deadline`` (``time.monotonic()``), the states are timed in the order of
+    their counted work (``cost.engine_times``), leanest first, and those not reached by
+    then are left out: a kernel of 100k instructions takes seconds to simulate, and a
+    pool of them would take longer than the run it starts. At least one is timed.
+    """
+    order = list(enumerate(states))
+    if deadline is not None:
+        from kernelopt.ir.cost import engine_times
+
+        counted = {i: engine_times(ir) for i, ir in order}
+        order.sort(key=lambda p: (c.bound if (c := counted[p[0]]) else float("inf"), p[0]))
+    timed = []
+    for i, ir in order:
+        if deadline is not None and timed and time.monotonic() > deadline:
+            break
+        timed.append((timer(ir), i, ir))
     return [Start(ir, t) for t, _, ir in sorted(x for x in timed if x[0] is not None)]
 
 
 INIT_POOL = 24  # states `kernelopt ir init` screens by default
+SCREEN_SECONDS = 90.0  # simulating the pool stops here; leaner-counted states go first
 
 
 def initial_state(
@@ -285,8 +303,9 @@ def initial_state(
     if all(problems):
         raise SampleError(f"no knob state of {base.func_name} fits on chip: {problems[0]}")
     timer = SimTimer(workload)
+    deadline = time.monotonic() + SCREEN_SECONDS
     states = pool(variants, random.Random(seed), pool_size)
-    starts = ranked(states, timer)
+    starts = ranked(states, timer, deadline)
     if not starts and timer.refusals:
         # The base knobs would fail the same way when the run measures its baseline.
         raise SampleError(

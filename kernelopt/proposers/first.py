@@ -14,13 +14,14 @@ device the estimate is a prior, which the measurements then correct; on the
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kernelopt.ir.effective import effective_key
 from kernelopt.ir.model import KernelIR
 from kernelopt.ir.sample import knob_signature
-from kernelopt.ir.start import Timer, pool, ranked, twins
+from kernelopt.ir.start import SCREEN_SECONDS, Timer, pool, ranked, twins
 
 START_POOL = 24  # pool slots screened before the first batch (each variant's defaults come on top)
 FIRST = 3  # states measured first
@@ -50,7 +51,8 @@ def first_batch(
     ``extra`` (the baseline's own state) joins the pool, so a start worse than
     the baseline by the estimate is not measured first.
     """
-    starts = ranked([*pool(variants, rng, size), *extra], timer)
+    deadline = time.monotonic() + SCREEN_SECONDS
+    starts = ranked([*pool(variants, rng, size), *extra], timer, deadline)
     if not starts:
         return []
     # The leaders' knobs on every other variant too: a rewrite is best weighed at the
@@ -59,7 +61,8 @@ def first_batch(
     twinned = {knob_signature(t): t for s in starts[:LEADERS] for t in twins(s.ir, variants)}
     fresh = {sig: t for sig, t in twinned.items() if sig not in seen}
     if fresh:
-        starts = sorted([*starts, *ranked(list(fresh.values()), timer)], key=lambda s: s.seconds)
+        twins_ranked = ranked(list(fresh.values()), timer, deadline)
+        starts = sorted([*starts, *twins_ranked], key=lambda s: s.seconds)
     total, best = len(starts), starts[0].seconds
     picks: list[Pick] = []
     variants_picked: set[str] = set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import random
+import time
 
 from ir_support import small_ir, small_workload
 
@@ -92,6 +93,23 @@ def test_ranked_orders_by_simulated_time_and_drops_what_cannot_run() -> None:
     assert all(s.seconds == timer(s.ir) for s in starts)
     refused = ranked(states, lambda ir: None)
     assert refused == []
+
+
+def test_past_its_deadline_the_screen_times_only_the_leanest_counted_state() -> None:
+    states = pool(_variants("rmsnorm_matmul"), random.Random(0), 6)
+    timed: list = []
+
+    def timer(ir):
+        timed.append(ir)
+        return 1e-6 * len(timed)
+
+    # Before the deadline every state is timed; past it, only the one counted leanest.
+    assert len(ranked(states, timer, time.monotonic() + 3600)) == len(states)
+    timed.clear()
+    starts = ranked(states, timer, time.monotonic() - 1)
+    leanest = min(engine_times(s).bound for s in states)
+    assert len(timed) == 1 and engine_times(timed[0]).bound == leanest
+    assert [s.ir for s in starts] == timed
 
 
 def test_a_drawn_state_is_screened_on_its_twin_variant_too() -> None:
