@@ -13,11 +13,13 @@ from typing import Any
 from kernelopt.ir.cost import engine_times
 from kernelopt.ir.model import KernelIR
 from kernelopt.ir.sample import knob_signature
+from kernelopt.sim.trn2 import DEFAULT_PARAMS
 
 DEVICE_MARGIN = 1.5  # on a device: a state counted this much slower than BEST waits
 # On sim: the count is a bound of the simulator's own time, but a cost-model change may
 # leave it a little above for some instruction; only a state within this of BEST is at risk.
 SIM_MARGIN = 1.02
+SCREEN_CHIP = DEFAULT_PARAMS.name
 
 
 class Ceiling:
@@ -26,6 +28,7 @@ class Ceiling:
     def __init__(self) -> None:
         self.floors: dict[str, float] = {}  # signature -> floor (ns)
         self.limit = float("inf")  # ns; no limit until BEST's time is known
+        self.best_seconds: float | None = None  # BEST's time where the screen predicts it
 
     def floor(self, ir: KernelIR) -> float:
         sig = knob_signature(ir)
@@ -46,7 +49,16 @@ class Ceiling:
         """
         seconds = profile.get("total_time")
         if not isinstance(seconds, int | float) or seconds <= 0:
-            self.limit = float("inf")
+            self.limit, self.best_seconds = float("inf"), None
             return
-        margin = SIM_MARGIN if profile.get("device") == "sim" else DEVICE_MARGIN
+        sim = profile.get("device") == "sim"
+        margin = SIM_MARGIN if sim else DEVICE_MARGIN
         self.limit = float(seconds) * 1e9 * margin
+        # The screen times kernels with the default chip's cost model, as this device does.
+        self.best_seconds = float(seconds) if sim and profile.get("chip") == SCREEN_CHIP else None
+
+    def screened_slower(self, seconds: float) -> bool:
+        """Whether a screened estimate already says a state cannot beat BEST: on the ``sim``
+        device at the screen's chip the estimate is the measurement (the same cost model,
+        the array math aside), so measuring it would only confirm a tie or a regression."""
+        return self.best_seconds is not None and seconds >= self.best_seconds

@@ -35,6 +35,7 @@ class Pick:
 
     ir: KernelIR
     hypothesis: str
+    seconds: float  # the screen's estimate
 
 
 def first_batch(
@@ -88,5 +89,5 @@ def first_batch(
         keys.add(key)
         picked.append(start)
         how = f"screened start {rank} of {total}: variant {ir.variant}"
-        picks.append(Pick(ir, f"{how}, sim estimate {start.seconds * 1e6:.3g} us"))
+        picks.append(Pick(ir, f"{how}, sim estimate {start.seconds * 1e6:.3g} us", start.seconds))
     return picks

@@ -223,11 +223,12 @@ class NkiKnobProposer(JointMoves):
             picks = first_batch(
                 self.variant_irs, self.timer, self.rng, self.start_pool, self._new(tried), extra
             )
-            for pick in picks:
+            kept = [p for p in picks if not self.ceiling.screened_slower(p.seconds)]
+            for pick in kept:
                 self.proposed.add(knob_signature(pick.ir))
                 self._note(pick.ir)
-            if picks:
-                return [self._candidate(None, p.ir, p.hypothesis) for p in picks]
+            if picks:  # all screened slower than BEST on sim: the sweeps start at once
+                return [self._candidate(None, p.ir, p.hypothesis) for p in kept]
         first = [
             ir
             for ir in self.variants.values()

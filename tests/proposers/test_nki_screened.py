@@ -12,7 +12,7 @@ from kernelopt.ir.derive import derive
 from kernelopt.ir.effective import effective_key
 from kernelopt.ir.model import Scope
 from kernelopt.ir.start import SimTimer, pool, ranked
-from kernelopt.proposers.base import ProposerState
+from kernelopt.proposers.base import Observation, ProposerState
 from kernelopt.proposers.first import FIRST, MARGIN
 from kernelopt.proposers.moves import coarsened, is_sweep
 from kernelopt.proposers.nki import NkiKnobProposer
@@ -118,3 +118,36 @@ def test_coarsening_holds_a_block_where_a_tile_was_held(tmp_path: Path) -> None:
             assert coarse.buffer_scopes[buf.name][d] == want
     back = coarsened(coarse, dim, 1)
     assert back.buffer_scopes == base.buffer_scopes and not derive(back)[1]
+
+
+def _after_baseline(proposer: NkiKnobProposer, knobs: dict, seconds: float, device: str) -> list:
+    """Batch 0 once the baseline (``knobs``) is measured at ``seconds`` on ``device``."""
+    profile = {"device": device, "chip": "trn2", "total_time": seconds}
+    base = Observation(0, "knobs", "baseline", 1.0, knobs=knobs, profile=profile)
+    state = ProposerState(
+        best_metric=1.0, best_knobs=knobs, better="higher", history=(base,), batch_size=1
+    )
+    return proposer.propose(state) or []
+
+
+def test_on_sim_a_screened_start_slower_than_the_baseline_is_not_measured(
+    tmp_path: Path,
+) -> None:
+    # On the sim device the screen's estimate is the measurement: a start it times
+    # slower than the measured baseline could only be a regression.
+    path = _workload(tmp_path)
+    top = _first(NkiKnobProposer(path, "k.json", "k.py", seed=0, start_pool=8))[0]
+    seconds = SimTimer(load_workload(path))(ir_from_knobs(path, top.knobs))
+
+    def proposer() -> NkiKnobProposer:
+        kernel = render_ir(ir_from_knobs(path, top.knobs))
+        return NkiKnobProposer(
+            path, "k.json", "k.py", seed=0, start_pool=8,
+            baseline_kernel=kernel, baseline_knobs=top.knobs,
+        )  # fmt: skip
+
+    on_sim = _after_baseline(proposer(), top.knobs, seconds, "sim")
+    assert on_sim and not any(c.hypothesis.startswith("screened start") for c in on_sim)
+    # On a device the estimate is only a prior: the other variants are weighed first.
+    on_device = _after_baseline(proposer(), top.knobs, seconds, "trn2")
+    assert on_device and all(c.hypothesis.startswith("screened start") for c in on_device)
