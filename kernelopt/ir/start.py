@@ -145,9 +145,10 @@ def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[Ke
     """The states a start is screened from, each knob state once.
 
     Every variant's default knobs and streaming templates, then joint draws (each
-    narrowed until it fits, ``footprint.shrink_to_fit``): of ``DRAWS_PER_SLOT * size`` draws, the ``size // 2`` whose busiest
-    engine has the least work (``cost.engine_times``: repeated work and reloads
-    show there) and ``size // 4`` others, so the count does not steer alone.
+    narrowed until it fits, ``footprint.shrink_to_fit``): of ``DRAWS_PER_SLOT * size``
+    draws, the ``size // 2`` whose busiest engine has the least work
+    (``cost.engine_times``: repeated work and reloads show there) and ``size // 4``
+    others, so the count does not steer alone.
     """
     from kernelopt.ir.cost import engine_times
 
