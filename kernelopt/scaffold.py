@@ -155,7 +155,7 @@ def _nki_files(root: Path, name: str, workload: Path | None) -> dict[Path, str]:
         if not workload.exists():
             workload.parent.mkdir(parents=True, exist_ok=True)
             workload.write_text(files[workload])
-    ir, _ = initial_state(load_workload(workload))
+    ir = initial_state(load_workload(workload)).ir
     knobs, kernel = init_paths(workload)
     from kernelopt.ir.knobs_io import knobs_text
     from kernelopt.ir.render import render_ir

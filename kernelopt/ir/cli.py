@@ -239,7 +239,7 @@ def init_cmd(
     """
     try:
         loaded = load_workload(workload)
-        ir, seconds = initial_state(loaded, pool, seed)
+        ir, seconds, timed = initial_state(loaded, pool, seed)
     except (WorkloadError, IRBuildError, KnobsError, SampleError) as exc:
         raise click.ClickException(str(exc)) from exc
     default_knobs, default_kernel = init_paths(workload)
@@ -262,13 +262,14 @@ def init_cmd(
             "variant": ir.variant,
             "estimate_us": estimate,
             "screened": pool,
+            "timed": timed,
         }
         click.echo(json.dumps(record, indent=2))
         return
     how = (
         "the default knobs"
         if estimate is None
-        else f"the best of {pool} screened states, sim estimate {estimate:g} us"
+        else f"the best of {timed} states screened on sim, estimate {estimate:g} us"
     )
     click.echo(f"wrote {knobs_file} (variant {ir.variant}: {how})")
     click.echo(f"wrote {kernel_file}")

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kernelopt.ir.derive import derive
 from kernelopt.ir.footprint import capacity_problem, fits, shrink_to_fit
@@ -280,14 +281,22 @@ INIT_POOL = 24  # states `kernelopt ir init` screens by default
 SCREEN_SECONDS = 90.0  # simulating the pool stops here; leaner-counted states go first
 
 
-def initial_state(
-    workload: Workload, pool_size: int = INIT_POOL, seed: int = 0
-) -> tuple[KernelIR, float | None]:
+class Initial(NamedTuple):
+    """Where a workload's tuning starts: the state, its estimated time (None when not
+    screened) and how many states the screen simulated."""
+
+    ir: KernelIR
+    seconds: float | None
+    timed: int = 0
+
+
+def initial_state(workload: Workload, pool_size: int = INIT_POOL, seed: int = 0) -> Initial:
     """The knob state a workload's tuning starts from, and its estimated time.
 
-    The best of ``pool_size`` screened states over every rewrite variant; with
-    ``pool_size`` 0 the base IR's default knobs. When the simulator refuses every
-    screened state (out of SBUF, say), the first refusal is raised as a SampleError.
+    The best of a pool of ``pool_size`` slots screened over every rewrite variant
+    (within ``SCREEN_SECONDS``); with ``pool_size`` 0 the base IR's default knobs. When
+    the simulator refuses every screened state (out of SBUF, say), the first refusal is
+    raised as a SampleError.
     """
     from kernelopt.ir.knobs_io import ir_for_workload
     from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
@@ -298,7 +307,7 @@ def initial_state(
             raise SampleError(
                 f"the default knobs of {base.func_name} are not valid: {_first_failure(base)}"
             )
-        return base, None
+        return Initial(base, None)
     variants = [ir for _, ir in enumerate_rewrite_combinations(base, list(REWRITES.values()))]
     problems = [capacity_problem(ir) for ir in variants]
     if all(problems):
@@ -313,7 +322,8 @@ def initial_state(
             f"none of the {len(states)} screened knob states of {base.func_name} runs on the "
             f"simulator; the first: {timer.refusals[0]}"
         )
-    return (starts[0].ir, starts[0].seconds) if starts else (base, None)
+    timed = len(timer.cache)
+    return Initial(starts[0].ir, starts[0].seconds, timed) if starts else Initial(base, None, timed)
 
 
 def init_paths(workload: Path) -> tuple[Path, Path]:

@@ -145,6 +145,8 @@ def test_init_writes_the_best_screened_state_beside_the_workload(tmp_path: Path)
     assert result.exit_code == 0, result.output
     record = json.loads(result.output)
     assert record["knobs"] == str(folder / "knobs.json") and record["screened"] == 6
+    # Six slots, plus every variant's defaults and templates: more states than slots.
+    assert record["timed"] > 6
     rendered = run("render", folder / "knobs.json", "-w", folder / "workload.py")
     assert rendered.exit_code == 0 and rendered.output == (folder / "kernel.py").read_text()
     # The pool holds the default knobs: the pick is never slower than they are.
