@@ -255,13 +255,22 @@ def _first_failure(ir: KernelIR) -> str:
     return f"{f.check}({f.buffer}): {f.detail}{hint}"
 
 
-def ranked(states: Sequence[KernelIR], timer: Timer, deadline: float | None = None) -> list[Start]:
+Progress = Callable[[int, int], None]  # (states timed so far, states in the pool)
+
+
+def ranked(
+    states: Sequence[KernelIR],
+    timer: Timer,
+    deadline: float | None = None,
+    progress: Progress | None = None,
+) -> list[Start]:
     """The states the timer could time, fastest first (ties keep the pool's order).
 
     With a ``deadline`` (``time.monotonic()``), the states are timed in the order of
     their counted work (``cost.engine_times``), leanest first, and those not reached by
     then are left out: a kernel of 100k instructions takes seconds to simulate, and a
     pool of them would take longer than the run it starts. At least one is timed.
+    ``progress`` is told after each state.
     """
     order = list(enumerate(states))
     if deadline is not None:
@@ -270,10 +279,14 @@ def ranked(states: Sequence[KernelIR], timer: Timer, deadline: float | None = No
         counted = {i: engine_times(ir) for i, ir in order}
         order.sort(key=lambda p: (c.bound if (c := counted[p[0]]) else float("inf"), p[0]))
     timed = []
+    if progress is not None:
+        progress(0, len(order))  # the pool is drawn
     for i, ir in order:
         if deadline is not None and timed and time.monotonic() > deadline:
             break
         timed.append((timer(ir), i, ir))
+        if progress is not None:
+            progress(len(timed), len(order))
     return [Start(ir, t) for t, _, ir in sorted(x for x in timed if x[0] is not None)]
 
 
@@ -290,13 +303,18 @@ class Initial(NamedTuple):
     timed: int = 0
 
 
-def initial_state(workload: Workload, pool_size: int = INIT_POOL, seed: int = 0) -> Initial:
+def initial_state(
+    workload: Workload,
+    pool_size: int = INIT_POOL,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> Initial:
     """The knob state a workload's tuning starts from, and its estimated time.
 
     The best of a pool of ``pool_size`` slots screened over every rewrite variant
     (within ``SCREEN_SECONDS``); with ``pool_size`` 0 the base IR's default knobs. When
     the simulator refuses every screened state (out of SBUF, say), the first refusal is
-    raised as a SampleError.
+    raised as a SampleError. ``progress`` hears of each state the screen times.
     """
     from kernelopt.ir.knobs_io import ir_for_workload
     from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
@@ -315,7 +333,7 @@ def initial_state(workload: Workload, pool_size: int = INIT_POOL, seed: int = 0)
     timer = SimTimer(workload)
     deadline = time.monotonic() + SCREEN_SECONDS
     states = pool(variants, random.Random(seed), pool_size)
-    starts = ranked(states, timer, deadline)
+    starts = ranked(states, timer, deadline, progress)
     if not starts and timer.refusals:
         # The base knobs would fail the same way when the run measures its baseline.
         raise SampleError(

@@ -178,3 +178,10 @@ def test_the_timer_leaves_no_scratch_directory_behind() -> None:
     del timer
     gc.collect()
     assert not scratch.exists()
+
+
+def test_the_screen_reports_each_state_it_times() -> None:
+    states = pool(_variants("softmax"), random.Random(0), 4)
+    heard: list[tuple[int, int]] = []
+    ranked(states, lambda ir: 1e-6, None, lambda done, total: heard.append((done, total)))
+    assert heard == [(i, len(states)) for i in range(len(states) + 1)]
