@@ -130,8 +130,9 @@ def index_view(tile: Tile, key: tuple[Any, ...]) -> Tile:
 
 def reshape_view(tile: Tile, shape: tuple[int, ...]) -> Tile:
     """``t.reshape(shape)``: the view's elements, row-major, in another shape. Fails if
-    the layout cannot take it (after a permute or a strided slice), as the page says."""
-    flat = _source(tile, "reshape")
+    the layout cannot take it (after a permute or a strided slice), as the page says.
+    A beta-1 tile's ``reshape`` comes here too (``Tile.reshape``)."""
+    flat = _plain_offsets(tile, "reshape")
     if math.prod(shape) != flat.size:
         tile._fail(f"reshape: {tile.shape} cannot become {shape}")
     if tile.alloc.buffer.on_chip and (not shape or shape[0] != tile.shape[0]):
