@@ -331,7 +331,8 @@ def _columns_broadcast(a: Tile, b: Tile) -> tuple[Tile, Tile]:
     solutions add a [128, 1] (or [128, 1, 1]) bias tile to a [128, H, W] tile with
     ``tensor_tensor``: the column is read at stride 0, at a plain tensor_tensor's cost
     (unverified). So is an operand whose size-1 free axes numpy would broadcast to the
-    other's shape: a public token-generation RMSNorm multiplies a ``[128, B, n]`` tile by
+    other's shape: aws-neuron/nkipy's beta-1 token-generation RMSNorm (the version the
+    index we read holds names no commit) multiplies a ``[128, B, n]`` tile by
     its weight indexed ``w[i_p, i_f1]`` with the same three-axis ``nl.mgrid``, a ``[128,
     1, n]`` tile (unverified: the page is silent)."""
     if a.shape == b.shape or a.shape[0] != b.shape[0]:

@@ -147,12 +147,12 @@ def _placed(tile: Tile, mask: Mask, mapping: dict[Any, int]) -> Mask:
 
 def dma_parts(dst: Tile, src: Tile, mask: Any) -> list[tuple[Tile, Tile]]:
     """The (destination, source) pairs a masked beta-1 DMA moves: ``mask`` cut out of
-    both, or, for a predicate over several ranges that is false on part of the tile
-    (a token-generation RMSNorm loads a hidden size that is not a multiple of 128 as
-    ``x[i_f0, i_p * H1 + i_f1]`` under ``mask=i_p * H1 + i_f1 < H``), one pair per box of
-    the elements it keeps (``_boxes``). The
-    DMA moves only those elements, as the docs' masking describes ("only the elements
-    where the mask holds"); a DMA per box is the simulator's lowering (unverified)."""
+    both, or, for a predicate over several ranges that is false on part of the tile,
+    one pair per box of the elements it keeps (``_boxes``). aws-neuron/nkipy's beta-1
+    token-generation RMSNorm loads a hidden size that is not a multiple of 128 as
+    ``x[i_f0, i_p * H1 + i_f1]`` under ``mask=i_p * H1 + i_f1 < H``. The DMA moves only
+    the elements the mask keeps, as the NKI masking docs describe a mask; a DMA per
+    box is the simulator's lowering (unverified)."""
     parts = None
     if isinstance(mask, Mask) and not mask.is_box and dst.shape == src.shape:
         if not _holds_everywhere(dst, mask):
