@@ -15,6 +15,7 @@ from kernelopt.sim.beta1_isa_fused import masked as _masked
 from kernelopt.sim.beta1_tiles import dtype_of
 from kernelopt.sim.enums import engine_of
 from kernelopt.sim.isa_double_row import is_double_row
+from kernelopt.sim.masking import dma_parts
 from kernelopt.sim.tensor import Tile
 from kernelopt.sim.views import column_broadcast
 
@@ -313,11 +314,9 @@ class Beta1Isa:
         return dst
 
     def dma_copy(self, *, dst: Any, src: Any, mask: Any = None, **kwargs: Any) -> None:
-        self.isa.dma_copy(
-            _masked(self.beta._tile("dma_copy", dst), mask),
-            _masked(self.beta._tile("dma_copy", src), mask),
-            **kwargs,
-        )
+        d, s = self.beta._tile("dma_copy", dst), self.beta._tile("dma_copy", src)
+        for part_dst, part_src in dma_parts(d, s, mask) if mask is not None else [(d, s)]:
+            self.isa.dma_copy(part_dst, part_src, **kwargs)
 
 
 def _is_column(tile: Tile) -> bool:
@@ -331,14 +330,25 @@ def _columns_broadcast(a: Tile, b: Tile) -> tuple[Tile, Tile]:
     ``tensor_scalar`` "which has better performance", and public CS149 Trainium2
     solutions add a [128, 1] (or [128, 1, 1]) bias tile to a [128, H, W] tile with
     ``tensor_tensor``: the column is read at stride 0, at a plain tensor_tensor's cost
-    (unverified)."""
+    (unverified). So is an operand whose size-1 free axes numpy would broadcast to the
+    other's shape: aws-neuron/nkipy's beta-1 token-generation RMSNorm (the version the
+    index we read holds names no commit) multiplies a ``[128, B, n]`` tile by
+    its weight indexed ``w[i_p, i_f1]`` with the same three-axis ``nl.mgrid``, a ``[128,
+    1, n]`` tile (unverified: the page is silent)."""
     if a.shape == b.shape or a.shape[0] != b.shape[0]:
         return a, b
-    if _is_column(b) and not _is_column(a):
+    if (_is_column(b) and not _is_column(a)) or _spreads(b.shape, a.shape):
         return a, column_broadcast(b, a.shape)
-    if _is_column(a) and not _is_column(b):
+    if (_is_column(a) and not _is_column(b)) or _spreads(a.shape, b.shape):
         return column_broadcast(a, b.shape), b
     return a, b
+
+
+def _spreads(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
+    """Whether numpy broadcasts ``small``'s size-1 free axes to ``big`` (same rank)."""
+    if len(small) != len(big):
+        return False
+    return all(s in (1, b) for s, b in zip(small[1:], big[1:], strict=True))
 
 
 def add_isa(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:

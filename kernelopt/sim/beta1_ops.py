@@ -12,7 +12,7 @@ import numpy as np
 
 from kernelopt.sim.beta1_core import Beta1Core
 from kernelopt.sim.beta1_tiles import clip_like, dtype_of
-from kernelopt.sim.masking import predicated
+from kernelopt.sim.masking import dma_parts, predicated
 from kernelopt.sim.ops import OPS, Op
 from kernelopt.sim.tensor import Tile
 
@@ -289,7 +289,8 @@ class HighLevelOps(Beta1Core):
     def load(self, src: Any, mask: Any = None, dtype: Any = None) -> Tile:
         src = self._tile("nl.load", src)
         dst = self.new(src.shape, self._dtype(dtype, src.dtype))
-        self.isa.dma_copy(dst.clip(mask), src.clip(mask))
+        for d, s in dma_parts(dst, src, mask):
+            self.isa.dma_copy(d, s)
         return dst
 
     def load_transpose2d(self, src: Any, mask: Any = None, dtype: Any = None) -> Tile:
@@ -313,7 +314,8 @@ class HighLevelOps(Beta1Core):
         src = self._tile("nl.store", value)
         if src.buffer.kind == "psum":
             src = self._in_sbuf("nl.store", src)  # DMA reads SBUF: the compiler copies
-        self.isa.dma_copy(dst.clip(mask), src.clip(mask))
+        for d, s in dma_parts(dst, src, mask):
+            self.isa.dma_copy(d, s)
 
 
 def _transposed_part(dst: Tile, src: Tile, part: Tile) -> Tile:

@@ -143,3 +143,54 @@ def _placed(tile: Tile, mask: Mask, mapping: dict[Any, int]) -> Mask:
             tile._fail(f"mask {mask!r} bounds a range the access {tile!r} does not index")
         keep[placed] = bounds
     return Mask(len(tile.shape), keep)
+
+
+def dma_parts(dst: Tile, src: Tile, mask: Any) -> list[tuple[Tile, Tile]]:
+    """The (destination, source) pairs a masked beta-1 DMA moves: ``mask`` cut out of
+    both, or, for a predicate over several ranges that is false on part of the tile,
+    one pair per box of the elements it keeps (``_boxes``). aws-neuron/nkipy's beta-1
+    token-generation RMSNorm loads a hidden size that is not a multiple of 128 as
+    ``x[i_f0, i_p * H1 + i_f1]`` under ``mask=i_p * H1 + i_f1 < H``. The DMA moves only
+    the elements the mask keeps, as the NKI masking docs describe a mask; a DMA per
+    box is the simulator's lowering (unverified)."""
+    parts = None
+    if isinstance(mask, Mask) and not mask.is_box and dst.shape == src.shape:
+        if not _holds_everywhere(dst, mask):
+            parts = _boxes(mask, tuple(dst.shape))
+    if not parts:
+        return [(dst.clip(mask), src.clip(mask))]
+    return [(dst.clip(part), src.clip(part)) for part in parts]
+
+
+def _boxes(mask: Mask, shape: tuple[int, ...]) -> list[Mask] | None:
+    """``mask`` over an index space of ``shape`` as boxes: runs of partitions keeping the
+    same free elements, each run's elements split the same way along the next axis, and
+    so on; None past ``MAX_DMA_BOXES`` boxes."""
+    try:
+        held = np.broadcast_to(mask.evaluate(shape), shape)
+    except IndexError_:
+        return None
+    boxes = _runs(held)
+    if len(boxes) > MAX_DMA_BOXES:
+        return None
+    return [Mask(len(shape), dict(enumerate(box))) for box in boxes]
+
+
+# More boxes than this and a masked DMA is refused as before (a predicate that cuts a
+# tile into many pieces is better written with nisa.affine_select).
+MAX_DMA_BOXES = 256
+
+
+def _runs(held: np.ndarray) -> list[tuple[tuple[int, int], ...]]:
+    """The boxes (an interval per axis) whose union is where ``held`` is true."""
+    out: list[tuple[tuple[int, int], ...]] = []
+    p, n = 0, held.shape[0]
+    while p < n:
+        q = p + 1
+        while q < n and np.array_equal(held[q], held[p]):
+            q += 1
+        if held[p].any():
+            rest = [()] if held.ndim == 1 else _runs(held[p])
+            out.extend(((p, q), *box) for box in rest)
+        p = q
+    return out

@@ -126,7 +126,8 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
 # The host-side modules a kernel file imports for the runner around its kernel:
 # frameworks, Neuron's bindings, model code and logging (the nki-samples softmax
 # tutorial imports torch_xla.core.xla_model, a contributed max-pool kernel torch for
-# its reference, the rotary tutorial transformers and loguru). Neuron's bindings need
+# its reference, the rotary tutorial transformers and loguru, aws-neuron/nkipy's
+# fused RMSNorm + GEMM kernels nkipy for their host wrapper). Neuron's bindings need
 # the Neuron runtime and none of them are kernelopt's dependencies, so where they are
 # not installed a kernel file still loads; any use of them fails at its line.
 FRAMEWORK_ROOTS = (
@@ -138,6 +139,7 @@ FRAMEWORK_ROOTS = (
     "libneuronxla",
     "transformers",
     "loguru",
+    "nkipy",
 )
 
 

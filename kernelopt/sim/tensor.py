@@ -395,9 +395,11 @@ class Tile(NkiTensorViews):
         as ``[128, 4, 128]``, the four 128-column blocks a DMA transpose moves at
         once); a whole HBM tensor reshaped (kernels of both APIs reshape their inputs)."""
         shape = tuple(int(d) for d in shape)
-        plain = self.view_map is None and self.coords is None
-        if self.alloc.machine.beta1 is None and not (plain and _simple_reshape(self, shape)):
-            # nki.language.NkiTensor page, reshape: any view, any layout that allows it.
+        simple = self.view_map is None and self.coords is None and _simple_reshape(self, shape)
+        if not simple and (self.alloc.machine.beta1 is None or self.alloc.buffer.on_chip):
+            # nki.language.NkiTensor page, reshape: any view, any layout that allows it; a
+            # beta-1 tile too (its free axes merged: unverified, the beta-1 page is silent;
+            # a CS152 conv2d, magmawolf8/cs152-lab6 nki_conv2d/conv2d.py @2814885).
             return reshape_view(self, shape)
         if self.alloc.buffer.on_chip:
             return _split_free_axes(self, shape)

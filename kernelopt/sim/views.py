@@ -130,8 +130,9 @@ def index_view(tile: Tile, key: tuple[Any, ...]) -> Tile:
 
 def reshape_view(tile: Tile, shape: tuple[int, ...]) -> Tile:
     """``t.reshape(shape)``: the view's elements, row-major, in another shape. Fails if
-    the layout cannot take it (after a permute or a strided slice), as the page says."""
-    flat = _source(tile, "reshape")
+    the layout cannot take it (after a permute or a strided slice), as the page says.
+    A beta-1 tile's ``reshape`` comes here too (``Tile.reshape``)."""
+    flat = _plain_offsets(tile, "reshape")
     if math.prod(shape) != flat.size:
         tile._fail(f"reshape: {tile.shape} cannot become {shape}")
     if tile.alloc.buffer.on_chip and (not shape or shape[0] != tile.shape[0]):
@@ -153,9 +154,13 @@ def merged_free_axes(tile: Tile) -> Tile:
 def column_broadcast(tile: Tile, shape: tuple[int, ...]) -> Tile:
     """``tile`` ([P, 1, ...], one element per partition) read as ``shape`` ([P, ...]),
     every element of a partition's row the same one: how a beta-1
-    ``nisa.tensor_tensor`` reads a column operand (``kernelopt.sim.beta1_isa``)."""
+    ``nisa.tensor_tensor`` reads a column operand (``kernelopt.sim.beta1_isa``). A tile
+    of ``shape``'s rank reads each of its size-1 free axes across ``shape``'s (numpy's
+    broadcasting, ``[P, 1, n]`` as ``[P, m, n]``)."""
     what = "broadcasting a column"
-    column = _plain_offsets(tile, what).reshape((tile.shape[0],) + (1,) * (len(shape) - 1))
+    column = _plain_offsets(tile, what)
+    if column.ndim != len(shape):
+        column = column.reshape((tile.shape[0],) + (1,) * (len(shape) - 1))
     return make_view(tile, np.broadcast_to(column, shape), what)
 
 
