@@ -23,7 +23,7 @@ import random
 from collections import Counter
 
 from kernelopt.ir.derive import Bound, derive, narrow
-from kernelopt.ir.footprint import capacity_problem, fits
+from kernelopt.ir.footprint import capacity_problem, shrink_to_fit
 from kernelopt.ir.model import KernelIR, Scope
 from kernelopt.proposers.base import signature_of
 
@@ -304,10 +304,10 @@ def _move(ir: KernelIR, rng: random.Random, focus: list[str]) -> KernelIR | None
 def sample_fitting(ir: KernelIR, rng: random.Random) -> KernelIR:
     """A joint draw that is valid and fits on chip by the all-live estimate (``fits``,
     which never underestimates), so the kernel it renders runs without a capacity error.
-    A draw that would not fit is redrawn."""
+    A draw that would not fit is narrowed until it does (``shrink_to_fit``), or redrawn."""
     for _ in range(MAX_DRAWS):
-        candidate = sample(ir, rng)
-        if fits(candidate):
+        candidate = shrink_to_fit(sample(ir, rng))
+        if candidate is not None:
             return candidate
     why = capacity_problem(ir)
     raise SampleError(
