@@ -218,3 +218,22 @@ def test_ops_numpy_semantics() -> None:
     np.testing.assert_allclose(
         NKIActivation(op="exp", scale=0.5)(data=a), np.exp(a * 0.5), rtol=1e-6
     )
+
+
+def test_self_attention_from_one_input_names_the_shared_rows_and_what_to_give() -> None:
+    # q and k projected from one x share x's rows: the scores' rows and columns are one
+    # dim. The refusal named the last matmul's contraction and blamed an element-wise op.
+    def f(x, wq, wk, wv):
+        xt = NKITranspose()(data=x)
+        q = NKIMatmul()(stationary=xt, moving=wq)
+        k = NKIMatmul()(stationary=xt, moving=wk)
+        v = NKIMatmul()(stationary=xt, moving=wv)
+        s = NKIMatmul()(stationary=NKITranspose()(data=q), moving=NKITranspose()(data=k))
+        return NKIMatmul()(stationary=NKITranspose()(data=s), moving=v)
+
+    w = ((256, 128), "bfloat16")
+    specs = {"x": ((128, 256), "bfloat16"), "wq": w, "wk": w, "wv": w}
+    with pytest.raises(
+        IRBuildError, match=r"result 's' \(128, 128\).*same dim \(x's rows.*as inputs"
+    ):
+        build_ir(f, specs)
