@@ -29,6 +29,15 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -x))
 
 
+# The dtypes a kernel is rendered in (``nl.<name>``); an input of any other is refused.
+DTYPES = {
+    "bfloat16": "nl.bfloat16",
+    "float16": "nl.float16",
+    "float32": "nl.float32",
+    "int32": "nl.int32",
+    "float8_e4m3": "nl.float8_e4m3",
+}
+
 # Names follow ``nl.<name>``; the renderer prints ``nl.<name>`` verbatim.
 BINARY_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add,

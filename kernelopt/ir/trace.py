@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelopt.ir.ops import NKIOp
+from kernelopt.ir.ops import DTYPES, NKIOp
 
 
 class IRBuildError(ValueError):
@@ -189,6 +189,11 @@ def trace(
             raise IRBuildError(f"INPUT_SPECS[{p!r}]: only 2-D tensors are supported, got {shape}")
         if any(int(s) < 1 for s in shape):
             raise IRBuildError(f"INPUT_SPECS[{p!r}]: every dim must be at least 1, got {shape}")
+        if str(dtype) not in DTYPES:
+            raise IRBuildError(
+                f"INPUT_SPECS[{p!r}]: dtype {dtype!r} has no NKI kernel rendering; "
+                f"use one of {sorted(DTYPES)}"
+            )
         tensors.append(tracer.tensor(p, tuple(int(s) for s in shape), str(dtype)))
     try:
         result = f_nkigym(*tensors)

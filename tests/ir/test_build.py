@@ -237,3 +237,12 @@ def test_self_attention_from_one_input_names_the_shared_rows_and_what_to_give() 
         IRBuildError, match=r"result 's' \(128, 128\).*same dim \(x's rows.*as inputs"
     ):
         build_ir(f, specs)
+
+
+def test_an_input_dtype_with_no_kernel_rendering_is_refused_at_build() -> None:
+    # int8 built and showed, then every sampled state failed to render (KeyError 'int8').
+    def f(x):
+        return NKIActivation(op="relu")(data=x)
+
+    with pytest.raises(IRBuildError, match=r"INPUT_SPECS\['x'\]: dtype 'int8' has no NKI"):
+        build_ir(f, {"x": ((128, 256), "int8")})
