@@ -265,6 +265,9 @@ class NKITensorScalar(NKIOp):
             if op is None:
                 if i == "0":
                     raise OpError("NKITensorScalar: op0= and operand0= are required")
+                given = [a for a in ("operand1", "reverse1") if a in attrs or a in columns]
+                if given:  # dropped silently, the op computed would not be the one meant
+                    raise OpError(f"NKITensorScalar: {' and '.join(given)} given without op1=")
                 continue
             attrs["op" + i] = _op_name(op, BINARY_OPS, "NKITensorScalar", "op" + i)
             attrs["reverse" + i] = bool(attrs.get("reverse" + i, False))

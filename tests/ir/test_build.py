@@ -246,3 +246,12 @@ def test_an_input_dtype_with_no_kernel_rendering_is_refused_at_build() -> None:
 
     with pytest.raises(IRBuildError, match=r"INPUT_SPECS\['x'\]: dtype 'int8' has no NKI"):
         build_ir(f, {"x": ((128, 256), "int8")})
+
+
+def test_a_second_operand_without_op1_is_refused_not_dropped() -> None:
+    # operand1= (or reverse1=) without op1= was accepted and ignored: x * 2, not x * 2 - 1.
+    def f(x):
+        return NKITensorScalar(op0="multiply", operand0=2.0, operand1=1.0, reverse1=True)(data=x)
+
+    with pytest.raises(IRBuildError, match="operand1 and reverse1 given without op1="):
+        build_ir(f, {"x": ((128, 256), "bfloat16")})
