@@ -218,8 +218,9 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
     ``w``): nc_matmul takes one dtype, so the element-wise op that computes the fp32 side
     writes the 2-byte dtype instead (an engine casts on its write), as do the transposes
     between it and the matmul (a transposed fp32 input is cast by the copy out of PSUM).
-    When the fp32 side is an input read as is, the 2-byte side is written in fp32. Two
-    inputs read as is keep their dtypes, and the rule ``isa_dtype`` reports them."""
+    When the fp32 side is an input read as is, a 2-byte side an element-wise op computes
+    is written in fp32. Inputs only read or transposed on the 2-byte side keep their
+    dtypes, and the rule ``isa_dtype`` reports them."""
     ops = tr.ops
     producer = {op.output.name: op for op in ops}
     cast: dict[str, str] = {}
@@ -249,7 +250,9 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
         other = next(t for t in sides if t is not wide)
         if chain(wide):  # the fp32 side is written by an instruction: it writes 2 bytes
             cast.update({c.name: next(iter(narrow)) for c in chain(wide)})
-        else:  # an fp32 input read as is: the 2-byte side is written in fp32
+        elif chain(other) and producer[chain(other)[-1].name].op.kind in _ELEMENTWISE:
+            # an fp32 input read as is: the 2-byte side an element-wise op writes is
+            # written in fp32 (an input only transposed stays as given)
             cast.update({c.name: "float32" for c in chain(other)})
     if not cast:
         return tr
