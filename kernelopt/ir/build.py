@@ -191,34 +191,58 @@ def build_ir(
     return lower(trace(f_nkigym, input_specs), name)
 
 
+def _dim_origin(tr: Trace, dim: int) -> str:
+    """The inputs' axes that are ``dim`` ("x's rows, w's columns"): where a dim read
+    twice comes from, as the user wrote it."""
+    sides = ("rows", "columns")
+    found = [
+        f"{p.name}'s {sides[i]}"
+        for p in tr.params
+        for i, a in enumerate(p.axes[:2])
+        if tr.find(a) == dim
+    ]
+    return ", ".join(found) if found else "a dim no input has"
+
+
 def _refuse_one_dim_twice(tr: Trace) -> None:
     """A matmul whose contraction is one of its output's dims (x + x @ w, w square), or a
     tensor whose rows and columns are one dim (x.T @ x, x + x.T), has no loop nest: a
-    KernelIR loops over each dim once, and a buffer's two axes are two dims."""
-    for op in tr.ops:
+    KernelIR loops over each dim once, and a buffer's two axes are two dims. The first
+    such tensor in program order is named, with the inputs' axes that dim is."""
+    params = {p.name for p in tr.params}
+    for i, op in enumerate(tr.ops):
         k = tr.find(op.labels["K"]) if isinstance(op.op, NKIMatmul) else None
         if k is not None and k in {tr.find(op.labels["M"]), tr.find(op.labels["N"])}:
             kept = "M (its rows)" if k == tr.find(op.labels["M"]) else "N (its columns)"
             raise IRBuildError(
                 f"NKIMatmul producing {op.output.name!r}: its contraction axis K is the same "
-                f"dim as its output's axis {kept}: an element-wise op ties the result to the "
-                "operand it contracts over (as in x + x @ w with w square). A KernelIR loops "
-                "over each dim once, so one matmul cannot both sum over a dim and keep it"
+                f"dim as its output's axis {kept} ({_dim_origin(tr, k)}): an element-wise op "
+                "or operands derived from one input tie the result to the operand it "
+                "contracts over (as in x + x @ w with w square). A KernelIR loops over each "
+                "dim once, so one matmul cannot both sum over a dim and keep it"
             )
-    calls = {op.output.name: i + 1 for i, op in enumerate(tr.ops)}
-    ops = {op.output.name: type(op.op).__name__ for op in tr.ops}
-    for t in (*tr.params, *(op.output for op in tr.ops)):
+        for t in op.operands.values():
+            if t.name in params and tr.find(t.axes[0]) == tr.find(t.axes[-1]):
+                raise IRBuildError(_read_twice(tr, f"input {t.name!r}", t, ""))
+        t = op.output
         if len(t.axes) == 2 and tr.find(t.axes[0]) == tr.find(t.axes[1]):
-            what = (
-                f"{ops[t.name]} (call {calls[t.name]} in f_nkigym) result {t.name!r}"
-                if t.name in ops
-                else f"input {t.name!r}"
+            what = f"{type(op.op).__name__} (call {i + 1} in f_nkigym) result {t.name!r}"
+            hint = (
+                "; operands projected from one input share its rows (attention with q and k "
+                "both computed from one x): give q and k, or their transposes, as inputs"
+                if isinstance(op.op, NKIMatmul)
+                else ""
             )
-            raise IRBuildError(
-                f"{what} {t.shape}: its rows and columns are the same dim (one tensor's axis "
-                "read as both, as in x.T @ x or x + x.T); a KernelIR loops over each dim "
-                "once, so it cannot index one tensor by one dim twice"
-            )
+            raise IRBuildError(_read_twice(tr, what, t, hint))
+
+
+def _read_twice(tr: Trace, what: str, t: TracedTensor, hint: str) -> str:
+    return (
+        f"{what} {t.shape}: its rows and columns are the same dim "
+        f"({_dim_origin(tr, tr.find(t.axes[0]))}; one tensor's axis read as both, as in "
+        "x.T @ x or x + x.T); a KernelIR loops over each dim once, so it cannot index one "
+        f"tensor by one dim twice{hint}"
+    )
 
 
 def lower(tr: Trace, name: str, variant: str = "base") -> KernelIR:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from kernelopt.ir.build import lower
 from kernelopt.ir.model import KernelIR
 from kernelopt.ir.ops import NKIActivation, NKIMatmul, NKITensorScalar, NKITranspose
-from kernelopt.ir.trace import Trace, TracedOp, TracedTensor
+from kernelopt.ir.trace import Trace, TracedOp, TracedTensor, narrow_matmul_operands
 
 
 def is_row_scale(op: TracedOp) -> bool:
@@ -52,6 +52,8 @@ def _first_rewrite(
         return ir
     for rewritten in candidates(tr):
         if rewritten is not None:
+            # A rewrite may pair a matmul with an operand of another dtype.
+            rewritten = narrow_matmul_operands(rewritten)
             return lower(rewritten, ir.func_name, ir.variant_after(name))
     return ir
 

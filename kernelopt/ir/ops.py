@@ -29,6 +29,15 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -x))
 
 
+# The dtypes a kernel is rendered in (``nl.<name>``); an input of any other is refused.
+DTYPES = {
+    "bfloat16": "nl.bfloat16",
+    "float16": "nl.float16",
+    "float32": "nl.float32",
+    "int32": "nl.int32",
+    "float8_e4m3": "nl.float8_e4m3",
+}
+
 # Names follow ``nl.<name>``; the renderer prints ``nl.<name>`` verbatim.
 BINARY_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add,
@@ -256,6 +265,9 @@ class NKITensorScalar(NKIOp):
             if op is None:
                 if i == "0":
                     raise OpError("NKITensorScalar: op0= and operand0= are required")
+                given = [a for a in ("operand1", "reverse1") if a in attrs or a in columns]
+                if given:  # dropped silently, the op computed would not be the one meant
+                    raise OpError(f"NKITensorScalar: {' and '.join(given)} given without op1=")
                 continue
             attrs["op" + i] = _op_name(op, BINARY_OPS, "NKITensorScalar", "op" + i)
             attrs["reverse" + i] = bool(attrs.get("reverse" + i, False))

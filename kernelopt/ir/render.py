@@ -18,17 +18,9 @@ from kernelopt.ir.derive import drain_adds as _drain_adds
 from kernelopt.ir.engines import engine_plan, scaled_copy
 from kernelopt.ir.layout import buffer_dtype, buffer_shape, in_sbuf, instruction_rows
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
+from kernelopt.ir.ops import DTYPES
 from kernelopt.ir.render_rows import row_runs
 from kernelopt.ir.render_text import Lin, Writer, slice_text, var
-
-DTYPES = {
-    "bfloat16": "nl.bfloat16",
-    "float16": "nl.float16",
-    "float32": "nl.float32",
-    "int32": "nl.int32",
-    "float8_e4m3": "nl.float8_e4m3",
-}
-
 
 # Names the kernel body assigns: an input of one of these names (a [P, 1] input called
 # ``col``, biases ``b1``, ``b2`` beside the block loops' ``b1``, ``b2``) is read through

@@ -8,13 +8,14 @@ maps to one global dimension.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelopt.ir.ops import NKIOp
+from kernelopt.ir.ops import DTYPES, NKIOp
 
 
 class IRBuildError(ValueError):
@@ -189,6 +190,11 @@ def trace(
             raise IRBuildError(f"INPUT_SPECS[{p!r}]: only 2-D tensors are supported, got {shape}")
         if any(int(s) < 1 for s in shape):
             raise IRBuildError(f"INPUT_SPECS[{p!r}]: every dim must be at least 1, got {shape}")
+        if str(dtype) not in DTYPES:
+            raise IRBuildError(
+                f"INPUT_SPECS[{p!r}]: dtype {dtype!r} has no NKI kernel rendering; "
+                f"use one of {sorted(DTYPES)}"
+            )
         tensors.append(tracer.tensor(p, tuple(int(s) for s in shape), str(dtype)))
     try:
         result = f_nkigym(*tensors)
@@ -200,4 +206,64 @@ def trace(
         raise IRBuildError(f"f_nkigym must return one traced tensor, got {type(result).__name__}")
     if not tracer.ops:
         raise IRBuildError("f_nkigym calls no op: there is nothing to compute")
-    return Trace(tuple(tensors), tuple(tracer.ops), result, f_nkigym.__name__, tracer.axes.find)
+    tr = Trace(tuple(tensors), tuple(tracer.ops), result, f_nkigym.__name__, tracer.axes.find)
+    return narrow_matmul_operands(tr)
+
+
+_ELEMENTWISE = ("tensor_scalar", "tensor_tensor", "activation", "reciprocal")
+
+
+def narrow_matmul_operands(tr: Trace) -> Trace:
+    """A matmul of an fp32 operand and a 2-byte one (an fp32 ``x`` normed, times bf16
+    ``w``): nc_matmul takes one dtype, so the element-wise op that computes the fp32 side
+    writes the 2-byte dtype instead (an engine casts on its write), as do the transposes
+    between it and the matmul (a transposed fp32 input is cast by the copy out of PSUM).
+    When the fp32 side is an input read as is, a 2-byte side an element-wise op computes
+    is written in fp32. Inputs only read or transposed on the 2-byte side keep their
+    dtypes, and the rule ``isa_dtype`` reports them."""
+    ops = tr.ops
+    producer = {op.output.name: op for op in ops}
+    cast: dict[str, str] = {}
+
+    def dtype(t: TracedTensor) -> str:
+        return cast.get(t.name, t.dtype)
+
+    def chain(t: TracedTensor) -> list[TracedTensor]:
+        """t and the transposes it is read through, back to an instruction that writes it."""
+        found = []
+        while t.name in producer and producer[t.name].op.kind == "transpose":
+            found.append(t)
+            t = producer[t.name].operands["data"]
+        if t.name in producer and producer[t.name].op.kind in _ELEMENTWISE:
+            found.append(t)
+        return found
+
+    for op in ops:
+        if op.op.kind != "matmul":
+            continue
+        sides = [op.operands["stationary"], op.operands["moving"]]
+        kinds = {dtype(t) for t in sides}
+        narrow = kinds & {"bfloat16", "float16"}
+        if len(kinds) != 2 or "float32" not in kinds or len(narrow) != 1:
+            continue
+        wide = next(t for t in sides if dtype(t) == "float32")
+        other = next(t for t in sides if t is not wide)
+        if chain(wide):  # the fp32 side is written by an instruction: it writes 2 bytes
+            cast.update({c.name: next(iter(narrow)) for c in chain(wide)})
+        elif chain(other) and producer[chain(other)[-1].name].op.kind in _ELEMENTWISE:
+            # an fp32 input read as is: the 2-byte side an element-wise op writes is
+            # written in fp32 (an input only transposed stays as given)
+            cast.update({c.name: "float32" for c in chain(other)})
+    if not cast:
+        return tr
+
+    def new(t: TracedTensor) -> TracedTensor:
+        return dataclasses.replace(t, dtype=cast[t.name]) if t.name in cast else t
+
+    rebuilt = tuple(
+        dataclasses.replace(
+            op, operands={r: new(t) for r, t in op.operands.items()}, output=new(op.output)
+        )
+        for op in ops
+    )
+    return dataclasses.replace(tr, ops=rebuilt, output=new(tr.output))

@@ -218,3 +218,40 @@ def test_ops_numpy_semantics() -> None:
     np.testing.assert_allclose(
         NKIActivation(op="exp", scale=0.5)(data=a), np.exp(a * 0.5), rtol=1e-6
     )
+
+
+def test_self_attention_from_one_input_names_the_shared_rows_and_what_to_give() -> None:
+    # q and k projected from one x share x's rows: the scores' rows and columns are one
+    # dim. The refusal named the last matmul's contraction and blamed an element-wise op.
+    def f(x, wq, wk, wv):
+        xt = NKITranspose()(data=x)
+        q = NKIMatmul()(stationary=xt, moving=wq)
+        k = NKIMatmul()(stationary=xt, moving=wk)
+        v = NKIMatmul()(stationary=xt, moving=wv)
+        s = NKIMatmul()(stationary=NKITranspose()(data=q), moving=NKITranspose()(data=k))
+        return NKIMatmul()(stationary=NKITranspose()(data=s), moving=v)
+
+    w = ((256, 128), "bfloat16")
+    specs = {"x": ((128, 256), "bfloat16"), "wq": w, "wk": w, "wv": w}
+    with pytest.raises(
+        IRBuildError, match=r"result 's' \(128, 128\).*same dim \(x's rows.*as inputs"
+    ):
+        build_ir(f, specs)
+
+
+def test_an_input_dtype_with_no_kernel_rendering_is_refused_at_build() -> None:
+    # int8 built and showed, then every sampled state failed to render (KeyError 'int8').
+    def f(x):
+        return NKIActivation(op="relu")(data=x)
+
+    with pytest.raises(IRBuildError, match=r"INPUT_SPECS\['x'\]: dtype 'int8' has no NKI"):
+        build_ir(f, {"x": ((128, 256), "int8")})
+
+
+def test_a_second_operand_without_op1_is_refused_not_dropped() -> None:
+    # operand1= (or reverse1=) without op1= was accepted and ignored: x * 2, not x * 2 - 1.
+    def f(x):
+        return NKITensorScalar(op0="multiply", operand0=2.0, operand1=1.0, reverse1=True)(data=x)
+
+    with pytest.raises(IRBuildError, match="operand1 and reverse1 given without op1="):
+        build_ir(f, {"x": ((128, 256), "bfloat16")})

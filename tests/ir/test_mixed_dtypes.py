@@ -1,0 +1,111 @@
+"""A matmul of an fp32 operand and a bf16 one: nc_matmul takes one dtype, so the side an
+instruction writes is written in the other's dtype (``trace.narrow_matmul_operands``).
+Before, an fp32 ``x`` normed (or transposed) times a bf16 ``w`` built and showed, and
+`kernelopt ir sample` found no state at all (``isa_dtype`` in every draw)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from kernelopt.ir import REWRITES, build_ir, enumerate_rewrite_combinations, render_ir, sample
+from kernelopt.ir.sample import SampleError
+from kernelopt.sim import check_kernel
+from kernelopt.workload import load_workload
+
+HEAD = """import numpy as np
+from kernelopt.ir import NKIActivation, NKIMatmul, NKITensorReduce, NKITensorScalar, NKITranspose
+
+def rms(x):
+    ss = NKITensorReduce(op="add", axis=1)(data=NKIActivation(op="square")(data=x))
+    rs = NKIActivation(op="rsqrt", scale=1.0 / 256, bias=1e-6)(data=ss)
+    return NKITensorScalar(op0="multiply", operand0=rs)(data=x)
+
+def oracle(x):
+    return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6)
+"""
+
+# fp32 x normed, then times bf16 w: the norm's multiply writes bf16.
+NORMED_FP32 = """
+def f_nkigym(x, w):
+    return NKIMatmul()(stationary=NKITranspose()(data=rms(x)), moving=w)
+
+def f_numpy(x, w):
+    return oracle(x.astype(np.float32)) @ w.astype(np.float32)
+
+INPUT_SPECS = {"x": ((128, 256), "float32"), "w": ((256, 384), "bfloat16")}
+"""
+
+# fp32 x read as is, transposed in-kernel: the transpose's copy out of PSUM writes bf16.
+TRANSPOSED_FP32 = """
+def f_nkigym(x, w):
+    return NKIActivation(op="silu")(data=NKIMatmul()(stationary=NKITranspose()(data=x), moving=w))
+
+def f_numpy(x, w):
+    h = x.astype(np.float32) @ w.astype(np.float32)
+    return h / (1.0 + np.exp(-h))
+
+INPUT_SPECS = {"x": ((128, 256), "float32"), "w": ((256, 384), "bfloat16")}
+"""
+
+# bf16 x normed, times an fp32 w read as is: the norm writes fp32 instead.
+FP32_WEIGHT = """
+def f_nkigym(x, w):
+    return NKIMatmul()(stationary=NKITranspose()(data=rms(x)), moving=w)
+
+def f_numpy(x, w):
+    return oracle(x.astype(np.float32)) @ w.astype(np.float32)
+
+INPUT_SPECS = {"x": ((128, 256), "bfloat16"), "w": ((256, 384), "float32")}
+"""
+
+# Two inputs read as is: no instruction writes either, so no state exists.
+TWO_INPUTS = """
+def f_nkigym(xT, w):
+    return NKIMatmul()(stationary=xT, moving=w)
+
+def f_numpy(xT, w):
+    return xT.astype(np.float32).T @ w.astype(np.float32)
+
+INPUT_SPECS = {"xT": ((256, 128), "float32"), "w": ((256, 384), "bfloat16")}
+"""
+
+
+def _check(tmp_path: Path, name: str, body: str) -> tuple[int, list[str]]:
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEAD + body)
+    w = load_workload(path)
+    base = build_ir(w.f_nkigym, w.input_specs, name=name)
+    checked, failures = 0, []
+    for variant, ir in enumerate_rewrite_combinations(base, list(REWRITES.values())):
+        try:
+            state = sample(ir, random.Random(0))
+        except SampleError:
+            continue  # a variant without states is skipped, as `ir sample` skips it
+        kernel = tmp_path / f"{variant}.py"
+        kernel.write_text(render_ir(state))
+        report = check_kernel(kernel, w)
+        checked += 1
+        if not report.correct:
+            failures.append(f"{variant}: {report.error_kind}: {report.error}")
+    return checked, failures
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "least"),
+    [("normed", NORMED_FP32, 4), ("transposed", TRANSPOSED_FP32, 1), ("weight", FP32_WEIGHT, 4)],
+    ids=["normed_fp32_x", "transposed_fp32_x", "fp32_weight"],
+)
+def test_a_matmul_of_fp32_and_bf16_sides_has_correct_states(
+    tmp_path: Path, name: str, body: str, least: int
+) -> None:
+    checked, failures = _check(tmp_path, name, body)
+    assert checked >= least
+    assert failures == []
+
+
+def test_two_inputs_of_two_dtypes_read_as_is_still_have_no_state(tmp_path: Path) -> None:
+    checked, failures = _check(tmp_path, "two_inputs", TWO_INPUTS)
+    assert checked == 0
