@@ -52,3 +52,35 @@ def sampler_with_nothing_learnt(monkeypatch) -> ModuleType:
     monkeypatch.setattr(sampling, "_UNSAMPLEABLE", {})
     monkeypatch.setattr(sampling, "_ORDERED_FIRST", set())
     return sampling
+
+
+def variant_failures(
+    path: Path, name: str, seeds: int = 1, skip_unsampleable: bool = False
+) -> tuple[int, list[str]]:
+    """How many states of every rewrite variant of the workload at ``path`` were drawn
+    (``seeds`` per variant), rendered and checked on the simulator, and what failed. With
+    ``skip_unsampleable`` a variant without a state is skipped, as `ir sample` skips it."""
+    import random
+
+    from kernelopt.ir import REWRITES, enumerate_rewrite_combinations, render_ir, sample
+    from kernelopt.ir.sample import SampleError
+    from kernelopt.sim import check_kernel
+
+    w = load_workload(path)
+    base = build_ir(w.f_nkigym, w.input_specs, name=name)
+    checked, failures = 0, []
+    for variant, ir in enumerate_rewrite_combinations(base, list(REWRITES.values())):
+        for seed in range(seeds):
+            try:
+                state = sample(ir, random.Random(seed))
+            except SampleError:
+                if skip_unsampleable:
+                    break
+                raise
+            kernel = path.parent / f"{variant}_{seed}.py"
+            kernel.write_text(render_ir(state))
+            report = check_kernel(kernel, w)
+            checked += 1
+            if not report.correct:
+                failures.append(f"{variant} seed {seed}: {report.error_kind}: {report.error}")
+    return checked, failures

@@ -5,15 +5,10 @@ Before, an fp32 ``x`` normed (or transposed) times a bf16 ``w`` built and showed
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
-
-from kernelopt.ir import REWRITES, build_ir, enumerate_rewrite_combinations, render_ir, sample
-from kernelopt.ir.sample import SampleError
-from kernelopt.sim import check_kernel
-from kernelopt.workload import load_workload
+from ir_support import variant_failures
 
 HEAD = """import numpy as np
 from kernelopt.ir import NKIActivation, NKIMatmul, NKITensorReduce, NKITensorScalar, NKITranspose
@@ -76,21 +71,7 @@ INPUT_SPECS = {"xT": ((256, 128), "float32"), "w": ((256, 384), "bfloat16")}
 def _check(tmp_path: Path, name: str, body: str) -> tuple[int, list[str]]:
     path = tmp_path / f"{name}.py"
     path.write_text(HEAD + body)
-    w = load_workload(path)
-    base = build_ir(w.f_nkigym, w.input_specs, name=name)
-    checked, failures = 0, []
-    for variant, ir in enumerate_rewrite_combinations(base, list(REWRITES.values())):
-        try:
-            state = sample(ir, random.Random(0))
-        except SampleError:
-            continue  # a variant without states is skipped, as `ir sample` skips it
-        kernel = tmp_path / f"{variant}.py"
-        kernel.write_text(render_ir(state))
-        report = check_kernel(kernel, w)
-        checked += 1
-        if not report.correct:
-            failures.append(f"{variant}: {report.error_kind}: {report.error}")
-    return checked, failures
+    return variant_failures(path, name, skip_unsampleable=True)
 
 
 @pytest.mark.parametrize(

@@ -5,14 +5,10 @@ the workload's own numpy oracle (written apart from the op classes)."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
-
-from kernelopt.ir import REWRITES, build_ir, enumerate_rewrite_combinations, render_ir, sample
-from kernelopt.sim import check_kernel
-from kernelopt.workload import load_workload
+from ir_support import variant_failures
 
 HEAD = """import numpy as np
 from kernelopt.ir import NKIMatmul, NKITensorScalar, NKITensorTensor, NKITranspose
@@ -74,18 +70,7 @@ INPUT_SPECS = {"row": ((256, 1024), "bfloat16"), "col": ((256, 1), "float32"),
 def _failures(tmp_path: Path, name: str, body: str, seeds: int) -> tuple[int, list[str]]:
     path = tmp_path / f"{name}.py"
     path.write_text(HEAD + body)
-    w = load_workload(path)
-    base = build_ir(w.f_nkigym, w.input_specs, name=name)
-    checked, failures = 0, []
-    for variant, ir in enumerate_rewrite_combinations(base, list(REWRITES.values())):
-        for seed in range(seeds):
-            kernel = tmp_path / f"{variant}_{seed}.py"
-            kernel.write_text(render_ir(sample(ir, random.Random(seed))))
-            report = check_kernel(kernel, w)
-            checked += 1
-            if not report.correct:
-                failures.append(f"{variant} seed {seed}: {report.error_kind}: {report.error}")
-    return checked, failures
+    return variant_failures(path, name, seeds)
 
 
 @pytest.mark.parametrize(
