@@ -267,31 +267,38 @@ def ranked(
     """The states the timer could time, fastest first (ties keep the pool's order).
 
     With a ``deadline`` (``time.monotonic()``), the states are timed in the order of
-    their counted work (``cost.engine_times``), leanest first, and those not reached by
-    then are left out: a kernel of 100k instructions takes seconds to simulate, and a
-    pool of them would take longer than the run it starts. At least one is timed.
+    their counted work (``cost.engine_times``), those that fit on chip by the all-live
+    estimate first, leanest first, and those not reached by then are left out: a kernel
+    of 100k instructions takes seconds to simulate, and a pool of them would take longer
+    than the run it starts. Past it, states are still timed until one runs.
     ``progress`` is told after each state.
     """
     order = list(enumerate(states))
     if deadline is not None:
         from kernelopt.ir.cost import engine_times
 
-        counted = {i: engine_times(ir) for i, ir in order}
-        order.sort(key=lambda p: (c.bound if (c := counted[p[0]]) else float("inf"), p[0]))
-    timed = []
+        def key(pair: tuple[int, KernelIR]) -> tuple[bool, float, int]:
+            counted = engine_times(pair[1])
+            return (not fits(pair[1]), counted.bound if counted else float("inf"), pair[0])
+
+        order.sort(key=key)
+    timed: list[tuple[float | None, int, KernelIR]] = []
+    ran = False
     if progress is not None:
         progress(0, len(order))  # the pool is drawn
     for i, ir in order:
-        if deadline is not None and timed and time.monotonic() > deadline:
+        if deadline is not None and ran and time.monotonic() > deadline:
             break
-        timed.append((timer(ir), i, ir))
+        seconds = timer(ir)
+        ran = ran or seconds is not None
+        timed.append((seconds, i, ir))
         if progress is not None:
             progress(len(timed), len(order))
     return [Start(ir, t) for t, _, ir in sorted(x for x in timed if x[0] is not None)]
 
 
 INIT_POOL = 24  # states `kernelopt ir init` screens by default
-SCREEN_SECONDS = 90.0  # simulating the pool stops here; leaner-counted states go first
+SCREEN_SECONDS = 90.0  # simulating the pool stops after this; leaner-counted states first
 
 
 class Initial(NamedTuple):
@@ -331,8 +338,8 @@ def initial_state(
     if all(problems):
         raise SampleError(f"no knob state of {base.func_name} fits on chip: {problems[0]}")
     timer = SimTimer(workload)
-    deadline = time.monotonic() + SCREEN_SECONDS
     states = pool(variants, random.Random(seed), pool_size)
+    deadline = time.monotonic() + SCREEN_SECONDS  # for simulating; drawing is apart
     starts = ranked(states, timer, deadline, progress)
     if not starts and timer.refusals:
         # The base knobs would fail the same way when the run measures its baseline.

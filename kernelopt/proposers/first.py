@@ -52,8 +52,9 @@ def first_batch(
     ``extra`` (the baseline's own state) joins the pool, so a start worse than
     the baseline by the estimate is not measured first.
     """
-    deadline = time.monotonic() + SCREEN_SECONDS
-    starts = ranked([*pool(variants, rng, size), *extra], timer, deadline)
+    states = [*pool(variants, rng, size), *extra]
+    deadline = time.monotonic() + SCREEN_SECONDS  # for simulating; drawing is apart
+    starts = ranked(states, timer, deadline)
     if not starts:
         return []
     # The leaders' knobs on every other variant too: a rewrite is best weighed at the

@@ -110,6 +110,15 @@ def test_past_its_deadline_the_screen_times_only_the_leanest_counted_state() -> 
     leanest = min(engine_times(s).bound for s in states)
     assert len(timed) == 1 and engine_times(timed[0]).bound == leanest
     assert [s.ir for s in starts] == timed
+    # A state the simulator refuses does not end the screen: it goes on until one runs.
+    asked: list = []
+
+    def refuses_three(ir):
+        asked.append(ir)
+        return None if len(asked) <= 3 else 1e-6
+
+    starts = ranked(states, refuses_three, time.monotonic() - 1)
+    assert len(asked) == 4 and [s.ir for s in starts] == [asked[-1]]
 
 
 def test_a_drawn_state_is_screened_on_its_twin_variant_too() -> None:
