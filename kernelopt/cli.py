@@ -69,6 +69,7 @@ def init(name: str, kind: str, workload: Path | None) -> None:
       git add programs ir performance.md && git commit -m "kernelopt: blur"
       kernelopt run programs/blur.md
     """
+    from kernelopt.output import ScreenProgress
     from kernelopt.scaffold import scaffold
 
     if workload is not None and kind != "nki":
@@ -77,7 +78,7 @@ def init(name: str, kind: str, workload: Path | None) -> None:
     from kernelopt.ir.sample import SampleError
 
     try:
-        made = scaffold(root, name, kind, workload)
+        made = scaffold(root, name, kind, workload, ScreenProgress())
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     except SampleError as exc:

@@ -343,3 +343,23 @@ def print_log(rows: list[dict[str, Any]], *, as_json: bool, plain: bool, wide: b
     from kernelopt.report.table import render_log_table
 
     render_log_table(rows, Console(width=4000) if wide else Console(), wide=wide)
+
+
+class ScreenProgress:
+    """A line on stderr every few seconds while the screen simulates a large pool
+    (`kernelopt ir init`, `kernelopt init --kind nki`)."""
+
+    EVERY = 5.0  # seconds between lines
+
+    def __init__(self) -> None:
+        self.started = self.last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.EVERY:
+            self.last = now
+            click.echo(
+                f"screening on sim: {done} of {total} states simulated "
+                f"({now - self.started:.0f} s)",
+                err=True,
+            )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from kernelopt.ledger import HEADER
 
 if TYPE_CHECKING:
+    from kernelopt.ir.start import Progress
     from kernelopt.workload import Workload
 
 COMMAND_TEMPLATE = """---
@@ -143,7 +144,9 @@ INPUT_SPECS = {{"lhsT": ((K, M), "bfloat16"), "rhs": ((K, N), "bfloat16")}}
 '''
 
 
-def _nki_files(root: Path, name: str, workload: Path | None) -> dict[Path, str]:
+def _nki_files(
+    root: Path, name: str, workload: Path | None, progress: Progress | None
+) -> dict[Path, str]:
     """A starting workload (unless given), and the knobs and kernel to start tuning from."""
     from kernelopt.ir.start import init_paths, initial_state
     from kernelopt.workload import load_workload
@@ -155,7 +158,7 @@ def _nki_files(root: Path, name: str, workload: Path | None) -> dict[Path, str]:
         if not workload.exists():
             workload.parent.mkdir(parents=True, exist_ok=True)
             workload.write_text(files[workload])
-    ir = initial_state(load_workload(workload)).ir
+    ir = initial_state(load_workload(workload), progress=progress).ir
     knobs, kernel = init_paths(workload)
     from kernelopt.ir.knobs_io import knobs_text
     from kernelopt.ir.render import render_ir
@@ -200,12 +203,17 @@ def _nki_program(root: Path, name: str, workload: Path | None) -> str:
 
 
 def scaffold(
-    root: Path, name: str, kind: str, workload: Path | None = None
+    root: Path,
+    name: str,
+    kind: str,
+    workload: Path | None = None,
+    progress: Progress | None = None,
 ) -> list[tuple[Path, bool]]:
     """Create what is missing; return (path, created) for each file considered.
 
     ``workload`` (nki only): an existing workload.py in the repository to tune, in
-    place of a template one under ir/<name>/.
+    place of a template one under ir/<name>/. ``progress`` hears of the screen that
+    picks an nki target's first knobs (``kernelopt.ir.start.initial_state``).
     """
     out: list[tuple[Path, bool]] = []
     root = root.resolve()
@@ -217,7 +225,7 @@ def scaffold(
     created_workload = workload is None and not (root / "ir" / name / "workload.py").exists()
     wanted: dict[Path, str] = {}
     if kind == "nki":
-        wanted.update(_nki_files(root, name, workload))
+        wanted.update(_nki_files(root, name, workload, progress))
         template = _nki_program(root, name, workload)
         files = ", ".join(p.relative_to(root).as_posix() for p in wanted if p.name != "workload.py")
     else:

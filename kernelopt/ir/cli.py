@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from pathlib import Path
 
 import click
@@ -23,6 +22,7 @@ from kernelopt.ir.sample import SampleError, knob_signature, sample_rotation
 from kernelopt.ir.start import INIT_POOL, init_paths, initial_state
 from kernelopt.ir.trace import IRBuildError
 from kernelopt.ir.validate import validity_report
+from kernelopt.output import ScreenProgress
 from kernelopt.workload import Workload, WorkloadError, load_workload
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -198,25 +198,6 @@ def sample_cmd(workload: Path, count: int, seed: int, as_json: bool) -> None:
             click.echo(json.dumps(knobs_to_json(ir), indent=2))
 
 
-class _ScreenProgress:
-    """A line on stderr every few seconds while the screen simulates a large pool."""
-
-    EVERY = 5.0  # seconds between lines
-
-    def __init__(self) -> None:
-        self.started = self.last = time.monotonic()
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self.last >= self.EVERY:
-            self.last = now
-            click.echo(
-                f"screening on sim: {done} of {total} states simulated "
-                f"({now - self.started:.0f} s)",
-                err=True,
-            )
-
-
 @ir_group.command("init")
 @click.argument("workload", type=_FILE)
 @click.option(
@@ -259,7 +240,7 @@ def init_cmd(
     """
     try:
         loaded = load_workload(workload)
-        ir, seconds, timed = initial_state(loaded, pool, seed, _ScreenProgress())
+        ir, seconds, timed = initial_state(loaded, pool, seed, ScreenProgress())
     except (WorkloadError, IRBuildError, KnobsError, SampleError) as exc:
         raise click.ClickException(str(exc)) from exc
     default_knobs, default_kernel = init_paths(workload)

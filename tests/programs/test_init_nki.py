@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -127,3 +128,20 @@ def test_init_nki_with_a_workload_of_ones_own(
         main, ["init", "--name", "x", "--kind", "nki", "--workload", str(outside)]
     )
     assert refused.exit_code == 2 and "inside the repository" in refused.output
+
+
+def test_init_nki_says_how_far_its_screen_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A large workload screens for minutes; the line every EVERY seconds is what the
+    # user sees meanwhile (every state here, with EVERY at 0).
+    from kernelopt.output import ScreenProgress
+
+    monkeypatch.setattr(ScreenProgress, "EVERY", 0.0)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(main, ["init", "--name", "gemm", "--kind", "nki"])
+    assert out.exit_code == 0, out.output
+    counts = re.findall(r"^screening on sim: (\d+) of (\d+) states simulated", out.output, re.M)
+    # From the drawn pool (0 simulated) to every state of it.
+    assert len(counts) > 3 and counts[0][0] == "0" and counts[-1][0] == counts[-1][1]
