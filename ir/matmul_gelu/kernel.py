@@ -35,7 +35,11 @@ def matmul_gelu(lhsT, rhs):
                                 stationary=sbuf_lhsT[:, 0, 0:128],
                                 moving=sbuf_rhs[:, 0, 0:512],
                             )
-                    nisa.tensor_copy(dst=sbuf_mm[:, 0, 0:512], src=psum_mm[:, 0, 0:512])
+                    nisa.tensor_copy(
+                        dst=sbuf_mm[:, 0, 0:512],
+                        src=psum_mm[:, 0, 0:512],
+                        engine=nisa.engine.scalar,
+                    )
                     nisa.activation(
                         dst=sbuf_out[:, 0, 0:512], op=nl.gelu, data=sbuf_mm[:, 0, 0:512]
                     )

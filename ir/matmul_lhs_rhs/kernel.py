@@ -47,7 +47,11 @@ def matmul_lhs_rhs(lhs, rhs):
                                 stationary=sbuf_lhs_T[:, 0, 0:128],
                                 moving=sbuf_rhs[:, 0, 0:512],
                             )
-                    nisa.tensor_copy(dst=sbuf_out[:, 0, 0:512], src=psum_out[:, 0, 0:512])
+                    nisa.tensor_copy(
+                        dst=sbuf_out[:, 0, 0:512],
+                        src=psum_out[:, 0, 0:512],
+                        engine=nisa.engine.scalar,
+                    )
                     row = b0 * 128 + t0 * 128
                     col = b2 * 512 + t2 * 512
                     nisa.dma_copy(

@@ -18,8 +18,7 @@ def rmsnorm_matmul(x, w):
         sbuf_ss = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
         sbuf_ms = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
         sbuf_rs = nl.ndarray((128, 1, 1), dtype=nl.float32, buffer=nl.sbuf)
-        sbuf_mm = nl.ndarray((128, 1, 2048), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.memset(dst=sbuf_mm, value=0.0)
+        sbuf_mm = nl.ndarray((128, 1, 2048), dtype=nl.bfloat16, buffer=nl.sbuf)
         sbuf_out = nl.ndarray((128, 1, 2048), dtype=nl.bfloat16, buffer=nl.sbuf)
         for l0 in nl.affine_range(1):
             nisa.tensor_reduce(
@@ -36,7 +35,6 @@ def rmsnorm_matmul(x, w):
                 operand0=0.0009765625,
                 op1=nl.add,
                 operand1=1e-06,
-                engine=nisa.engine.scalar,
             )
             nisa.activation(dst=sbuf_rs[:, l0, 0:1], op=nl.rsqrt, data=sbuf_ms[:, l0, 0:1])
         for b1 in nl.sequential_range(1):
@@ -62,7 +60,6 @@ def rmsnorm_matmul(x, w):
                         nisa.tensor_copy(
                             dst=sbuf_xt[:, t1, f_sbuf_xt : f_sbuf_xt + 128],
                             src=psum_xt[:, 0, 0:128],
-                            engine=nisa.engine.scalar,
                         )
                         for t2 in nl.affine_range(4):
                             f_psum_mm = b2 * 2048 + t2 * 512
@@ -77,11 +74,10 @@ def rmsnorm_matmul(x, w):
                 for l2 in nl.affine_range(4):
                     f_sbuf_mm = l2 * 512
                     f_psum_mm = l2 * 512
-                    nisa.tensor_tensor(
+                    nisa.tensor_copy(
                         dst=sbuf_mm[:, l0, f_sbuf_mm : f_sbuf_mm + 512],
-                        data1=sbuf_mm[:, l0, f_sbuf_mm : f_sbuf_mm + 512],
-                        data2=psum_mm[:, l0, f_psum_mm : f_psum_mm + 512],
-                        op=nl.add,
+                        src=psum_mm[:, l0, f_psum_mm : f_psum_mm + 512],
+                        engine=nisa.engine.scalar,
                     )
         for l0 in nl.affine_range(1):
             nisa.tensor_scalar(

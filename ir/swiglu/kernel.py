@@ -57,7 +57,11 @@ def swiglu(xT, w_gate, w_up):
                         src=psum_gate[:, 0, 0:512],
                         engine=nisa.engine.scalar,
                     )
-                    nisa.tensor_copy(dst=sbuf_up[:, 0, 0:512], src=psum_up[:, 0, 0:512])
+                    nisa.tensor_copy(
+                        dst=sbuf_up[:, 0, 0:512],
+                        src=psum_up[:, 0, 0:512],
+                        engine=nisa.engine.scalar,
+                    )
                     nisa.activation(
                         dst=sbuf_act[:, 0, 0:512], op=nl.silu, data=sbuf_gate[:, 0, 0:512]
                     )

@@ -290,15 +290,32 @@ def _adds_into(ir: KernelIR, op: Operator) -> set[str] | None:
         return None
     if op.kind == "matmul":
         return {*buf.axes, *buf.lifetime_dims}
-    if op.kind == "drain" and drain_adds(ir, op):
+    if op.kind == "drain" and drain_may_add(ir, op):
         return {*buf.axes, op.attr("reduce")}  # a drain folding each block's sum into SBUF
     return None
 
 
-def drain_adds(ir: KernelIR, drain: Operator) -> bool:
-    """Whether a PSUM drain folds a block's partial sum into SBUF (``tensor_tensor`` add)."""
+def drain_may_add(ir: KernelIR, drain: Operator) -> bool:
+    """Whether a PSUM drain's scopes let it fold block sums into SBUF: PSUM holds one K
+    block of a dim of several tiles. Validity rules ask this, not ``drain_adds``, so
+    that they do not depend on ``ltiles_per_block``."""
     psum = ir.buffer[drain.srcs[0]]
-    return any(scope_of(ir, psum, d) == Scope.PER_BLOCK for d in psum.lifetime_dims)
+    return any(
+        scope_of(ir, psum, d) == Scope.PER_BLOCK and ir.dim[d].num_tiles > 1
+        for d in psum.lifetime_dims
+    )
+
+
+def drain_adds(ir: KernelIR, drain: Operator) -> bool:
+    """Whether a PSUM drain folds a block's partial sum into SBUF (``tensor_tensor`` add).
+
+    A reduced dim of one block has one partial sum, the whole: it is copied out, with no
+    zeroed accumulator to add it to."""
+    psum = ir.buffer[drain.srcs[0]]
+    return any(
+        scope_of(ir, psum, d) == Scope.PER_BLOCK and ir.trip(f"{d}.block") > 1
+        for d in psum.lifetime_dims
+    )
 
 
 def _accumulated_dtype_failures(ir: KernelIR) -> list[Failure]:
@@ -310,7 +327,7 @@ def _accumulated_dtype_failures(ir: KernelIR) -> list[Failure]:
         if op.kind != "sbuf_transpose":
             continue
         drain = ir.producers.get(op.srcs[0])
-        if drain is None or drain.kind != "drain" or not drain_adds(ir, drain):
+        if drain is None or drain.kind != "drain" or not drain_may_add(ir, drain):
             continue
         failures.append(
             Failure(

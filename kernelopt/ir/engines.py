@@ -32,38 +32,47 @@ def scaled_copy(op: Operator) -> bool:
     )
 
 
+def _seconds(elements: float, psum: bool) -> dict[str, float]:
+    """Streaming ``elements`` on each engine, at the simulator's rates: a PSUM operand
+    costs VectorE two cycles an element and ScalarE one (``sim.trn2.Trn2Params``)."""
+    p = DEFAULT_PARAMS
+    vector = p.psum_read_cycles_per_element if psum else 1.0
+    scalar = p.scalar_psum_read_cycles_per_element if psum else 1.0
+    return {
+        "vector": elements * vector / p.vector_clock_hz,
+        "scalar": elements * scalar / p.scalar_clock_hz,
+    }
+
+
 def engine_plan(ir: KernelIR) -> dict[str, str]:
     """The engine of every instruction that may run on VectorE or ScalarE.
 
-    The fixed work of each engine (elements streamed, a PSUM operand counting
-    twice) is summed first, then each movable instruction, largest first, goes
-    where the busier engine finishes sooner, so VectorE and ScalarE share the
+    The fixed work of each engine (elements streamed at its own rate, a PSUM operand
+    at its PSUM rate) is summed first, then each movable instruction, largest first,
+    goes where the busier engine finishes sooner, so VectorE and ScalarE share the
     element-wise work. A tie stays on VectorE, the instructions' default engine.
     """
-    rates = {"vector": DEFAULT_PARAMS.vector_clock_hz, "scalar": DEFAULT_PARAMS.scalar_clock_hz}
     load = {"vector": 0.0, "scalar": 0.0}
-    movable: list[tuple[float, int, Operator]] = []
+    movable: list[tuple[float, int, Operator, dict[str, float]]] = []
     for i, op in enumerate(ir.operators):
         buf = ir.buffer.get(op.srcs[0]) if op.srcs else None
         if buf is None:
             continue
         dp, df = buf.axes
-        work = ir.dim[dp].size * ir.dim[df].size * (2.0 if buf.memory == "psum" else 1.0)
-        if op.kind == "drain" and drain_adds(ir, op):
-            load["vector"] += work
-        elif op.kind in VECTOR_ONLY:
-            load["vector"] += work
+        cost = _seconds(ir.dim[dp].size * ir.dim[df].size, buf.memory == "psum")
+        if (op.kind == "drain" and drain_adds(ir, op)) or op.kind in VECTOR_ONLY:
+            load["vector"] += cost["vector"]
         elif op.kind in SCALAR_ONLY and not scaled_copy(op):
-            load["scalar"] += work
+            load["scalar"] += cost["scalar"]
         elif op.kind in EITHER or scaled_copy(op):
-            movable.append((-work, i, op))
+            movable.append((-max(cost.values()), i, op, cost))
     plan: dict[str, str] = {}
-    for negative, _, op in sorted(movable, key=lambda m: (m[0], m[1])):
+    for _, _, op, cost in sorted(movable, key=lambda m: (m[0], m[1])):
         finish = {
-            e: max((load[e] - negative) / rates[e], load[o] / rates[o])
+            e: max(load[e] + cost[e], load[o])
             for e, o in (("vector", "scalar"), ("scalar", "vector"))
         }
         engine = "scalar" if finish["scalar"] < finish["vector"] else "vector"
-        load[engine] -= negative
+        load[engine] += cost[engine]
         plan[op.name] = engine
     return plan

@@ -89,8 +89,11 @@ def test_the_vector_engine_loses_the_reduction_and_scalar_engine_pays_little() -
     before, after = engine_times(base), engine_times(state)
     assert before is not None and after is not None
     assert after.vector < before.vector - 100.0  # one row reduction per row tile gone
-    # The activation runs as before plus the ~64-cycle read of its accumulator.
-    assert 0.0 < after.scalar - before.scalar < 0.1 * before.scalar
+    # The activation runs as before plus the ~64-cycle read of its accumulator; the copies
+    # either engine may run are planned again, so the two engines' sum and the busier of
+    # the two both drop.
+    assert after.vector + after.scalar < before.vector + before.scalar - 100.0
+    assert max(after.vector, after.scalar) < max(before.vector, before.scalar)
 
 
 EXP_SUM = """
@@ -194,9 +197,10 @@ def test_a_square_written_as_x_times_x_sums_its_row_on_scalar_engine(tmp_path: P
     state = fused.with_knobs(base.loop_order, base.ltiles_per_block, base.buffer_scopes)
     before, after = engine_times(base), engine_times(state)
     assert before is not None and after is not None
-    # Two VectorE passes become one ScalarE pass: less VectorE work, less in all.
-    assert after.vector < before.vector
+    # Two VectorE passes become one ScalarE pass: less work in all, and (the copies
+    # either engine may run planned again) less on the busier engine.
     assert after.vector + after.scalar < before.vector + before.scalar
+    assert max(after.vector, after.scalar) < max(before.vector, before.scalar)
     for seed in range(2):
         text = render_ir(sample(fused, random.Random(seed)))
         assert "op=nl.square" in text and "nisa.activation_reduce(" in text
