@@ -9,6 +9,7 @@ this one function, so what samples is exactly what validates.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kernelopt.ir.model import KernelIR, Operator, PhysicalBuffer, Scope
 
@@ -26,9 +27,9 @@ class Failure:
     detail: str
 
 
-@dataclass(frozen=True)
-class Bound:
-    """One side of an emission interval and the (dim, scope) that imposes it."""
+class Bound(NamedTuple):
+    """One side of an emission interval and the (dim, scope) that imposes it (a tuple:
+    intervals are narrowed millions of times while a pool is drawn)."""
 
     depth: int
     dim: str | None
@@ -135,12 +136,32 @@ def narrow(
     return lo, hi
 
 
+def narrow_depths(lo: int, hi: int, scope: Scope, block: int, tile: int) -> tuple[int, int]:
+    """``narrow`` on the depths alone, without naming the dim that imposes them: the
+    samplers and ``derive`` call it millions of times while a pool is drawn."""
+    if scope == Scope.PER_TILE:
+        return max(lo, tile + 1), hi
+    if scope == Scope.PER_BLOCK:
+        return max(lo, block + 1), min(hi, tile)
+    return lo, min(hi, block)
+
+
+def emission_depths(ir: KernelIR, buf: PhysicalBuffer, position: dict[str, int]) -> tuple[int, int]:
+    """``emission_interval``'s depths: the tightest [lower, upper] the buffer's scopes allow."""
+    lo, hi = 0, len(position)
+    given = ir.buffer_scopes.get(buf.name, {})
+    for d in buf.scoped_dims:
+        scope = Scope.FULL if d in buf.pinned_full else given[d]
+        lo, hi = narrow_depths(lo, hi, scope, position[f"{d}.block"], position[f"{d}.tile"])
+    return lo, hi
+
+
 def emission_interval(
     ir: KernelIR, buf: PhysicalBuffer, position: dict[str, int]
 ) -> tuple[Bound, Bound]:
     """The tightest [lower, upper] depth range the buffer's scopes allow."""
     lo, hi = Bound(0, None, None), Bound(len(position), None, None)
-    for d in buf.pinned_full + buf.knob_dims:
+    for d in buf.scoped_dims:
         scope = scope_of(ir, buf, d)
         lo, hi = narrow(lo, hi, d, scope, position[f"{d}.block"], position[f"{d}.tile"])
     return lo, hi
@@ -211,11 +232,11 @@ def derive(ir: KernelIR) -> tuple[Placement | None, list[Failure]]:
                 )
             )
             continue
-        lo, hi = emission_interval(ir, buf, position)
-        if lo.depth > hi.depth:
-            failures.append(_interval_failure(ir, buf, lo, hi))
+        lo, hi = emission_depths(ir, buf, position)
+        if lo > hi:
+            failures.append(_interval_failure(ir, buf, *emission_interval(ir, buf, position)))
             continue
-        emission[buf.name] = lo.depth
+        emission[buf.name] = lo
     if failures:
         return None, failures
     fire: dict[str, int] = {}

@@ -39,6 +39,10 @@ class Dim:
         return self.size // self.tile
 
     def divisors(self) -> tuple[int, ...]:
+        return self._divisors
+
+    @cached_property
+    def _divisors(self) -> tuple[int, ...]:
         n = self.num_tiles
         return tuple(d for d in range(1, n + 1) if n % d == 0)
 
@@ -62,9 +66,16 @@ class PhysicalBuffer:
     lifetime_dims: tuple[str, ...] = ()
     pinned_full: tuple[str, ...] = ()
 
-    @property
+    # Cached (derive asks for them millions of times while a pool is drawn); not fields,
+    # so equality and hashing are the fields' alone.
+    @cached_property
     def knob_dims(self) -> tuple[str, ...]:
         return tuple(d for d in self.axes + self.lifetime_dims if d not in self.pinned_full)
+
+    @cached_property
+    def scoped_dims(self) -> tuple[str, ...]:
+        """Every dim with a scope: the pinned ones (always FULL), then the knob dims."""
+        return self.pinned_full + self.knob_dims
 
     def scopes_for(self, d: str) -> list[Scope]:
         """The scopes dim ``d`` may take: an accumulator cannot be re-allocated every
@@ -160,7 +171,8 @@ class KernelIR:
             changes["ltiles_per_block"] = dict(ltiles_per_block)
         if buffer_scopes is not None:
             changes["buffer_scopes"] = {
-                b: {d: Scope(s) for d, s in scopes.items()} for b, scopes in buffer_scopes.items()
+                b: {d: s if isinstance(s, Scope) else Scope(s) for d, s in scopes.items()}
+                for b, scopes in buffer_scopes.items()
             }
         return dataclasses.replace(self, **changes)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from kernelopt.ir.derive import Bound, derive, narrow
+from kernelopt.ir.derive import derive, narrow_depths
 from kernelopt.ir.footprint import capacity_problem, shrink_to_fit
 from kernelopt.ir.model import KernelIR, Scope
 from kernelopt.proposers.base import signature_of
@@ -119,9 +119,11 @@ def draw_scopes(
     depth = len(position)
     scopes: dict[str, dict[str, Scope]] = {}
     for buf in ir.buffers:
-        lo, hi = Bound(0, None, None), Bound(depth, None, None)
+        lo, hi = 0, depth
         for d in buf.pinned_full:
-            lo, hi = narrow(lo, hi, d, Scope.FULL, position[f"{d}.block"], position[f"{d}.tile"])
+            lo, hi = narrow_depths(
+                lo, hi, Scope.FULL, position[f"{d}.block"], position[f"{d}.tile"]
+            )
         chosen: dict[str, Scope] = {}
         # Reducing dims first: they cannot fall back to PER_TILE.
         for d in (*buf.lifetime_dims, *buf.axes):
@@ -130,8 +132,8 @@ def draw_scopes(
             block, tile = position[f"{d}.block"], position[f"{d}.tile"]
             options = []
             for scope in buf.scopes_for(d):
-                nlo, nhi = narrow(lo, hi, d, scope, block, tile)
-                if nlo.depth <= nhi.depth:
+                nlo, nhi = narrow_depths(lo, hi, scope, block, tile)
+                if nlo <= nhi:
                     options.append((scope, nlo, nhi))
             if not options:
                 break
