@@ -78,7 +78,8 @@ def init(name: str, kind: str, workload: Path | None) -> None:
     from kernelopt.ir.sample import SampleError
 
     try:
-        made = scaffold(root, name, kind, workload, ScreenProgress())
+        shown = ScreenProgress()
+        made = scaffold(root, name, kind, workload, shown, shown.drawing)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     except SampleError as exc:

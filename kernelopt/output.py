@@ -346,8 +346,8 @@ def print_log(rows: list[dict[str, Any]], *, as_json: bool, plain: bool, wide: b
 
 
 class ScreenProgress:
-    """A line on stderr every few seconds while the screen simulates a large pool
-    (`kernelopt ir init`, `kernelopt init --kind nki`)."""
+    """A line on stderr every few seconds while the screen draws and simulates a large
+    pool (`kernelopt ir init`, `kernelopt init --kind nki`)."""
 
     EVERY = 5.0  # seconds between lines
 
@@ -355,11 +355,14 @@ class ScreenProgress:
         self.started = self.last = time.monotonic()
 
     def __call__(self, done: int, total: int) -> None:
+        self._line(f"screening on sim: {done} of {total} states simulated")
+
+    def drawing(self, drawn: int, wanted: int) -> None:
+        """While the pool is drawn (before anything is simulated)."""
+        self._line(f"drawing knob states to screen: {drawn} of {wanted} drawn")
+
+    def _line(self, text: str) -> None:
         now = time.monotonic()
         if now - self.last >= self.EVERY:
             self.last = now
-            click.echo(
-                f"screening on sim: {done} of {total} states simulated "
-                f"({now - self.started:.0f} s)",
-                err=True,
-            )
+            click.echo(f"{text} ({now - self.started:.0f} s)", err=True)

@@ -240,7 +240,8 @@ def init_cmd(
     """
     try:
         loaded = load_workload(workload)
-        ir, seconds, timed = initial_state(loaded, pool, seed, ScreenProgress())
+        shown = ScreenProgress()
+        ir, seconds, timed = initial_state(loaded, pool, seed, shown, shown.drawing)
     except (WorkloadError, IRBuildError, KnobsError, SampleError) as exc:
         raise click.ClickException(str(exc)) from exc
     default_knobs, default_kernel = init_paths(workload)

@@ -142,14 +142,23 @@ def _repaired(state: KernelIR) -> KernelIR | None:
     return None if derive(state)[1] else state
 
 
-def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[KernelIR]:
+Progress = Callable[[int, int], None]  # (states timed so far, states in the pool)
+
+
+def pool(
+    variants: Sequence[KernelIR],
+    rng: random.Random,
+    size: int,
+    drawing: Progress | None = None,
+) -> list[KernelIR]:
     """The states a start is screened from, each knob state once.
 
     Every variant's default knobs and streaming templates, then joint draws (each
     narrowed until it fits, ``footprint.shrink_to_fit``): of ``DRAWS_PER_SLOT * size``
     draws, the ``size // 2`` whose busiest engine has the least work
     (``cost.engine_times``: repeated work and reloads show there) and ``size // 4``
-    others, so the count does not steer alone.
+    others, so the count does not steer alone. ``drawing`` hears (draws kept, draws
+    wanted) after each attempt: where valid states are rare, drawing takes a minute.
     """
     from kernelopt.ir.cost import engine_times
 
@@ -167,6 +176,8 @@ def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[Ke
     misses = 0
     unsampled: list[str] = []  # why each variant dropped out
     while live and len(draws) < DRAWS_PER_SLOT * size and misses < 20 * size:
+        if drawing is not None:
+            drawing(len(draws), DRAWS_PER_SLOT * size)
         variant = live[(len(draws) + misses) % len(live)]
         try:
             ir = sample(variant, rng)
@@ -181,6 +192,8 @@ def pool(variants: Sequence[KernelIR], rng: random.Random, size: int) -> list[Ke
             misses += 1
             continue
         draws[sig] = fitting
+    if drawing is not None:
+        drawing(len(draws), DRAWS_PER_SLOT * size)
     bound = {sig: engine_times(ir).bound for sig, ir in draws.items()}  # type: ignore[union-attr]
     lean = sorted(draws, key=lambda sig: bound[sig])[: size // 2]
     others = [sig for sig in draws if sig not in lean]
@@ -255,9 +268,6 @@ def _first_failure(ir: KernelIR) -> str:
     return f"{f.check}({f.buffer}): {f.detail}{hint}"
 
 
-Progress = Callable[[int, int], None]  # (states timed so far, states in the pool)
-
-
 def ranked(
     states: Sequence[KernelIR],
     timer: Timer,
@@ -315,13 +325,15 @@ def initial_state(
     pool_size: int = INIT_POOL,
     seed: int = 0,
     progress: Progress | None = None,
+    drawing: Progress | None = None,
 ) -> Initial:
     """The knob state a workload's tuning starts from, and its estimated time.
 
     The best of a pool of ``pool_size`` slots screened over every rewrite variant
     (within ``SCREEN_SECONDS``); with ``pool_size`` 0 the base IR's default knobs. When
     the simulator refuses every screened state (out of SBUF, say), the first refusal is
-    raised as a SampleError. ``progress`` hears of each state the screen times.
+    raised as a SampleError. ``progress`` hears of each state the screen times,
+    ``drawing`` of each joint draw while the pool is drawn (``pool``).
     """
     from kernelopt.ir.knobs_io import ir_for_workload
     from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
@@ -338,7 +350,7 @@ def initial_state(
     if all(problems):
         raise SampleError(f"no knob state of {base.func_name} fits on chip: {problems[0]}")
     timer = SimTimer(workload)
-    states = pool(variants, random.Random(seed), pool_size)
+    states = pool(variants, random.Random(seed), pool_size, drawing)
     deadline = time.monotonic() + SCREEN_SECONDS  # for simulating; drawing is apart
     starts = ranked(states, timer, deadline, progress)
     if not starts and timer.refusals:

@@ -145,3 +145,8 @@ def test_init_nki_says_how_far_its_screen_is(
     counts = re.findall(r"^screening on sim: (\d+) of (\d+) states simulated", out.output, re.M)
     # From the drawn pool (0 simulated) to every state of it.
     assert len(counts) > 3 and counts[0][0] == "0" and counts[-1][0] == counts[-1][1]
+    # Before it, the draws (a minute where valid states are rare), from none kept.
+    drawn = re.findall(r"^drawing knob states to screen: (\d+) of (\d+) drawn", out.output, re.M)
+    assert len(drawn) > 3 and drawn[0][0] == "0"
+    assert [int(d) for d, _ in drawn] == sorted(int(d) for d, _ in drawn)
+    assert out.output.index("drawing knob states") < out.output.index("screening on sim")
