@@ -45,7 +45,15 @@ class Printer:
         if self.as_json:
             if name == "attempt":
                 click.echo(json.dumps({"event": "attempt", **data["result"].to_json()}))
-            elif name in ("waiting", "host_fault", "stale_lock", "reaped", "resuming", "warning"):
+            elif name in (
+                "waiting",
+                "host_fault",
+                "stale_lock",
+                "reaped",
+                "resuming",
+                "warning",
+                "screening",
+            ):
                 click.echo(json.dumps({"event": name, **data}))
             return
         if name == "measuring":
@@ -118,6 +126,8 @@ def _notice(name: str, data: dict[str, Any]) -> str:
         )
     if name == "warning":
         return f"  warning: {data['message']}"
+    if name == "screening":
+        return "  " + screen_line(data["phase"], data["done"], data["total"], data["seconds"])
     if name == "reaped":
         return f"  killed process group {data['pgid']}: a benchmark a killed kernelopt process left running"
     if name == "stale_lock":
@@ -355,14 +365,21 @@ class ScreenProgress:
         self.started = self.last = time.monotonic()
 
     def __call__(self, done: int, total: int) -> None:
-        self._line(f"screening on sim: {done} of {total} states simulated")
+        self._line("simulating", done, total)
 
     def drawing(self, drawn: int, wanted: int) -> None:
         """While the pool is drawn (before anything is simulated)."""
-        self._line(f"drawing knob states to screen: {drawn} of {wanted} drawn")
+        self._line("drawing", drawn, wanted)
 
-    def _line(self, text: str) -> None:
+    def _line(self, phase: str, done: int, total: int) -> None:
         now = time.monotonic()
         if now - self.last >= self.EVERY:
             self.last = now
-            click.echo(f"{text} ({now - self.started:.0f} s)", err=True)
+            click.echo(screen_line(phase, done, total, now - self.started), err=True)
+
+
+def screen_line(phase: str, done: int, total: int, seconds: float) -> str:
+    """How far a screen is: drawing its pool, then simulating it."""
+    if phase == "drawing":
+        return f"drawing knob states to screen: {done} of {total} drawn ({seconds:.0f} s)"
+    return f"screening on sim: {done} of {total} states simulated ({seconds:.0f} s)"

@@ -124,8 +124,11 @@ def make_target(program: Program, root: Path, device: str, run_id: str | None = 
     return NkiSimTarget.from_program(program, root)
 
 
-def make_proposer(program: Program, root: Path, start: str = "HEAD") -> Proposer | None:
+def make_proposer(
+    program: Program, root: Path, start: str = "HEAD", reporter: Reporter | None = None
+) -> Proposer | None:
     """Where candidates come from: the knob space's proposer, or None without one.
+    ``reporter`` hears how far an nki proposer's screened first batch is.
 
     The knob search starts from the knob file as committed at ``start`` (the
     run's baseline, or HEAD for a new run): what the baseline measures, never
@@ -158,6 +161,7 @@ def make_proposer(program: Program, root: Path, start: str = "HEAD") -> Proposer
         seed=program.seed,
         baseline_kernel=committed_text(root, start, target.kernel) if target.kernel else None,
         baseline_knobs=_knobs_at(root, start, target.knobs.file),
+        reporter=reporter,
     )
 
 
@@ -249,7 +253,7 @@ class Session:
             # A run's recorded baseline (a failed one is measured again from HEAD).
             baseline = runner.repo.load_state().baseline if runner.repo.exists() else None
             start = baseline.commit if baseline else "HEAD"
-            proposer = make_proposer(program, root, start)
+            proposer = make_proposer(program, root, start, reporter)
             if proposer is not None and program.screen is not None and device == "neuron":
                 proposer = make_screening(program, root, start, runner, proposer)
         return cls(program, root, runner.run_id, device, reason, runner, proposer)

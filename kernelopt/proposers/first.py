@@ -17,11 +17,15 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kernelopt.ir.effective import effective_key
 from kernelopt.ir.model import KernelIR
 from kernelopt.ir.sample import knob_signature
 from kernelopt.ir.start import SCREEN_SECONDS, Timer, pool, ranked, twins
+
+if TYPE_CHECKING:
+    from kernelopt.sampling import Reporter
 
 START_POOL = 24  # pool slots screened before the first batch (each variant's defaults come on top)
 FIRST = 3  # states measured first
@@ -38,6 +42,31 @@ class Pick:
     seconds: float  # the screen's estimate
 
 
+class ScreenEvents:
+    """How far the first batch's screen is, as a ``screening`` event to the run's
+    reporter every ``EVERY`` seconds (phase ``drawing``, then ``simulating``): where valid
+    states are rare, the pool takes most of a minute before the first candidate."""
+
+    EVERY = 5.0  # seconds between events
+
+    def __init__(self, reporter: Reporter) -> None:
+        self.reporter = reporter
+        self.started = self.last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        self._event("simulating", done, total)
+
+    def drawing(self, drawn: int, wanted: int) -> None:
+        self._event("drawing", drawn, wanted)
+
+    def _event(self, phase: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.EVERY:
+            self.last = now
+            seconds = round(now - self.started, 1)
+            self.reporter.event("screening", phase=phase, done=done, total=total, seconds=seconds)
+
+
 def first_batch(
     variants: Sequence[KernelIR],
     timer: Timer,
@@ -45,16 +74,19 @@ def first_batch(
     size: int,
     new: Callable[[KernelIR], bool],
     extra: Sequence[KernelIR] = (),
+    events: ScreenEvents | None = None,
 ) -> list[Pick]:
     """Up to ``FIRST`` screened states, best first; only those ``new`` accepts (not tried,
     no kernel measured or picked already under other knobs).
 
     ``extra`` (the baseline's own state) joins the pool, so a start worse than
-    the baseline by the estimate is not measured first.
+    the baseline by the estimate is not measured first. ``events`` hears how far the
+    pool's drawing and simulating are.
     """
-    states = [*pool(variants, rng, size), *extra]
+    drawing = events.drawing if events is not None else None
+    states = [*pool(variants, rng, size, drawing), *extra]
     deadline = time.monotonic() + SCREEN_SECONDS  # for simulating; drawing is apart
-    starts = ranked(states, timer, deadline)
+    starts = ranked(states, timer, deadline, events)
     if not starts:
         return []
     # The leaders' knobs on every other variant too: a rewrite is best weighed at the

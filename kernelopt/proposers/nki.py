@@ -36,7 +36,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -58,7 +58,7 @@ from kernelopt.ir.start import SimTimer, Timer
 from kernelopt.proposers.base import KNOB, Candidate, Observation, ProposerState
 from kernelopt.proposers.ceiling import Ceiling
 from kernelopt.proposers.evidence import FLAT_TIES, Evidence, exact_tie
-from kernelopt.proposers.first import START_POOL, first_batch
+from kernelopt.proposers.first import START_POOL, ScreenEvents, first_batch
 from kernelopt.proposers.joint import JointMoves
 from kernelopt.proposers.moves import (
     SWEEP_WIDTH,
@@ -70,6 +70,9 @@ from kernelopt.proposers.moves import (
 from kernelopt.proposers.ranking import binding_engine, ranked_sweeps
 from kernelopt.proposers.surrogate import features, fit
 from kernelopt.workload import Workload, load_workload
+
+if TYPE_CHECKING:
+    from kernelopt.sampling import Reporter
 
 JOINT_BATCH = 8
 # Fruitless single-knob sweeps before moving several knobs at once: a graph with
@@ -117,6 +120,7 @@ class NkiKnobProposer(JointMoves):
         baseline_knobs: dict[str, Any] | None = None,
         start_pool: int = START_POOL,
         timer: Timer | None = None,
+        reporter: Reporter | None = None,
     ) -> None:
         if isinstance(workload, str | Path):
             workload = load_workload(workload)
@@ -124,6 +128,7 @@ class NkiKnobProposer(JointMoves):
         # The first batch is screened on the simulator when the workload is known (or a
         # timer is given); 0 measures each rewrite variant at its default knobs instead.
         self.start_pool = start_pool
+        self.reporter = reporter  # hears how far the first batch's screen is
         self.timer = timer
         if timer is None and start_pool > 0 and isinstance(workload, Workload):
             self.timer = SimTimer(workload)
@@ -220,8 +225,15 @@ class NkiKnobProposer(JointMoves):
         a floor per rewrite variant at its default knobs."""
         if self.timer is not None:
             extra = [self.baseline_ir] if self.baseline_ir is not None else []
+            events = ScreenEvents(self.reporter) if self.reporter is not None else None
             picks = first_batch(
-                self.variant_irs, self.timer, self.rng, self.start_pool, self._new(tried), extra
+                self.variant_irs,
+                self.timer,
+                self.rng,
+                self.start_pool,
+                self._new(tried),
+                extra,
+                events,
             )
             kept = [p for p in picks if not self.ceiling.screened_slower(p.seconds)]
             for pick in kept:

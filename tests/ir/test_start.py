@@ -166,7 +166,7 @@ def test_the_first_batch_weighs_the_leaders_knobs_on_every_variant(monkeypatch) 
         return 2e-6 if ir.variant == "base" else 1e-6
 
     # A pool of the base variant's defaults alone: any other variant comes from its twins.
-    monkeypatch.setattr(first, "pool", lambda variants, rng, size: [variants[0]])
+    monkeypatch.setattr(first, "pool", lambda variants, rng, size, drawing=None: [variants[0]])
     picks = first.first_batch(variants, timer, random.Random(0), 8, lambda ir: True)
     assert timed[0] is variants[0]
     twinned = timed[1:]

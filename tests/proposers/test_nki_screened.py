@@ -151,3 +151,36 @@ def test_on_sim_a_screened_start_slower_than_the_baseline_is_not_measured(
     # On a device the estimate is only a prior: the other variants are weighed first.
     on_device = _after_baseline(proposer(), top.knobs, seconds, "trn2")
     assert on_device and all(c.hypothesis.startswith("screened start") for c in on_device)
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict]] = []
+
+    def event(self, name: str, **data) -> None:
+        self.seen.append((name, data))
+
+
+def test_the_first_batch_tells_the_run_how_far_its_screen_is(tmp_path: Path, monkeypatch) -> None:
+    """`kernelopt run` draws and simulates a pool before its first candidate (most of a
+    minute where valid states are rare); the run's reporter hears how far it is, and
+    the run prints it as the init screen's lines."""
+    from kernelopt.output import Printer
+    from kernelopt.proposers.first import ScreenEvents
+
+    monkeypatch.setattr(ScreenEvents, "EVERY", 0.0)
+    events = _Events()
+    path = _workload(tmp_path)
+    proposer = NkiKnobProposer(path, "k.json", "k.py", seed=2, start_pool=8, reporter=events)
+    assert _first(proposer)
+    phases = [(d["phase"], d["done"], d["total"]) for n, d in events.seen if n == "screening"]
+    drawing = [p for p in phases if p[0] == "drawing"]
+    simulating = [p for p in phases if p[0] == "simulating"]
+    assert drawing and simulating and phases.index(drawing[-1]) < phases.index(simulating[0])
+    assert [d for _, d, _ in drawing] == sorted(d for _, d, _ in drawing)
+    assert simulating[0][1] == 0 and simulating[-1][1] == simulating[-1][2]
+    printer = Printer(as_json=False)
+    monkeypatch.setattr("click.echo", lambda text="", **_: lines.append(text))
+    lines: list[str] = []
+    printer.event("screening", phase="simulating", done=3, total=9, seconds=12.4)
+    assert lines == ["  screening on sim: 3 of 9 states simulated (12 s)"]
