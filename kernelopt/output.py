@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from kernelopt.note import describe_basis
+from kernelopt.progress import ScreenTicker
 from kernelopt.records import AttemptResult, RunSummary
 
 
@@ -355,27 +356,12 @@ def print_log(rows: list[dict[str, Any]], *, as_json: bool, plain: bool, wide: b
     render_log_table(rows, Console(width=4000) if wide else Console(), wide=wide)
 
 
-class ScreenProgress:
+class ScreenProgress(ScreenTicker):
     """A line on stderr every few seconds while the screen draws and simulates a large
     pool (`kernelopt ir init`, `kernelopt init --kind nki`)."""
 
-    EVERY = 5.0  # seconds between lines
-
     def __init__(self) -> None:
-        self.started = self.last = time.monotonic()
-
-    def __call__(self, done: int, total: int) -> None:
-        self._line("simulating", done, total)
-
-    def drawing(self, drawn: int, wanted: int) -> None:
-        """While the pool is drawn (before anything is simulated)."""
-        self._line("drawing", drawn, wanted)
-
-    def _line(self, phase: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self.last >= self.EVERY:
-            self.last = now
-            click.echo(screen_line(phase, done, total, now - self.started), err=True)
+        super().__init__(lambda *report: click.echo(screen_line(*report), err=True))
 
 
 def screen_line(phase: str, done: int, total: int, seconds: float) -> str:

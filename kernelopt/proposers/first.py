@@ -23,6 +23,7 @@ from kernelopt.ir.effective import effective_key
 from kernelopt.ir.model import KernelIR
 from kernelopt.ir.sample import knob_signature
 from kernelopt.ir.start import SCREEN_SECONDS, Timer, pool, ranked, twins
+from kernelopt.progress import ScreenTicker
 
 if TYPE_CHECKING:
     from kernelopt.sampling import Reporter
@@ -42,29 +43,18 @@ class Pick:
     seconds: float  # the screen's estimate
 
 
-class ScreenEvents:
+class ScreenEvents(ScreenTicker):
     """How far the first batch's screen is, as a ``screening`` event to the run's
-    reporter every ``EVERY`` seconds (phase ``drawing``, then ``simulating``): where valid
+    reporter every few seconds (phase ``drawing``, then ``simulating``): where valid
     states are rare, the pool takes most of a minute before the first candidate."""
 
-    EVERY = 5.0  # seconds between events
-
     def __init__(self, reporter: Reporter) -> None:
-        self.reporter = reporter
-        self.started = self.last = time.monotonic()
+        def emit(phase: str, done: int, total: int, seconds: float) -> None:
+            reporter.event(
+                "screening", phase=phase, done=done, total=total, seconds=round(seconds, 1)
+            )
 
-    def __call__(self, done: int, total: int) -> None:
-        self._event("simulating", done, total)
-
-    def drawing(self, drawn: int, wanted: int) -> None:
-        self._event("drawing", drawn, wanted)
-
-    def _event(self, phase: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self.last >= self.EVERY:
-            self.last = now
-            seconds = round(now - self.started, 1)
-            self.reporter.event("screening", phase=phase, done=done, total=total, seconds=seconds)
+        super().__init__(emit)
 
 
 def first_batch(
