@@ -116,29 +116,12 @@ def knob_key_failures(ir: KernelIR) -> list[Failure]:
     return failures
 
 
-def narrow(
-    lo: Bound, hi: Bound, dim: str, scope: Scope, block: int, tile: int
-) -> tuple[Bound, Bound]:
-    """The interval after adding one dim's scope (its loops at ``block`` < ``tile``).
-
-    PER_TILE needs the allocation inside ``{d}.tile``; PER_BLOCK inside
-    ``{d}.block`` but outside ``{d}.tile``; FULL outside ``{d}.block``.
-    """
-    if scope == Scope.PER_TILE and tile + 1 > lo.depth:
-        lo = Bound(tile + 1, dim, scope)
-    if scope == Scope.PER_BLOCK:
-        if block + 1 > lo.depth:
-            lo = Bound(block + 1, dim, scope)
-        if tile < hi.depth:
-            hi = Bound(tile, dim, scope)
-    if scope == Scope.FULL and block < hi.depth:
-        hi = Bound(block, dim, scope)
-    return lo, hi
-
-
 def narrow_depths(lo: int, hi: int, scope: Scope, block: int, tile: int) -> tuple[int, int]:
-    """``narrow`` on the depths alone, without naming the dim that imposes them: the
-    samplers and ``derive`` call it millions of times while a pool is drawn."""
+    """The [lo, hi] allocation depths after adding one dim's scope (its loops at
+    ``block`` < ``tile``): PER_TILE needs the allocation inside ``{d}.tile``;
+    PER_BLOCK inside ``{d}.block`` but outside ``{d}.tile``; FULL outside
+    ``{d}.block``. On plain depths: the samplers and ``derive`` call it millions of
+    times while a pool is drawn."""
     if scope == Scope.PER_TILE:
         return max(lo, tile + 1), hi
     if scope == Scope.PER_BLOCK:
@@ -146,12 +129,22 @@ def narrow_depths(lo: int, hi: int, scope: Scope, block: int, tile: int) -> tupl
     return lo, min(hi, block)
 
 
+def narrow(
+    lo: Bound, hi: Bound, dim: str, scope: Scope, block: int, tile: int
+) -> tuple[Bound, Bound]:
+    """``narrow_depths``, naming the (dim, scope) that imposes each bound it moves."""
+    lo_depth, hi_depth = narrow_depths(lo.depth, hi.depth, scope, block, tile)
+    return (
+        lo if lo_depth == lo.depth else Bound(lo_depth, dim, scope),
+        hi if hi_depth == hi.depth else Bound(hi_depth, dim, scope),
+    )
+
+
 def emission_depths(ir: KernelIR, buf: PhysicalBuffer, position: dict[str, int]) -> tuple[int, int]:
     """``emission_interval``'s depths: the tightest [lower, upper] the buffer's scopes allow."""
     lo, hi = 0, len(position)
-    given = ir.buffer_scopes.get(buf.name, {})
     for d in buf.scoped_dims:
-        scope = Scope.FULL if d in buf.pinned_full else given[d]
+        scope = scope_of(ir, buf, d)
         lo, hi = narrow_depths(lo, hi, scope, position[f"{d}.block"], position[f"{d}.tile"])
     return lo, hi
 
