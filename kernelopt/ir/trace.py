@@ -247,13 +247,14 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
         if len(kinds) != 2 or "float32" not in kinds or len(narrow) != 1:
             continue
         wide = next(t for t in sides if dtype(t) == "float32")
-        other = next(t for t in sides if t is not wide)
-        if chain(wide):  # the fp32 side is written by an instruction: it writes 2 bytes
-            cast.update({c.name: next(iter(narrow)) for c in chain(wide)})
-        elif chain(other) and producer[chain(other)[-1].name].op.kind in _ELEMENTWISE:
+        wide_chain = chain(wide)
+        other_chain = chain(next(t for t in sides if t is not wide))
+        if wide_chain:  # the fp32 side is written by an instruction: it writes 2 bytes
+            cast.update({c.name: next(iter(narrow)) for c in wide_chain})
+        elif other_chain and producer[other_chain[-1].name].op.kind in _ELEMENTWISE:
             # an fp32 input read as is: the 2-byte side an element-wise op writes is
             # written in fp32 (an input only transposed stays as given)
-            cast.update({c.name: "float32" for c in chain(other)})
+            cast.update({c.name: "float32" for c in other_chain})
     if not cast:
         return tr
 
