@@ -78,8 +78,7 @@ def init(name: str, kind: str, workload: Path | None) -> None:
     from kernelopt.ir.sample import SampleError
 
     try:
-        shown = ScreenProgress()
-        made = scaffold(root, name, kind, workload, shown, shown.drawing)
+        made = scaffold(root, name, kind, workload, ScreenProgress())
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     except SampleError as exc:

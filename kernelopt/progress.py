@@ -8,9 +8,10 @@ from collections.abc import Callable
 
 
 class ScreenTicker:
-    """How far a screen is, at most every ``EVERY`` seconds: pass it as ``progress``
-    (states simulated) and its ``drawing`` as ``drawing`` (draws kept); ``emit`` hears
-    (phase "drawing" or "simulating", done, total, seconds since the start)."""
+    """How far a screen is, at most every ``EVERY`` seconds (``ir.start.initial_state``
+    and ``proposers.first.first_batch`` take one): its ``drawing`` hears the pool's draws
+    kept, the ticker itself the states simulated; ``emit`` hears (phase "drawing" or
+    "simulating", done, total, seconds since the start)."""
 
     EVERY = 5.0  # seconds between reports
 

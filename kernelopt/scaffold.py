@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from kernelopt.ledger import HEADER
 
 if TYPE_CHECKING:
-    from kernelopt.ir.start import Progress
+    from kernelopt.progress import ScreenTicker
     from kernelopt.workload import Workload
 
 COMMAND_TEMPLATE = """---
@@ -148,8 +148,7 @@ def _nki_files(
     root: Path,
     name: str,
     workload: Path | None,
-    progress: Progress | None,
-    drawing: Progress | None,
+    progress: ScreenTicker | None,
 ) -> dict[Path, str]:
     """A starting workload (unless given), and the knobs and kernel to start tuning from."""
     from kernelopt.ir.start import init_paths, initial_state
@@ -162,7 +161,7 @@ def _nki_files(
         if not workload.exists():
             workload.parent.mkdir(parents=True, exist_ok=True)
             workload.write_text(files[workload])
-    ir = initial_state(load_workload(workload), progress=progress, drawing=drawing).ir
+    ir = initial_state(load_workload(workload), progress=progress).ir
     knobs, kernel = init_paths(workload)
     from kernelopt.ir.knobs_io import knobs_text
     from kernelopt.ir.render import render_ir
@@ -211,15 +210,13 @@ def scaffold(
     name: str,
     kind: str,
     workload: Path | None = None,
-    progress: Progress | None = None,
-    drawing: Progress | None = None,
+    progress: ScreenTicker | None = None,
 ) -> list[tuple[Path, bool]]:
     """Create what is missing; return (path, created) for each file considered.
 
     ``workload`` (nki only): an existing workload.py in the repository to tune, in
-    place of a template one under ir/<name>/. ``progress`` hears of the screen that
-    picks an nki target's first knobs and ``drawing`` of the draws it screens
-    (``kernelopt.ir.start.initial_state``).
+    place of a template one under ir/<name>/. ``progress`` hears how far the screen that
+    picks an nki target's first knobs is (``kernelopt.ir.start.initial_state``).
     """
     out: list[tuple[Path, bool]] = []
     root = root.resolve()
@@ -231,7 +228,7 @@ def scaffold(
     created_workload = workload is None and not (root / "ir" / name / "workload.py").exists()
     wanted: dict[Path, str] = {}
     if kind == "nki":
-        wanted.update(_nki_files(root, name, workload, progress, drawing))
+        wanted.update(_nki_files(root, name, workload, progress))
         template = _nki_program(root, name, workload)
         files = ", ".join(p.relative_to(root).as_posix() for p in wanted if p.name != "workload.py")
     else:

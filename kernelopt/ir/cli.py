@@ -240,8 +240,7 @@ def init_cmd(
     """
     try:
         loaded = load_workload(workload)
-        shown = ScreenProgress()
-        ir, seconds, timed = initial_state(loaded, pool, seed, shown, shown.drawing)
+        ir, seconds, timed = initial_state(loaded, pool, seed, ScreenProgress())
     except (WorkloadError, IRBuildError, KnobsError, SampleError) as exc:
         raise click.ClickException(str(exc)) from exc
     default_knobs, default_kernel = init_paths(workload)

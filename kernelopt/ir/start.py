@@ -24,6 +24,7 @@ from kernelopt.ir.footprint import capacity_problem, fits, shrink_to_fit
 from kernelopt.ir.model import Dim, KernelIR, PhysicalBuffer, Scope
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.sample import SampleError, knob_signature, sample
+from kernelopt.progress import ScreenTicker
 from kernelopt.workload import Workload, make_inputs
 
 Timer = Callable[[KernelIR], float | None]
@@ -324,16 +325,15 @@ def initial_state(
     workload: Workload,
     pool_size: int = INIT_POOL,
     seed: int = 0,
-    progress: Progress | None = None,
-    drawing: Progress | None = None,
+    progress: ScreenTicker | None = None,
 ) -> Initial:
     """The knob state a workload's tuning starts from, and its estimated time.
 
     The best of a pool of ``pool_size`` slots screened over every rewrite variant
     (within ``SCREEN_SECONDS``); with ``pool_size`` 0 the base IR's default knobs. When
     the simulator refuses every screened state (out of SBUF, say), the first refusal is
-    raised as a SampleError. ``progress`` hears of each state the screen times,
-    ``drawing`` of each joint draw while the pool is drawn (``pool``).
+    raised as a SampleError. ``progress`` hears of each joint draw while the pool is
+    drawn (its ``drawing``), then of each state the screen times.
     """
     from kernelopt.ir.knobs_io import ir_for_workload
     from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
@@ -350,6 +350,7 @@ def initial_state(
     if all(problems):
         raise SampleError(f"no knob state of {base.func_name} fits on chip: {problems[0]}")
     timer = SimTimer(workload)
+    drawing = progress.drawing if progress is not None else None
     states = pool(variants, random.Random(seed), pool_size, drawing)
     deadline = time.monotonic() + SCREEN_SECONDS  # for simulating; drawing is apart
     starts = ranked(states, timer, deadline, progress)
