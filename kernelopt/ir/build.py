@@ -8,6 +8,8 @@ the other engines write SBUF directly; the returned tensor is stored to HBM.
 from __future__ import annotations
 
 import dataclasses
+import keyword
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +18,9 @@ from kernelopt.ir.ops import PMAX, NKIMatmul, NKITensorReduce, NKITranspose
 from kernelopt.ir.trace import IRBuildError, Trace, TracedOp, TracedTensor, trace
 
 FREE_TILE = 512  # widest free extent one engine instruction takes in these kernels
+# The modules a rendered kernel names inside its body (`import nki.isa as nisa`,
+# `import nki.language as nl`): a parameter of either name would hide it there.
+MODULE_ALIASES = {"nisa": "nki.isa", "nl": "nki.language"}
 Pins = tuple[str, ...]
 Labels = dict[str, str]
 
@@ -65,11 +70,21 @@ class _Lowering:
         self.buffers: list[PhysicalBuffer] = []
         self.operators: list[Operator] = []
         self.sbuf_of: dict[str, str] = {}  # traced tensor -> SBUF buffer holding it
+        self.inputs = {p.name for p in tr.params}
         self.pinned: dict[str, tuple[str, ...]] = {}  # traced tensor -> reduced dims upstream
 
     def axes(self, t: TracedTensor) -> tuple[str, str]:
         a, b = (self.names[self.tr.find(x)] for x in t.axes)
         return a, b
+
+    def fresh(self, prefix: str, tensor: str) -> str:
+        """``{prefix}_{tensor}``, the buffer's name, unless an input has that name (inputs
+        ``w`` and ``sbuf_w``): the kernel's parameters keep the workload's names, so the
+        buffer takes trailing underscores instead."""
+        name = f"{prefix}_{tensor}"
+        while name in self.inputs:
+            name += "_"
+        return name
 
     def add(self, buf: PhysicalBuffer) -> None:
         if any(b.name == buf.name for b in self.buffers):
@@ -87,7 +102,7 @@ class _Lowering:
 
     def load(self, p: TracedTensor) -> HbmTensor:
         axes = self.axes(p)
-        buf = f"sbuf_{p.name}"
+        buf = self.fresh("sbuf", p.name)
         self.add(PhysicalBuffer(buf, "sbuf", axes, p.dtype, "load"))
         self.operators.append(Operator(f"load_{p.name}", "load", buf, (p.name,), _roles(axes)))
         self.sbuf_of[p.name], self.pinned[p.name] = buf, ()
@@ -110,12 +125,12 @@ class _Lowering:
             self.pinned[v] = self.reduce(op, srcs, upstream, label)
         else:
             self.pinned[v] = self.elementwise(op, srcs, upstream)
-        self.sbuf_of[v] = f"sbuf_{v}"
+        self.sbuf_of[v] = self.fresh("sbuf", v)
 
     def matmul(self, op: TracedOp, srcs: dict[str, str], upstream: Pins, label: Labels) -> Pins:
         """PSUM accumulates over K; a drain moves the finished sum to SBUF."""
         v, axes, k = op.output.name, self.axes(op.output), label["K"]
-        psum, sbuf = f"psum_{v}", f"sbuf_{v}"
+        psum, sbuf = self.fresh("psum", v), self.fresh("sbuf", v)
         pins = tuple(sorted({*upstream, k}))
         self.add(PhysicalBuffer(psum, "psum", axes, "float32", "accumulator", (k,), upstream))
         self.add(PhysicalBuffer(sbuf, "sbuf", axes, op.output.dtype, "result", (), pins))
@@ -130,7 +145,7 @@ class _Lowering:
     def transpose(self, op: TracedOp, srcs: dict[str, str], upstream: Pins, label: Labels) -> Pins:
         """TensorE writes the transpose to PSUM; a copy brings it back to SBUF."""
         v, axes, dtype = op.output.name, self.axes(op.output), op.output.dtype
-        psum, sbuf = f"psum_{v}", f"sbuf_{v}"
+        psum, sbuf = self.fresh("psum", v), self.fresh("sbuf", v)
         self.add(PhysicalBuffer(psum, "psum", axes, dtype, "transposed", (), upstream))
         self.add(PhysicalBuffer(sbuf, "sbuf", axes, dtype, "result", (), upstream))
         roles = ((label["P"], "partition_in"), (label["F"], "free_in"))
@@ -145,7 +160,7 @@ class _Lowering:
         v, axes, f = op.output.name, self.axes(op.output), label["F"]
         self.pin_axis(srcs["data"], f)
         pins = tuple(sorted({*upstream, f}))
-        sbuf = f"sbuf_{v}"
+        sbuf = self.fresh("sbuf", v)
         self.add(PhysicalBuffer(sbuf, "sbuf", axes, "float32", "result", (), pins))
         roles = ((label["P"], "partition"), (f, "reduce"), (label["ONE"], "free"))
         attrs = (("op", op.attrs["op"]), ("reduce", f))
@@ -159,7 +174,7 @@ class _Lowering:
 
     def elementwise(self, op: TracedOp, srcs: dict[str, str], upstream: Pins) -> Pins:
         v, axes = op.output.name, self.axes(op.output)
-        sbuf = f"sbuf_{v}"
+        sbuf = self.fresh("sbuf", v)
         self.add(PhysicalBuffer(sbuf, "sbuf", axes, op.output.dtype, "result", (), upstream))
         attrs = tuple(sorted((k, val) for k, val in op.attrs.items() if val is not None))
         # Data operands in the op's order, then [P, 1] columns, named in attrs["columns"].
@@ -245,6 +260,17 @@ def _read_twice(tr: Trace, what: str, t: TracedTensor, hint: str) -> str:
     )
 
 
+def kernel_name(name: str) -> str:
+    """``name`` (a workload's file or folder name) as a Python function name: the folder
+    may be ``rms-norm``, ``2048`` or ``tmp.x1``, which no ``def`` takes."""
+    ident = re.sub(r"\W", "_", name) or "kernel"
+    if not ident.isidentifier():
+        ident = f"k_{ident}"  # a leading digit
+    while keyword.iskeyword(ident) or ident in ("nki", *MODULE_ALIASES):
+        ident += "_"
+    return ident
+
+
 def lower(tr: Trace, name: str, variant: str = "base") -> KernelIR:
     """A traced op graph as buffers and operators, with default knobs.
 
@@ -254,15 +280,25 @@ def lower(tr: Trace, name: str, variant: str = "base") -> KernelIR:
     from kernelopt.ir.sample import with_default_knobs
 
     _refuse_one_dim_twice(tr)
+    params = {p.name for p in tr.params}
+    for p in tr.params:
+        if p.name in MODULE_ALIASES:
+            raise IRBuildError(
+                f"input {p.name!r}: the rendered kernel imports {MODULE_ALIASES[p.name]} as "
+                f"{p.name!r}, and a parameter of that name would hide it inside the kernel; "
+                "rename the parameter (and its INPUT_SPECS key)"
+            )
     names, dims = _dims(tr)
     lowering = _Lowering(tr, names)
     inputs = tuple(lowering.load(p) for p in tr.params)
     for op in tr.ops:
         lowering.op(op)
-    out_name = "out" if "out" not in {p.name for p in tr.params} else "out_hbm"
+    out_name = "out"
+    while out_name in params:
+        out_name += "_hbm" if out_name == "out" else "_"
     output = lowering.store(tr.output, out_name)
     ir = KernelIR(
-        func_name=name,
+        func_name=kernel_name(name),
         inputs=inputs,
         output=output,
         dims=dims,
