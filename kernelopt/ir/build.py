@@ -262,8 +262,9 @@ def _read_twice(tr: Trace, what: str, t: TracedTensor, hint: str) -> str:
 
 def kernel_name(name: str) -> str:
     """``name`` (a workload's file or folder name) as a Python function name: the folder
-    may be ``rms-norm``, ``2048`` or ``tmp.x1``, which no ``def`` takes."""
-    ident = re.sub(r"\W", "_", name) or "kernel"
+    may be ``rms-norm``, ``2048`` or ``tmp.x1``, which no ``def`` takes. ASCII only: the
+    name reaches the device compiler's artifacts too."""
+    ident = re.sub(r"[^0-9A-Za-z_]", "_", name) or "kernel"
     if not ident.isidentifier():
         ident = f"k_{ident}"  # a leading digit
     while keyword.iskeyword(ident) or ident in ("nki", *MODULE_ALIASES):

@@ -73,6 +73,7 @@ def test_kernel_names_keep_what_they_can_and_avoid_the_module_names() -> None:
     assert kernel_name("rms_norm") == "rms_norm"
     assert kernel_name("rms-norm v2") == "rms_norm_v2"
     assert kernel_name("7b_mlp") == "k_7b_mlp"
+    assert kernel_name("résumé") == "r_sum_"
     assert kernel_name("lambda") == "lambda_"
     assert {kernel_name(m) for m in ("nki", "nisa", "nl")} == {"nki_", "nisa_", "nl_"}
 
