@@ -24,6 +24,7 @@ from kernelopt.ir.footprint import capacity_problem, fits, shrink_to_fit
 from kernelopt.ir.model import Dim, KernelIR, PhysicalBuffer, Scope
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.sample import SampleError, knob_signature, sample
+from kernelopt.ir.validate import repaired
 from kernelopt.progress import ScreenTicker
 from kernelopt.workload import Workload, make_inputs
 
@@ -95,7 +96,7 @@ def templates(ir: KernelIR) -> list[KernelIR]:
                     b.name: {d: _template_scope(b, d, o.name, psum_tiles) for d in b.knob_dims}
                     for b in ir.buffers
                 }
-                state = _repaired(ir.with_knobs(order, {**blocks, o.name: 1}, scopes))
+                state = repaired(ir.with_knobs(order, {**blocks, o.name: 1}, scopes))
                 if state is not None and fits(state):
                     found.setdefault(knob_signature(state), state)
         blocked = _blocked(ir, [o, *rest], reducing)
@@ -119,7 +120,7 @@ def _blocked(ir: KernelIR, parallel: list[Dim], reducing: list[Dim]) -> KernelIR
         }
         for b in ir.buffers
     }
-    state = _repaired(ir.with_knobs(order, blocks, scopes))
+    state = repaired(ir.with_knobs(order, blocks, scopes))
     return state if state is not None and fits(state) else None
 
 
@@ -129,18 +130,6 @@ def _template_scope(buf: PhysicalBuffer, d: str, outer: str, psum_tiles: bool) -
     if d == outer or (psum_tiles and buf.memory == "psum"):
         return Scope.PER_TILE
     return Scope.FULL
-
-
-def _repaired(state: KernelIR) -> KernelIR | None:
-    """The state with its validity report's fixes applied (as ``moves.repair`` does)."""
-    from kernelopt.ir.validate import apply_fix, validity_report
-
-    for _ in range(4):
-        report = validity_report(state)
-        if not report or report[0].fix is None:
-            break
-        state = apply_fix(state, report[0].fix)
-    return None if derive(state)[1] else state
 
 
 Progress = Callable[[int, int], None]  # (states timed so far, states in the pool)
@@ -253,7 +242,7 @@ def _projected(state: KernelIR, variant: KernelIR) -> KernelIR | None:
         else own
         for name, own in variant.buffer_scopes.items()
     }
-    return _repaired(variant.with_knobs(state.loop_order, blocking, scopes))
+    return repaired(variant.with_knobs(state.loop_order, blocking, scopes))
 
 
 def _dtype_invalid(ir: KernelIR) -> bool:

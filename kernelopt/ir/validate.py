@@ -157,5 +157,22 @@ def validity_report(ir: KernelIR) -> list[ValidityFailure]:
     return report
 
 
+def repaired(ir: KernelIR, rounds: int = 4) -> KernelIR | None:
+    """``ir`` with the fix of its first broken rule applied, ``rounds`` times at most,
+    until it is valid; None when a rule has no fix or the rounds end on an invalid state.
+    Only the first failure's fix is searched (``validity_report`` searches one per
+    failure, and each search derives the state once per patch it tries)."""
+    for _ in range(rounds):
+        failures = derive(ir)[1]
+        if not failures:
+            return ir
+        first = failures[0]
+        fix = None if first.check == "isa_dtype" else find_fix(ir, first)
+        if fix is None:
+            return None
+        ir = apply_fix(ir, fix)
+    return None if derive(ir)[1] else ir
+
+
 def is_valid(ir: KernelIR) -> bool:
     return not derive(ir)[1]

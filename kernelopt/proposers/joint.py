@@ -15,7 +15,8 @@ import numpy as np
 
 from kernelopt.ir.model import KernelIR
 from kernelopt.ir.sample import knob_signature
-from kernelopt.proposers.moves import joint_draws, knobs_of, nudge, repair, source_key
+from kernelopt.ir.validate import repaired
+from kernelopt.proposers.moves import joint_draws, knobs_of, nudge, source_key
 from kernelopt.proposers.surrogate import load_traffic
 
 PERTURB_BATCH = 8
@@ -51,7 +52,7 @@ class JointMoves:
             ir = center
             for knob in self.rng.sample(moves, min(len(moves), self.rng.choice((2, 2, 3)))):
                 ir = nudge(ir, knob, self.rng)
-            fixed = repair(ir)
+            fixed = repaired(ir)
             if fixed is None or knob_signature(fixed) in pool or not self._worth(fixed, tried):
                 continue
             source = source_key(fixed)

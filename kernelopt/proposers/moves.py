@@ -18,23 +18,11 @@ from kernelopt.ir.footprint import shrink_to_fit
 from kernelopt.ir.model import SCOPES, Dim, KernelIR, PhysicalBuffer, Scope
 from kernelopt.ir.render import render_ir
 from kernelopt.ir.sample import draw_loop_order, knob_signature, sample
-from kernelopt.ir.validate import apply_fix, validity_report
+from kernelopt.ir.validate import repaired
 
 SWEEP_WIDTH = 8  # random loop orders tried per loop-order sweep, besides adjacent swaps
 NEAR_STEP = 0.75  # share of nudges to a neighbouring block size or scope
 STALE_DRAWS = 200  # fruitless random draws before joint sampling gives up
-
-
-def repair(ir: KernelIR, rounds: int = 4) -> KernelIR | None:
-    """Apply fix patches until the state is valid (None if it does not converge)."""
-    for _ in range(rounds):
-        report = validity_report(ir)
-        if not report:
-            return ir
-        if report[0].fix is None:
-            return None
-        ir = apply_fix(ir, report[0].fix)
-    return None if derive(ir)[1] else ir
 
 
 def describe_change(best: KernelIR, cand: KernelIR, against: str = "best") -> str:
@@ -99,11 +87,11 @@ def sweep(best: KernelIR, knob: str, rng: random.Random) -> Iterator[KernelIR]:
         order = list(best.loop_order)
         for i in range(len(order) - 1):
             swapped = order[:i] + [order[i + 1], order[i]] + order[i + 2 :]
-            fixed = repair(best.with_knobs(loop_order=swapped))
+            fixed = repaired(best.with_knobs(loop_order=swapped))
             if fixed is not None:
                 yield fixed
         for _ in range(SWEEP_WIDTH):
-            fixed = repair(best.with_knobs(loop_order=draw_loop_order(best, rng)))
+            fixed = repaired(best.with_knobs(loop_order=draw_loop_order(best, rng)))
             if fixed is not None:
                 yield fixed
     elif knob.startswith("blocking."):
@@ -146,7 +134,7 @@ def _blocking(best: KernelIR, dim: Dim) -> Iterator[KernelIR]:
         return  # no load holds a tile of dim: the plain block-size sweep covers it
     for n in sorted(n for n in dim.divisors() if n > best.ltiles_per_block[dim.name]):
         blocks = {**best.ltiles_per_block, dim.name: n}
-        fixed = repair(best.with_knobs(ltiles_per_block=blocks, buffer_scopes=scopes))
+        fixed = repaired(best.with_knobs(ltiles_per_block=blocks, buffer_scopes=scopes))
         if fixed is not None:
             yield fixed
 
@@ -156,7 +144,7 @@ def _coarsen(best: KernelIR, dim: Dim) -> Iterator[KernelIR]:
     current = best.ltiles_per_block[dim.name]
     for n in sorted(dim.divisors(), key=lambda n: (abs(n - current), n)):
         if n != current:
-            fixed = repair(coarsened(best, dim, n))
+            fixed = repaired(coarsened(best, dim, n))
             if fixed is not None:
                 yield fixed
 

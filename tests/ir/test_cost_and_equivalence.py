@@ -19,7 +19,8 @@ from kernelopt.ir import REWRITES, enumerate_rewrite_combinations, render_ir, sa
 from kernelopt.ir.cost import engine_times
 from kernelopt.ir.effective import effective_key
 from kernelopt.ir.model import Scope
-from kernelopt.proposers.moves import knobs_of, repair, sweep
+from kernelopt.ir.validate import repaired
+from kernelopt.proposers.moves import knobs_of, sweep
 from kernelopt.sim import run_kernel
 from kernelopt.sim.cost import duration_ns
 from kernelopt.sim.trn2 import DEFAULT_PARAMS
@@ -133,6 +134,6 @@ def test_a_block_of_side_by_side_loops_is_the_same_kernel() -> None:
     # Holding the block in the result instead changes where it is allocated: another kernel.
     scopes = {**blocked.buffer_scopes, "sbuf_out": {**blocked.buffer_scopes["sbuf_out"]}}
     scopes["sbuf_out"][d] = Scope.PER_BLOCK
-    held = repair(blocked.with_knobs(buffer_scopes=scopes))
+    held = repaired(blocked.with_knobs(buffer_scopes=scopes))
     assert held is not None and held.buffer_scopes["sbuf_out"][d] == Scope.PER_BLOCK
     assert effective_key(held) != effective_key(side)
