@@ -360,7 +360,10 @@ class NKITensorReduce(NKIOp):
         if "op" not in attrs:
             raise OpError("NKITensorReduce: op= is required (e.g. op='add')")
         attrs["op"] = _op_name(attrs["op"], REDUCE_OPS, "NKITensorReduce", "op")
-        if attrs.get("axis", 1) not in (1, -1):
+        axis = attrs.get("axis", 1)
+        if isinstance(axis, (list, tuple)) and len(axis) == 1:
+            axis = axis[0]  # the ISA takes an int or a list of free axes: [1] is 1
+        if axis not in (1, -1):
             raise OpError(
                 f"NKITensorReduce: axis must be 1 (free axes only), got {attrs.get('axis')!r}"
             )

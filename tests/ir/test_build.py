@@ -192,6 +192,16 @@ def test_ops_reject_bad_attributes() -> None:
         NKITensorScalar(op0="multiply", operand0="2")(data=np.ones((2, 2)))
     with pytest.raises(OpError, match="free axes only"):
         NKITensorReduce(op="add", axis=0)(data=np.ones((2, 2)))
+    with pytest.raises(OpError, match="free axes only"):
+        NKITensorReduce(op="add", axis=[0, 1])(data=np.ones((2, 2)))
+
+
+def test_a_reduction_axis_may_be_spelled_as_the_isa_takes_it() -> None:
+    # nki.isa.tensor_reduce takes an int or a list of free axes.
+    data = np.arange(6.0).reshape(2, 3)
+    for axis in (1, -1, [1], (1,), [-1]):
+        out = NKITensorReduce(op="maximum", axis=axis)(data=data)
+        np.testing.assert_array_equal(out, [[2.0], [5.0]])
 
 
 def test_a_tensor_scalar_op_without_its_operand_is_refused() -> None:
