@@ -94,7 +94,9 @@ def load_workload(path: str | Path, require: Iterable[str] = REQUIRED) -> Worklo
         try:
             shape, dtype = value
             shape = tuple(int(s) for s in shape)
-            numpy_dtype(str(dtype))
+            if not isinstance(dtype, str):
+                dtype = np.dtype(dtype).name  # np.float32, ml_dtypes.bfloat16: by name
+            numpy_dtype(dtype)
         except (TypeError, ValueError) as exc:
             raise WorkloadError(
                 f"{path}: INPUT_SPECS[{param!r}] must be (shape tuple, dtype string), "

@@ -75,3 +75,31 @@ def test_the_key_reference_in_docs_is_generated_from_the_schema() -> None:
     assert docs.read_text() == reference_markdown(), (
         "regenerate: python -m kernelopt.schema > docs/program.md"
     )
+
+
+@pytest.mark.parametrize(
+    ("spelled", "name"),
+    [
+        ('"bfloat16"', "bfloat16"),
+        ("np.float32", "float32"),
+        ("np.dtype('float16')", "float16"),
+        ("__import__('ml_dtypes').bfloat16", "bfloat16"),
+    ],
+)
+def test_an_input_dtype_may_be_a_numpy_type_or_its_name(
+    tmp_path: Path, spelled: str, name: str
+) -> None:
+    from kernelopt.workload import load_workload
+
+    path = tmp_path / "w.py"
+    path.write_text(WORKLOAD.replace('"bfloat16")}', f"{spelled})}}"))
+    assert load_workload(path).input_specs["rhs"] == ((256, 512), name)
+
+
+def test_a_dtype_numpy_does_not_know_names_the_input_and_the_value(tmp_path: Path) -> None:
+    from kernelopt.workload import WorkloadError, load_workload
+
+    path = tmp_path / "w.py"
+    path.write_text(WORKLOAD.replace('"bfloat16")}', '"bf16")}'))
+    with pytest.raises(WorkloadError, match=r"INPUT_SPECS\['rhs'\].*'bf16'"):
+        load_workload(path)
