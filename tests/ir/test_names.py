@@ -6,6 +6,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from kernelopt.ir import IRBuildError, render_ir, sample
 from kernelopt.ir.build import kernel_name
@@ -28,9 +30,9 @@ def f_nkigym({a}, {b}):
 
 
 def f_numpy({a}, {b}):
-    x = np.asarray({a}, dtype=np.float32)
-    rs = 1.0 / np.sqrt((x * x).sum(axis=1, keepdims=True) / 256 + 1e-6)
-    return (x * rs) @ np.asarray({b}, dtype=np.float32)
+    a_ = np.asarray({a}, dtype=np.float32)
+    rs_ = 1.0 / np.sqrt((a_ * a_).sum(axis=1, keepdims=True) / 256 + 1e-6)
+    return (a_ * rs_) @ np.asarray({b}, dtype=np.float32)
 
 
 INPUT_SPECS = {{"{a}": ((256, 256), "bfloat16"), "{b}": ((256, 512), "bfloat16")}}
@@ -93,3 +95,32 @@ def test_an_input_named_like_a_module_the_kernel_uses_is_refused_by_name(
 ) -> None:
     with pytest.raises(IRBuildError, match=f"input '{module}'.*rename the parameter"):
         ir_for_workload(_workload(tmp_path, "mod", module, "w"))
+
+
+# Names a user might give: identifiers that echo the IR's own (sbuf_, psum_, out, loop
+# variables), the modules' import names with a suffix, keywords' neighbours.
+_NAME_PARTS = st.sampled_from(
+    ["x", "w", "out", "sbuf", "psum", "row", "col", "l0", "b1", "t2", "t6", "f", "nki", "k"]
+)
+_INPUT_NAMES = st.lists(_NAME_PARTS, min_size=1, max_size=3).map("_".join)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    a=_INPUT_NAMES,
+    b=_INPUT_NAMES,
+    folder=st.text(alphabet="ab-.1 _", min_size=1, max_size=8),
+)
+def test_any_folder_and_input_names_render_a_kernel_that_runs(
+    tmp_path_factory: pytest.TempPathFactory, a: str, b: str, folder: str
+) -> None:
+    assume(a != b and folder.strip(" .") == folder)
+    tmp = tmp_path_factory.mktemp("names")
+    w = load_workload(_workload(tmp, folder, a, b))
+    state = sample(ir_for_workload(w), random.Random(0))
+    kernel = tmp / "kernel.py"
+    kernel.write_text(render_ir(state))
+    report = check_kernel(kernel, w)
+    assert report.correct, report.error
