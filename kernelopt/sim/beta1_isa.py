@@ -275,18 +275,19 @@ class Beta1Isa:
         return dst
 
     def max8(self, *, src: Any, mask: Any = None, dtype: Any = None, **_: Any) -> Tile:
-        s = _masked(self.beta._tile("max8", src), mask)
-        dst = self.beta.new((s.shape[0], 8), self.beta._dtype(dtype, s.dtype))
-        self.isa.max8(dst, s)
+        # The result has the data's partitions; those the mask keeps are written.
+        whole = self.beta._tile("max8", src)
+        dst = self.beta.new((whole.shape[0], 8), self.beta._dtype(dtype, whole.dtype))
+        self.isa.max8(column(dst, mask), _masked(whole, mask))
         return dst
 
     def nc_find_index8(
         self, *, data: Any, vals: Any, mask: Any = None, dtype: Any = None, **_: Any
     ) -> Tile:
-        d = _masked(self.beta._tile("nc_find_index8", data), mask)
+        whole = self.beta._tile("nc_find_index8", data)
         v = self.beta._tile("nc_find_index8", vals)
-        dst = self.beta.new((d.shape[0], 8), self.beta._dtype(dtype, np.dtype(np.uint32)))
-        self.isa.nc_find_index8(dst, d, v)
+        dst = self.beta.new((whole.shape[0], 8), self.beta._dtype(dtype, np.dtype(np.uint32)))
+        self.isa.nc_find_index8(column(dst, mask), _masked(whole, mask), column(v, mask))
         return dst
 
     def tensor_copy_predicated(

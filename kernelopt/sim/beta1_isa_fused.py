@@ -118,13 +118,14 @@ class Beta1FusedIsa:
     def bn_stats(self, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tile:
         src = self.beta._tile("bn_stats", data)
         dst = self.beta.new((src.partitions, 6), self.beta._dtype(dtype, src.dtype))
-        self.isa.bn_stats(dst, masked(src, mask))
+        # The mask cuts the data; the statistics of the partitions it keeps are written.
+        self.isa.bn_stats(column(dst, mask), masked(src, mask))
         return dst
 
     def bn_aggr(self, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tile:
         src = self.beta._tile("bn_aggr", data)
         dst = self.beta.new((src.partitions, 2), self.beta._dtype(dtype, src.dtype))
-        self.isa.bn_aggr(dst, masked(src, mask))
+        self.isa.bn_aggr(column(dst, mask), masked(src, mask))
         return dst
 
     def dma_transpose(

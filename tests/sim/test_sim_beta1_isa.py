@@ -407,3 +407,42 @@ def k(x):
     np.testing.assert_array_equal(r.outputs[:, 0:4], x.max(axis=1))
     np.testing.assert_array_equal(r.outputs[:, 4:7], x.sum(axis=2))
     np.testing.assert_array_equal(r.outputs[:, 7:10], x.sum(axis=2))
+
+
+def test_a_partition_mask_cuts_per_partition_results_to_the_rows_it_keeps(kernel_file) -> None:
+    # Three rows of a 4-row tile are kept (the ragged last tile of a row loop): bn_stats,
+    # bn_aggr, max8 and nc_find_index8 write those rows of a result assigned into a
+    # whole-tile region, as every masked instruction does; the fourth row keeps its memset.
+    x = np.array(
+        [[1.0, 3.0, 5.0, 7.0, 9.0, 2.0, 4.0, 6.0, 8.0, 0.0]] * 3 + [[0.0] * 10], np.float32
+    )
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(x):
+    out = nl.ndarray((4, 18), dtype=nl.float32, buffer=nl.shared_hbm)
+    ip = nl.arange(4)[:, None]
+    keep = ip < 3
+    t = nl.load(x[ip, nl.arange(10)[None, :]], mask=keep)
+    res = nl.ndarray((4, 18), dtype=nl.float32)
+    res[ip, nl.arange(18)[None, :]] = nisa.memset(shape=(4, 18), value=-1.0, dtype=nl.float32)
+    stats = nl.ndarray((4, 6), dtype=nl.float32)
+    stats[ip, nl.arange(6)[None, :]] = nisa.bn_stats(t, mask=keep)
+    res[ip, nl.arange(2)[None, :]] = nisa.bn_aggr(stats, mask=keep)
+    top = nl.ndarray((4, 8), dtype=nl.float32)
+    top[ip, nl.arange(8)[None, :]] = nisa.max8(src=t, mask=keep)
+    res[ip, 2 + nl.arange(8)[None, :]] = nl.copy(top, mask=keep)
+    where = nisa.nc_find_index8(data=t, vals=top, mask=keep)
+    res[ip, 10 + nl.arange(8)[None, :]] = nl.copy(where, dtype=nl.float32, mask=keep)
+    nl.store(out, value=res)
+    return out
+"""
+    )
+    out = run_kernel(path, {"x": x}).outputs
+    row = [4.5, 8.25]  # the mean of 0..9 and its variance (bn_aggr of one bn_stats)
+    top8 = [9.0, 8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0]
+    at = [4.0, 8.0, 3.0, 7.0, 2.0, 6.0, 1.0, 5.0]  # where each of the top 8 sits in the row
+    for r in range(3):
+        np.testing.assert_allclose(out[r], row + top8 + at, rtol=1e-6)
+    assert out[3].tolist() == [-1.0] * 18
