@@ -12,7 +12,13 @@ from collections.abc import Callable, Iterable, Iterator
 
 from kernelopt.ir.build import lower
 from kernelopt.ir.model import KernelIR
-from kernelopt.ir.ops import NKIActivation, NKIMatmul, NKITensorScalar, NKITranspose
+from kernelopt.ir.ops import (
+    NKIActivation,
+    NKIMatmul,
+    NKITensorScalar,
+    NKITensorTensor,
+    NKITranspose,
+)
 from kernelopt.ir.trace import Trace, TracedOp, TracedTensor, narrow_matmul_operands
 
 
@@ -97,15 +103,25 @@ class ScaleAfterMatmul:
     def _candidates(self, tr: Trace) -> Iterator[Trace | None]:
         for scale in tr.ops:
             if is_row_scale(scale) or _is_shift_then_scale(scale):
-                for transpose in _readers(tr, scale.output):
-                    yield self._rewrite(tr, scale, transpose)
+                for reader in _readers(tr, scale.output):
+                    weight = _weighting(tr, reader, scale.output)
+                    if weight is None:
+                        yield self._rewrite(tr, scale, reader)
+                    else:
+                        yield self._rewrite(tr, scale, weight, between=reader)
 
-    def _rewrite(self, tr: Trace, scale: TracedOp, transpose: TracedOp) -> Trace | None:
+    def _rewrite(
+        self, tr: Trace, scale: TracedOp, transpose: TracedOp, between: TracedOp | None = None
+    ) -> Trace | None:
+        """``between``: an element-wise multiply by a full tensor (an rms norm's weight
+        at x's shape) between the scale and the transpose; the row scale moves past it
+        too, since ``(x * c) * g`` is ``(x * g) * c``."""
         if not isinstance(transpose.op, NKITranspose) or transpose.output.name == tr.output.name:
             return None
-        matmuls = _readers(tr, transpose.output)
+        fed = _through_column_scale(tr, transpose.output)
+        matmuls = _readers(tr, fed)
         for m in matmuls:
-            feeds = [role for role, t in m.operands.items() if t.name == transpose.output.name]
+            feeds = [role for role, t in m.operands.items() if t.name == fed.name]
             if not isinstance(m.op, NKIMatmul) or feeds != ["stationary"]:
                 return None  # the transposed rows are read some other way: keep them scaled
         if _is_shift_then_scale(scale):
@@ -122,7 +138,12 @@ class ScaleAfterMatmul:
                     ops.append(shift)
                 if len(_readers(tr, scale.output)) > 1:
                     ops.append(op)  # the scaled rows have other readers: they keep it
-            elif op is transpose:
+            elif op is between:
+                swapped = {
+                    r: data if t.name == scale.output.name else t for r, t in op.operands.items()
+                }
+                ops.append(dataclasses.replace(op, operands=swapped))
+            elif op is transpose and between is None:
                 ops.append(dataclasses.replace(op, operands={"data": data}))
             elif any(op is m for m in matmuls):
                 out = op.output
@@ -137,6 +158,35 @@ class ScaleAfterMatmul:
             else:
                 ops.append(op)
         return dataclasses.replace(tr, ops=tuple(ops))
+
+
+def _weighting(tr: Trace, op: TracedOp, scaled: TracedTensor) -> TracedOp | None:
+    """The transpose reading ``op``'s result, when ``op`` multiplies ``scaled`` element by
+    element by another tensor of its shape and that transpose is its one reader."""
+    if not isinstance(op.op, NKITensorTensor) or op.attrs.get("op") != "multiply":
+        return None
+    if [t.name for t in op.operands.values()].count(scaled.name) != 1:
+        return None
+    readers = _readers(tr, op.output)
+    if len(readers) != 1 or not isinstance(readers[0].op, NKITranspose):
+        return None
+    return readers[0]
+
+
+def _through_column_scale(tr: Trace, transposed: TracedTensor) -> TracedTensor:
+    """What the matmuls read of ``transposed``: the tensor itself, or, where its one
+    reader scales its rows (``x^T * g``, g a [K, 1] column such as an rms norm's weight
+    applied after the transpose), that scale's result. Scaling x's rows (columns of
+    x^T) and x^T's rows commute, so the row scale of x still moves past both."""
+    readers = _readers(tr, transposed)
+    if len(readers) != 1 or readers[0].output.name == tr.output.name:
+        return transposed
+    mid = readers[0]
+    if not is_row_scale(mid) or mid.operands["data"].name != transposed.name:
+        return transposed
+    if any(t.name == transposed.name for r, t in mid.operands.items() if r != "data"):
+        return transposed
+    return mid.output
 
 
 def _is_shift_then_scale(op: TracedOp) -> bool:
