@@ -92,7 +92,10 @@ class ScaleAfterMatmul:
     transpose reads ``x`` itself (a loaded input: LoadTranspose can make it a
     transposing DMA), so neither waits for the row's norm. Every matmul the
     transpose feeds as its stationary operand gets the scale; the product is
-    kept in fp32 until the scale, so the result is rounded once, as before.
+    kept in fp32 until the scale, so the result is rounded once, as before. An rms
+    norm's weight in between does not stop it: an element-wise multiply of ``x * c``
+    by a full tensor before the transpose (``_weighting``), or a [K, 1] column scaling
+    the transposed rows after it (``_through_column_scale``), commutes with ``c``.
     """
 
     name = "ScaleAfterMatmul"
