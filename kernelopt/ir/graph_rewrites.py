@@ -19,7 +19,13 @@ from kernelopt.ir.ops import (
     NKITensorTensor,
     NKITranspose,
 )
-from kernelopt.ir.trace import Trace, TracedOp, TracedTensor, narrow_matmul_operands
+from kernelopt.ir.trace import (
+    Trace,
+    TracedOp,
+    TracedTensor,
+    narrow_matmul_operands,
+    widen_scale_columns,
+)
 
 
 def is_row_scale(op: TracedOp) -> bool:
@@ -59,7 +65,7 @@ def _first_rewrite(
     for rewritten in candidates(tr):
         if rewritten is not None:
             # A rewrite may pair a matmul with an operand of another dtype.
-            rewritten = narrow_matmul_operands(rewritten)
+            rewritten = widen_scale_columns(narrow_matmul_operands(rewritten))
             return lower(rewritten, ir.func_name, ir.variant_after(name))
     return ir
 

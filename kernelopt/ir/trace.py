@@ -207,7 +207,7 @@ def trace(
     if not tracer.ops:
         raise IRBuildError("f_nkigym calls no op: there is nothing to compute")
     tr = Trace(tuple(tensors), tuple(tracer.ops), result, f_nkigym.__name__, tracer.axes.find)
-    return narrow_matmul_operands(tr)
+    return widen_scale_columns(narrow_matmul_operands(tr))
 
 
 _ELEMENTWISE = ("tensor_scalar", "tensor_tensor", "activation", "reciprocal")
@@ -268,3 +268,33 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
         for op in ops
     )
     return dataclasses.replace(tr, ops=rebuilt, output=new(tr.output))
+
+
+def widen_scale_columns(tr: Trace) -> Trace:
+    """An activation's scale vector in float32: ScalarE takes no other (NKI API errors,
+    ``err_activation_scale_invalid_type``). A column of another dtype (a bf16 [P, 1]
+    input) is first copied to float32, once, by a copy activation (its own scale the
+    number 1) that every such reader shares."""
+    from kernelopt.ir.ops import NKIActivation
+
+    widened: dict[str, TracedTensor] = {}
+    taken = {p.name for p in tr.params} | {o.output.name for o in tr.ops}
+    ops: list[TracedOp] = []
+    for op in tr.ops:
+        col = op.operands.get("scale") if op.op.kind == "activation" else None
+        if col is not None and col.dtype != "float32":
+            if col.name not in widened:
+                name = f"{col.name}_f32"
+                while name in taken:
+                    name = f"_{name}"
+                taken.add(name)
+                wide = dataclasses.replace(col, name=name, dtype="float32")
+                labels = {"P": col.axes[0], "F": col.axes[1]}
+                copy = NKIActivation(op="copy")
+                ops.append(
+                    TracedOp(copy, {"data": col}, {"op": "copy", "scale": 1.0}, wide, labels)
+                )
+                widened[col.name] = wide
+            op = dataclasses.replace(op, operands={**op.operands, "scale": widened[col.name]})
+        ops.append(op)
+    return dataclasses.replace(tr, ops=tuple(ops)) if widened else tr

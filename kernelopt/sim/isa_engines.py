@@ -191,6 +191,18 @@ class EngineCalls(ReduceCalls):
         reads = [src]
         scale_v = self._column(name, "scale", scale, src.partitions)
         bias_v = None if bias is None else self._column(name, "bias", bias, src.partitions)
+        # NKI API errors (err_activation_scale_invalid_type, err_activation_bias_invalid_
+        # type): a scale vector is float32; a bias vector float32, float16 or bfloat16.
+        for role, operand, allowed in (
+            ("scale", scale_v, ("float32",)),
+            ("bias", bias_v, ("float32", "float16", "bfloat16")),
+        ):
+            if isinstance(operand, Tile) and operand.dtype.name not in allowed:
+                self.m.fail(
+                    "isa",
+                    f"{name}: a {role} vector must be {' or '.join(allowed)}, "
+                    f"got {operand.dtype.name}",
+                )
         for operand in (scale_v, bias_v):
             if isinstance(operand, Tile):
                 reads.append(operand)

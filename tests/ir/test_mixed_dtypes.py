@@ -90,3 +90,43 @@ def test_a_matmul_of_fp32_and_bf16_sides_has_correct_states(
 def test_two_inputs_of_two_dtypes_read_as_is_still_have_no_state(tmp_path: Path) -> None:
     checked, failures = _check(tmp_path, "two_inputs", TWO_INPUTS)
     assert checked == 0
+
+
+# A bf16 [P, 1] input as an activation's scale (and the same column as a bias): ScalarE
+# takes only a float32 scale vector, so the column is copied to float32 once.
+BF16_SCALE_COLUMN = """
+def f_nkigym(x, c, w):
+    g = NKIActivation(op="gelu", scale=c, bias=c)(data=x)
+    y = NKIActivation(op="copy", scale=c)(data=x)
+    h = NKIMatmul()(stationary=NKITranspose()(data=g), moving=w)
+    return NKIMatmul()(stationary=NKITranspose()(data=y), moving=w)
+
+def f_numpy(x, c, w):
+    x, c = x.astype(np.float32), c.astype(np.float32)
+    return (x * c) @ w.astype(np.float32)
+
+INPUT_SPECS = {"x": ((256, 256), "bfloat16"), "c": ((256, 1), "bfloat16"),
+               "w": ((256, 384), "bfloat16")}
+"""
+
+
+def test_a_bf16_column_as_an_activation_scale_is_widened_once_and_every_state_runs(
+    tmp_path: Path,
+) -> None:
+    from kernelopt.ir import build_ir
+    from kernelopt.workload import load_workload
+
+    path = tmp_path / "scaled.py"
+    path.write_text(HEAD + BF16_SCALE_COLUMN)
+    w = load_workload(path)
+    ir = build_ir(w.f_nkigym, w.input_specs, name="scaled")
+    widened = [b for b in ir.buffers if b.name.startswith("sbuf_c_f32")]
+    assert len(widened) == 1 and widened[0].dtype == "float32"
+    scales = []
+    for op in ir.operators:
+        columns = op.attr("columns", ()) if op.kind == "activation" else ()
+        if "scale" in columns:
+            scales.append(op.srcs[len(op.srcs) - len(columns) + columns.index("scale")])
+    assert scales == ["sbuf_c_f32", "sbuf_c_f32"]  # a bias may stay bf16; a scale may not
+    checked, failures = _check(tmp_path, "scaled", BF16_SCALE_COLUMN)
+    assert checked >= 4 and failures == []

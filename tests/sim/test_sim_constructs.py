@@ -328,3 +328,42 @@ def k(x):
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     run = _run(kernel_file, body, {"x": x})
     np.testing.assert_array_equal(run.outputs, x.sum(axis=(1, 2), keepdims=True))
+
+
+@pytest.mark.parametrize(
+    ("role", "dtype", "refused"),
+    [
+        ("scale", "nl.bfloat16", True),
+        ("scale", "nl.float32", False),
+        ("bias", "nl.bfloat16", False),
+        ("bias", "nl.float32", False),
+    ],
+)
+def test_an_activation_scale_vector_must_be_float32_a_bias_vector_need_not(
+    kernel_file, uniform, role: str, dtype: str, refused: bool
+) -> None:
+    # NKI API errors: err_activation_scale_invalid_type (a scale vector is float32),
+    # err_activation_bias_invalid_type (a bias vector is float32, float16 or bfloat16).
+    body = f"""
+@nki.jit
+def k(x, c):
+    xs = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(xs, x)
+    c32 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(c32, c)
+    cs = nl.ndarray((128, 1), dtype={dtype}, buffer=nl.sbuf)
+    nisa.tensor_copy(cs, c32)
+    res = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(res, nl.copy, xs, {role}=cs)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(out, res)
+    return out
+"""
+    x, c = uniform((128, 64), 1), uniform((128, 1), 2)
+    if refused:
+        with pytest.raises(SimError, match=f"a {role} vector must be float32, got bfloat16"):
+            _run(kernel_file, body, {"x": x, "c": c})
+        return
+    run = _run(kernel_file, body, {"x": x, "c": c})
+    want = x * c if role == "scale" else x + c
+    np.testing.assert_allclose(run.outputs, want, rtol=1e-2)  # a bf16 bias, rounded or not
