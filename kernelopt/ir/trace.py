@@ -88,10 +88,18 @@ class _Tracer:
         labels: dict[str, int] = {}
         a, b = (getattr(operands.get(r), "shape", None) for r in ("data1", "data2"))
         if op.kind == "tensor_tensor" and None not in (a, b) and a != b:
+            row = next((s for s in (a, b) if len(s) == 2 and s[0] == 1 and s[1] != 1), None)
+            hint = (
+                "; a weight per column (an rms norm's gamma) scales the transposed rows "
+                "instead: give it as a [F, 1] column, NKITensorScalar(op0='multiply', "
+                "operand0=gamma)(data=NKITranspose()(data=...))"
+                if row is not None
+                else ""
+            )
             raise IRBuildError(
                 f"{where}: data1 {a} and data2 {b} differ: tensor_tensor takes two tiles of "
                 "one shape and does not broadcast (a [P, 1] column goes to NKITensorScalar's "
-                "operand0 or NKIActivation's scale or bias; a [1, F] row has no operand)"
+                f"operand0 or NKIActivation's scale or bias; a [1, F] row has no operand){hint}"
             )
         for role, t in operands.items():
             labs = op.spec.labels(role)

@@ -121,6 +121,12 @@ def test_tensor_tensor_of_two_shapes_names_both_and_the_column_operands() -> Non
     specs = {"x": ((256, 512), "bfloat16"), "g": ((1, 512), "bfloat16")}
     with pytest.raises(IRBuildError, match=r"data1 \(256, 512\) and data2 \(1, 512\) differ"):
         build_ir(f, specs)
+    # A [1, F] row, as an rms norm's gamma is often given: the message shows the column form.
+    with pytest.raises(IRBuildError, match=r"give it as a \[F, 1\] column.*NKITranspose"):
+        build_ir(f, specs)
+    with pytest.raises(IRBuildError) as err:  # not said of two full tiles of other shapes
+        build_ir(f, {"x": ((256, 512), "bfloat16"), "g": ((256, 256), "bfloat16")})
+    assert "gamma" not in str(err.value)
 
 
 def test_a_tensor_indexed_twice_by_one_dim_is_refused() -> None:
