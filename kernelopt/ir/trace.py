@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelopt.ir.ops import DTYPES, NKIOp
+from kernelopt.ir.ops import DTYPES, NKIActivation, NKIOp
 
 
 class IRBuildError(ValueError):
@@ -283,8 +283,6 @@ def widen_scale_columns(tr: Trace) -> Trace:
     ``err_activation_scale_invalid_type``). A column of another dtype (a bf16 [P, 1]
     input) is first copied to float32, once, by a copy activation (its own scale the
     number 1) that every such reader shares."""
-    from kernelopt.ir.ops import NKIActivation
-
     widened: dict[str, TracedTensor] = {}
     taken = {p.name for p in tr.params} | {o.output.name for o in tr.ops}
     ops: list[TracedOp] = []
