@@ -281,7 +281,6 @@ def lower(tr: Trace, name: str, variant: str = "base") -> KernelIR:
     from kernelopt.ir.sample import with_default_knobs
 
     _refuse_one_dim_twice(tr)
-    params = {p.name for p in tr.params}
     for p in tr.params:
         if p.name in MODULE_ALIASES:
             raise IRBuildError(
@@ -295,7 +294,7 @@ def lower(tr: Trace, name: str, variant: str = "base") -> KernelIR:
     for op in tr.ops:
         lowering.op(op)
     out_name = "out"
-    while out_name in params:
+    while out_name in lowering.inputs:
         out_name += "_hbm" if out_name == "out" else "_"
     output = lowering.store(tr.output, out_name)
     ir = KernelIR(

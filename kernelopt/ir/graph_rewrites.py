@@ -23,6 +23,7 @@ from kernelopt.ir.trace import (
     Trace,
     TracedOp,
     TracedTensor,
+    fresh_name,
     narrow_matmul_operands,
     widen_scale_columns,
 )
@@ -72,14 +73,6 @@ def _first_rewrite(
 
 def _readers(tr: Trace, tensor: TracedTensor) -> list[TracedOp]:
     return [o for o in tr.ops if any(t.name == tensor.name for t in o.operands.values())]
-
-
-def _fresh(tr: Trace, base: str) -> str:
-    taken = {p.name for p in tr.params} | {o.output.name for o in tr.ops}
-    name = base
-    while name in taken:
-        name = f"_{name}"
-    return name
 
 
 class ScaleAfterMatmul:
@@ -157,7 +150,7 @@ class ScaleAfterMatmul:
             elif any(op is m for m in matmuls):
                 out = op.output
                 raw = dataclasses.replace(
-                    out, name=_fresh(tr, f"{out.name}_unscaled"), dtype="float32"
+                    out, name=fresh_name(tr, f"{out.name}_unscaled"), dtype="float32"
                 )
                 ops.append(dataclasses.replace(op, output=raw))
                 labels = {"P": out.axes[0], "F": out.axes[1]}
@@ -229,7 +222,7 @@ def _split(tr: Trace, op: TracedOp) -> tuple[TracedOp, TracedOp]:
         scale_labels["_operand0"] = op.labels["_operand1"]
     else:
         scale_attrs["operand0"] = attrs["operand1"]
-    shifted = dataclasses.replace(op.output, name=_fresh(tr, f"{op.output.name}_shifted"))
+    shifted = dataclasses.replace(op.output, name=fresh_name(tr, f"{op.output.name}_shifted"))
     shift = TracedOp(op.op, shift_operands, shift_attrs, shifted, shift_labels)
     return shift, TracedOp(op.op, scale_operands, scale_attrs, op.output, scale_labels)
 

@@ -11,7 +11,7 @@ import ast
 import dataclasses
 import inspect
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,12 +88,12 @@ class _Tracer:
         labels: dict[str, int] = {}
         a, b = (getattr(operands.get(r), "shape", None) for r in ("data1", "data2"))
         if op.kind == "tensor_tensor" and None not in (a, b) and a != b:
-            row = next((s for s in (a, b) if len(s) == 2 and s[0] == 1 and s[1] != 1), None)
+            row = any(len(s) == 2 and s[0] == 1 and s[1] != 1 for s in (a, b))
             hint = (
                 "; a weight per column (an rms norm's gamma) scales the transposed rows "
                 "instead: give it as a [F, 1] column, NKITensorScalar(op0='multiply', "
                 "operand0=gamma)(data=NKITranspose()(data=...))"
-                if row is not None
+                if row
                 else ""
             )
             raise IRBuildError(
@@ -278,22 +278,29 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
     return dataclasses.replace(tr, ops=rebuilt, output=new(tr.output))
 
 
+def fresh_name(tr: Trace, base: str, also: Iterable[str] = ()) -> str:
+    """``base``, underscored in front until no input, op result or name in ``also``
+    (names a rewrite has made but not yet added) has it."""
+    taken = {p.name for p in tr.params} | {o.output.name for o in tr.ops} | set(also)
+    name = base
+    while name in taken:
+        name = f"_{name}"
+    return name
+
+
 def widen_scale_columns(tr: Trace) -> Trace:
     """An activation's scale vector in float32: ScalarE takes no other (NKI API errors,
     ``err_activation_scale_invalid_type``). A column of another dtype (a bf16 [P, 1]
     input) is first copied to float32, once, by a copy activation (its own scale the
     number 1) that every such reader shares."""
     widened: dict[str, TracedTensor] = {}
-    taken = {p.name for p in tr.params} | {o.output.name for o in tr.ops}
     ops: list[TracedOp] = []
     for op in tr.ops:
         col = op.operands.get("scale") if op.op.kind == "activation" else None
         if col is not None and col.dtype != "float32":
             if col.name not in widened:
-                name = f"{col.name}_f32"
-                while name in taken:
-                    name = f"_{name}"
-                taken.add(name)
+                made = [w.name for w in widened.values()]
+                name = fresh_name(tr, f"{col.name}_f32", made)
                 wide = dataclasses.replace(col, name=name, dtype="float32")
                 labels = {"P": col.axes[0], "F": col.axes[1]}
                 copy = NKIActivation(op="copy")
