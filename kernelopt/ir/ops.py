@@ -191,8 +191,26 @@ def column_or_number(
     return np.float32(default if value is None else value)
 
 
+# Other spellings of the ALU operators, by the name the renderer prints: numpy's
+# reductions (``np.max``, ``np.sum``) and the short forms people write.
+OP_ALIASES = {
+    "max": "maximum",
+    "min": "minimum",
+    "sum": "add",
+    "prod": "multiply",
+    "mul": "multiply",
+    "sub": "subtract",
+    "div": "divide",
+    "true_divide": "divide",
+}
+
+
 def _op_name(value: Any, table: dict[str, Any], op: str, role: str) -> str:
-    name = getattr(value, "name", value)
+    """The operator's canonical name: a string, an ``nl.*`` operator (``.name``) or a
+    numpy function (``__name__``), an alias in ``OP_ALIASES`` taken to its target."""
+    name = getattr(value, "name", None) or getattr(value, "__name__", value)
+    if isinstance(name, str) and name not in table and OP_ALIASES.get(name) in table:
+        name = OP_ALIASES[name]
     if not isinstance(name, str) or name not in table:
         raise OpError(f"{op}: {role}={value!r} is not one of {sorted(table)}")
     return name

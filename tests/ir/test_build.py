@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from ir_support import SHIPPED, SMALL_SPECS, small_workload
@@ -17,6 +19,8 @@ from kernelopt.ir import (
     OpError,
     build_ir,
     compute_mac_count,
+    render_ir,
+    sample,
 )
 from kernelopt.workload import make_inputs
 
@@ -271,3 +275,32 @@ def test_a_second_operand_without_op1_is_refused_not_dropped() -> None:
 
     with pytest.raises(IRBuildError, match="operand1 and reverse1 given without op1="):
         build_ir(f, {"x": ((128, 256), "bfloat16")})
+
+
+def _row_softmax(reduce_max: object, reduce_sum: object, divide: object):
+    def f_nkigym(x):
+        m = NKITensorReduce(op=reduce_max, axis=1)(data=x)
+        e = NKIActivation(op="exp", bias=NKITensorScalar(op0="multiply", operand0=-1.0)(data=m))(
+            data=x
+        )
+        s = NKITensorReduce(op=reduce_sum, axis=1)(data=e)
+        return NKITensorScalar(op0=divide, operand0=s)(data=e)
+
+    return f_nkigym
+
+
+def test_operator_aliases_trace_to_the_canonical_operator() -> None:
+    # op="max" (numpy's and nl's reduction name) used to be refused at build.
+    specs = {"x": ((256, 512), "bfloat16")}
+    canonical = build_ir(_row_softmax("maximum", "add", "divide"), specs, name="sm")
+    rendered = render_ir(sample(canonical, random.Random(0)))
+    assert "nl.maximum" in rendered
+    for spelling in (("max", "sum", "div"), (np.max, np.sum, np.divide)):
+        ir = build_ir(_row_softmax(*spelling), specs, name="sm")
+        assert render_ir(sample(ir, random.Random(0))) == rendered
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    expected = np.exp(x - x.max(1, keepdims=True))
+    expected /= expected.sum(1, keepdims=True)
+    np.testing.assert_allclose(_row_softmax("max", "sum", "div")(x), expected, rtol=1e-6)
+    with pytest.raises(OpError, match="not one of"):
+        NKIActivation(op="max")(data=x)  # an alias only where its target is an operator
