@@ -143,7 +143,18 @@ class NKIOp:
                 f"expected some of {list(self.attr_names)}"
             )
 
-    def __call__(self, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Positional operands in the instruction's order (``data``; ``data1, data2``;
+        # ``stationary, moving``), as ``square(x)`` reads.
+        names = list(self.spec.operands)
+        if len(args) > len(names):
+            raise OpError(
+                f"{type(self).__name__}: takes operand(s) {names}, got {len(args)} positional"
+            )
+        for name, value in zip(names, args, strict=False):
+            if name in kwargs:
+                raise OpError(f"{type(self).__name__}: operand {name!r} given twice")
+            kwargs[name] = value
         operands = {k: kwargs.pop(k) for k in list(kwargs) if k in self.spec.operands}
         missing = [k for k in self.spec.operands if k not in operands]
         self._check_attr_names(kwargs)

@@ -304,3 +304,27 @@ def test_operator_aliases_trace_to_the_canonical_operator() -> None:
     np.testing.assert_allclose(_row_softmax("max", "sum", "div")(x), expected, rtol=1e-6)
     with pytest.raises(OpError, match="not one of"):
         NKIActivation(op="max")(data=x)  # an alias only where its target is an operator
+
+
+def test_operands_may_be_given_by_position_in_the_instructions_order() -> None:
+    a = np.arange(12.0).reshape(3, 4)
+    b = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(NKIMatmul()(a, b), a.T @ b)  # stationary, moving
+    np.testing.assert_array_equal(NKITensorTensor(op="subtract")(a, 2 * a), -a)
+    np.testing.assert_array_equal(NKIActivation(op="square")(a), a * a)
+
+    def f_nkigym(x, w):
+        return NKIMatmul()(NKITranspose()(NKIActivation(op="square")(x)), w)
+
+    def f_keywords(x, w):
+        return NKIMatmul()(
+            stationary=NKITranspose()(data=NKIActivation(op="square")(data=x)), moving=w
+        )
+
+    specs = {"x": ((256, 256), "bfloat16"), "w": ((256, 256), "bfloat16")}
+    by_position = render_ir(sample(build_ir(f_nkigym, specs, name="k"), random.Random(1)))
+    assert by_position == render_ir(sample(build_ir(f_keywords, specs, name="k"), random.Random(1)))
+    with pytest.raises(OpError, match="got 2 positional"):
+        NKIActivation(op="exp")(a, a)
+    with pytest.raises(OpError, match="'data' given twice"):
+        NKIActivation(op="exp")(a, data=a)
