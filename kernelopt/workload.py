@@ -42,6 +42,15 @@ class Workload:
         return self.path.parent.name if self.path.name == "workload.py" else self.path.stem
 
 
+# The short names NKI and the Neuron tools print (bf16, fp32), by the dtype they name.
+DTYPE_ALIASES = {
+    "bf16": "bfloat16",
+    "fp32": "float32",
+    "fp16": "float16",
+    "fp8_e4m3": "float8_e4m3",
+}
+
+
 def numpy_dtype(name: str) -> np.dtype:
     """``"bfloat16"`` and friends as numpy dtypes (ml_dtypes for the narrow floats)."""
     try:
@@ -96,6 +105,7 @@ def load_workload(path: str | Path, require: Iterable[str] = REQUIRED) -> Worklo
             shape = tuple(int(s) for s in shape)
             if not isinstance(dtype, str):
                 dtype = np.dtype(dtype).name  # np.float32, ml_dtypes.bfloat16: by name
+            dtype = DTYPE_ALIASES.get(dtype, dtype)
             numpy_dtype(dtype)
         except (TypeError, ValueError) as exc:
             raise WorkloadError(

@@ -84,6 +84,9 @@ def test_the_key_reference_in_docs_is_generated_from_the_schema() -> None:
         ("np.float32", "float32"),
         ("np.dtype('float16')", "float16"),
         ("__import__('ml_dtypes').bfloat16", "bfloat16"),
+        ('"bf16"', "bfloat16"),  # the short names NKI and the Neuron tools print
+        ('"fp32"', "float32"),
+        ('"fp16"', "float16"),
     ],
 )
 def test_an_input_dtype_may_be_a_numpy_type_or_its_name(
@@ -100,6 +103,6 @@ def test_a_dtype_numpy_does_not_know_names_the_input_and_the_value(tmp_path: Pat
     from kernelopt.workload import WorkloadError, load_workload
 
     path = tmp_path / "w.py"
-    path.write_text(WORKLOAD.replace('"bfloat16")}', '"bf16")}'))
-    with pytest.raises(WorkloadError, match=r"INPUT_SPECS\['rhs'\].*'bf16'"):
+    path.write_text(WORKLOAD.replace('"bfloat16")}', '"bfloat15")}'))
+    with pytest.raises(WorkloadError, match=r"INPUT_SPECS\['rhs'\].*'bfloat15'"):
         load_workload(path)
