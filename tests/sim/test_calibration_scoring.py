@@ -58,6 +58,21 @@ def test_a_family_is_scored_with_the_host_cost_of_its_runners_other_families():
     assert traced[0].mfu(PARAMS, host["a1"]) == pytest.approx(50.0 * 10 / 40)
 
 
+def test_the_host_cost_comes_from_the_runs_it_dominates():
+    # A long kernel's gap also holds the model's device-time error (2 % of 3.5 ms is
+    # 70 us): it does not move the estimate while host-dominated runs give one.
+    traced = [
+        _traced("b1", "b", 10.0, 50.0),  # gap 40, device 20 % of measured
+        _traced("b2", "b", 30.0, 70.0),  # gap 40, 43 %
+        _traced("b3", "b", 3000.0, 3110.0),  # gap 110, 96 %
+        _traced("b4", "b", 3000.0, 3130.0),  # gap 130
+        _traced("a1", "a", 10.0, 50.0),
+    ]
+    assert scoring.host_costs(traced, PARAMS, "a") == {"runner-a": pytest.approx(40.0)}
+    # Without a host-dominated run, every run of the runner counts.
+    assert scoring.host_costs(traced[2:], PARAMS, "a") == {"runner-a": pytest.approx(120.0)}
+
+
 def test_device_timed_cases_get_no_host_cost_and_a_lone_family_gets_none():
     device = cases.DEVICE
     traced = [_traced("d", "dev", 10.0, 12.0, device), _traced("a", "a", 10.0, 50.0)]
