@@ -25,6 +25,7 @@ and columns (``--sizes large``: 512-2048), and for each:
     python benchmarks/ir_random_workloads.py --count 20 --sizes large --reach
     python benchmarks/ir_random_workloads.py --count 20 --check-at full --samples 1
     python benchmarks/ir_random_workloads.py --count 25 --api beta1
+    python benchmarks/ir_random_workloads.py --count 20 --dtype float32
 
 Exits 1 when any workload fails to build, sample, render or check correct.
 """
@@ -143,9 +144,9 @@ SIZES = {
 
 
 def workload_source(
-    seed: int, sizes: str = "small", kinds: tuple[str, ...] = KINDS
+    seed: int, sizes: str = "small", kinds: tuple[str, ...] = KINDS, dtype: str = "bfloat16"
 ) -> tuple[str, str]:
-    """(kind, the text of a workload file) for one seed."""
+    """(kind, the text of a workload file) for one seed, its inputs in ``dtype``."""
     rng = random.Random(seed)
     g = Writer(rng)
     rows, k, n = (rng.choice(choices) for choices in SIZES[sizes])
@@ -234,8 +235,8 @@ def f_numpy({params}):
     return f_nkigym({as_f32})
 
 
-INPUT_SPECS = {{{", ".join(f"{p!r}: ({s}, 'bfloat16')" for p, s in specs.items())}}}
-SMALL_SPECS = {{{", ".join(f"{p!r}: ({s}, 'bfloat16')" for p, s in small.items())}}}
+INPUT_SPECS = {{{", ".join(f"{p!r}: ({s}, {dtype!r})" for p, s in specs.items())}}}
+SMALL_SPECS = {{{", ".join(f"{p!r}: ({s}, {dtype!r})" for p, s in small.items())}}}
 '''
     return kind, text
 
@@ -308,6 +309,12 @@ def main() -> int:
     parser.add_argument(
         "--api", choices=("nki", "beta1"), default="nki", help="render the checked states in"
     )
+    parser.add_argument(
+        "--dtype",
+        choices=("bfloat16", "float32"),
+        default="bfloat16",
+        help="the inputs' dtype (float32: NKIBench's)",
+    )
     parser.add_argument("--budget", type=int, default=20)
     parser.add_argument("--reference", type=int, default=0, help="best of N random states too")
     parser.add_argument("--keep", type=Path, help="write the workloads here (default: a temp dir)")
@@ -322,7 +329,7 @@ def main() -> int:
     folder.mkdir(parents=True, exist_ok=True)
     drawn, reached, broken = Counter(), [], 0
     for seed in range(args.seed, args.seed + args.count):
-        kind, text = workload_source(seed, args.sizes, kinds)
+        kind, text = workload_source(seed, args.sizes, kinds, args.dtype)
         path = folder / f"random_{seed:03d}.py"
         path.write_text(text)
         drawn[kind] += 1

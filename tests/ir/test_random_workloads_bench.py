@@ -45,6 +45,17 @@ def test_written_workloads_build_render_and_check_correct(tmp_path: Path) -> Non
         assert checked >= 1 and failures == [], (kind, failures)
 
 
+def test_fp32_workloads_declare_fp32_inputs_and_check_correct(tmp_path: Path) -> None:
+    bench = _bench()
+    seed = _seed_of(bench, "rms_mm")
+    _, text = bench.workload_source(seed, dtype="float32")
+    assert "'float32'" in text and "'bfloat16'" not in text
+    path = tmp_path / f"random_{seed}_fp32.py"
+    path.write_text(text)
+    checked, failures = bench.check(path, 1)
+    assert checked >= 1 and failures == [], failures
+
+
 def test_a_wrong_result_is_reported_not_hidden(tmp_path: Path) -> None:
     bench = _bench()
     _, text = bench.workload_source(_seed_of(bench, "softmax"))
