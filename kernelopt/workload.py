@@ -92,7 +92,16 @@ def load_workload(path: str | Path, require: Iterable[str] = REQUIRED) -> Worklo
         raise WorkloadError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from exc
     missing = [n for n in require if not hasattr(module, n)]
     if missing:
-        raise WorkloadError(f"{path}: workload is missing required names: {', '.join(missing)}")
+        hint = ""
+        if "f_numpy" in missing and hasattr(module, "f_nkigym"):
+            hint = (
+                "; f_numpy is the oracle a kernel is checked against, the same math in numpy"
+                " (the op classes compute in numpy when called on arrays, so"
+                " f_nkigym's math in fp32 is one way to write it)"
+            )
+        raise WorkloadError(
+            f"{path}: workload is missing required names: {', '.join(missing)}{hint}"
+        )
     specs = getattr(module, "INPUT_SPECS", None)
     if not isinstance(specs, dict) or not specs:
         raise WorkloadError(

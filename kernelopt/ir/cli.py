@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from kernelopt.ir.knobs_io import (
+    IR_REQUIRED,
     KnobsError,
     ir_for_workload,
     knobs_text,
@@ -69,7 +70,7 @@ def show(workload: Path) -> None:
         kernelopt ir show ir/matmul_lhs_rhs/workload.py
     """
     try:
-        loaded = load_workload(workload)
+        loaded = load_workload(workload, require=IR_REQUIRED)
     except WorkloadError as exc:
         raise click.ClickException(str(exc)) from exc
     base = _base(loaded)

@@ -17,6 +17,8 @@ from kernelopt.ir.rewrites import REWRITES, apply_variant
 from kernelopt.ir.sample import knobs_dict
 from kernelopt.workload import Workload, load_workload
 
+IR_REQUIRED = ("f_nkigym", "INPUT_SPECS")  # what building the IR reads of a workload
+
 KEYS = ("variant", "loop_order", "ltiles_per_block", "buffer_scopes")
 
 
@@ -35,9 +37,11 @@ def knobs_text(ir: KernelIR) -> str:
 
 
 def ir_for_workload(workload: Workload | str | Path) -> KernelIR:
-    """The base IR (default knobs) of a workload file or loaded workload."""
+    """The base IR (default knobs) of a workload file or loaded workload. The IR needs
+    f_nkigym and INPUT_SPECS only; f_numpy, the oracle, is required where a kernel is
+    checked."""
     if not isinstance(workload, Workload):
-        workload = load_workload(workload)
+        workload = load_workload(workload, require=IR_REQUIRED)
     if workload.f_nkigym is None:
         raise KnobsError(f"{workload.path}: defines no f_nkigym")
     return build_ir(workload.f_nkigym, workload.input_specs, name=workload.name)

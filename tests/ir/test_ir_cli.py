@@ -160,3 +160,30 @@ def test_init_writes_the_best_screened_state_beside_the_workload(tmp_path: Path)
     assert forced.exit_code == 0 and "the default knobs" in forced.output
     knobs = json.loads((folder / "knobs.json").read_text())
     assert knobs == knobs_to_json(ir_for_workload(workload))
+
+
+def test_the_ir_commands_need_no_oracle_and_checking_names_it(tmp_path: Path) -> None:
+    # A workload written as the example is, f_nkigym and INPUT_SPECS only:
+    # `ir show` refused it for the missing f_numpy, which only checking reads.
+    workload = tmp_path / "rms_mm.py"
+    workload.write_text(
+        "from kernelopt.ir import NKIActivation, NKIMatmul, NKITensorReduce, "
+        "NKITensorScalar, NKITranspose\n\n"
+        "def f_nkigym(x, w):\n"
+        "    ss = NKITensorReduce(op='add', axis=1)(data=NKIActivation(op='square')(data=x))\n"
+        "    rs = NKIActivation(op='rsqrt', scale=1 / 256, bias=1e-6)(data=ss)\n"
+        "    xn = NKITensorScalar(op0='multiply', operand0=rs)(data=x)\n"
+        "    return NKIMatmul()(stationary=NKITranspose()(data=xn), moving=w)\n\n"
+        "INPUT_SPECS = {'x': ((256, 256), 'bfloat16'), 'w': ((256, 128), 'bfloat16')}\n"
+    )
+    assert run("show", workload).exit_code == 0
+    drawn = run("sample", workload, "-n", "1", "--json")
+    assert drawn.exit_code == 0, drawn.output
+    knobs = tmp_path / "knobs.json"
+    knobs.write_text(drawn.output.splitlines()[0])
+    assert run("validate", knobs, "--workload", workload).exit_code == 0
+    rendered = run("render", knobs, "--workload", workload)
+    assert rendered.exit_code == 0 and "nisa.nc_matmul" in rendered.output
+    refused = run("init", workload, "--pool", "0")
+    assert refused.exit_code == 1
+    assert "missing required names: f_numpy; f_numpy is the oracle" in refused.output
