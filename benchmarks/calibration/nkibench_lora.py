@@ -6,7 +6,12 @@ PSUM per 512-row group, copied out, then (x @ a @ b)^T one 128 x 512 tile at a t
 copied out. The main part, per 1024 output columns: K in four quarters (a sequential
 loop); per quarter, load that slice of w, transpose the matching x tiles, accumulate
 over the quarter in PSUM and fold the quarters together in SBUF (loop_reduce). Then
-add the two parts and transpose every 128 x 128 tile back for the store."""
+add the two parts and transpose every 128 x 128 tile back for the store.
+
+The x tiles of a pass are loaded into one block array indexed by the pass's loops, as
+the public kernel's are (its block arrays v9 and v18, NKIBench/kernels/
+lora_M4096_N12288_K5120_R128_0.py @2dbeab4): the allocation form decides how many loads
+may be in flight, and a tile allocated in the loop body rotates three copies."""
 
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
@@ -50,16 +55,21 @@ def _x_transposed(x, identity, g, k0, count, per_load, dst):
     loading ``per_load`` K tiles of each 128-row tile at a time."""
     i_p, i_f = nl.mgrid[0:128, 0:128]
     p3 = nl.arange(128)[:, None, None]
+    tiles = nl.ndarray(
+        (count // per_load, GROUP // 128, nl.par_dim(128), per_load * 128), dtype=nl.float32
+    )
     for part in nl.affine_range(count // per_load):
         for s in nl.affine_range(GROUP // 128):
-            tile = nl.ndarray((nl.par_dim(128), per_load * 128), dtype=nl.float32)
             cols = 128 * nl.arange(per_load)[None, :, None] + nl.arange(128)[None, None, :]
-            tile[p3, cols] = nl.load(
+            tiles[part, s, p3, cols] = nl.load(
                 x[(g * GROUP // 128 + s) * 128 + p3, (k0 + part * per_load) * 128 + cols]
             )
             for j in nl.affine_range(per_load):
                 flipped = nisa.nc_matmul(
-                    tile[i_p, j * 128 + i_f], identity, is_moving_onezero=True, is_transpose=True
+                    tiles[part, s, i_p, j * 128 + i_f],
+                    identity,
+                    is_moving_onezero=True,
+                    is_transpose=True,
                 )
                 dst[i_p, part * per_load + j, s * 128 + i_f] = nl.copy(flipped)
 
