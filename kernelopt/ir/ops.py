@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kernelopt.sim.ops import NUMPY_OPS
 from kernelopt.sim.ops import OPS as SIM_OPS
 
 PMAX = 128  # partitions; also the TensorE contraction limit
@@ -202,8 +203,7 @@ def column_or_number(
     return np.float32(default if value is None else value)
 
 
-# Other spellings of the ALU operators, by the name the renderer prints: numpy's
-# reductions (``np.max``, ``np.sum``) and the short forms people write.
+# The short forms people write for the ALU operators, by the name the renderer prints.
 OP_ALIASES = {
     "max": "maximum",
     "min": "minimum",
@@ -212,14 +212,15 @@ OP_ALIASES = {
     "mul": "multiply",
     "sub": "subtract",
     "div": "divide",
-    "true_divide": "divide",
 }
 
 
 def _op_name(value: Any, table: dict[str, Any], op: str, role: str) -> str:
-    """The operator's canonical name: a string, an ``nl.*`` operator (``.name``) or a
-    numpy function (``__name__``), an alias in ``OP_ALIASES`` taken to its target."""
-    name = getattr(value, "name", None) or getattr(value, "__name__", value)
+    """The operator's canonical name: a string (an alias in ``OP_ALIASES`` taken to its
+    target), an ``nl.*`` operator (``.name``) or a numpy function, as the simulator
+    reads one (``NUMPY_OPS``: ``np.max`` is ``maximum``)."""
+    numpy_op = NUMPY_OPS.get(value) if callable(value) else None
+    name = numpy_op.name if numpy_op is not None else getattr(value, "name", value)
     if isinstance(name, str) and name not in table and OP_ALIASES.get(name) in table:
         name = OP_ALIASES[name]
     if not isinstance(name, str) or name not in table:

@@ -176,6 +176,7 @@ NUMPY_OPS: Mapping[Any, Op] = MappingProxyType(
         np.exp: OPS["exp"],
         np.log: OPS["log"],
         np.sqrt: OPS["sqrt"],
+        np.reciprocal: OPS["reciprocal"],
         np.tanh: OPS["tanh"],
         np.abs: OPS["abs"],
         np.negative: OPS["negative"],
