@@ -44,6 +44,11 @@ def roofline_work(
     Each element-wise op touches every element of its data once; a transpose
     and a PSUM drain are data movement the math does not need, so they count
     nothing. HBM traffic is every input read once and the result written once.
+    The element-wise work is also counted as each of the IR's variants computes
+    the same math (``fused_elementwise``): a row sum carried by the activation
+    that writes the row, a row scale folded into an activation or a drain, cost no
+    pass of their own, so a kernel built that way is still no faster than its
+    roofline.
     """
     tr = trace(f_nkigym, input_specs)
     macs = vector = scalar = either = 0
@@ -71,7 +76,36 @@ def roofline_work(
         for op in tr.ops
         if isinstance(op.op, NKIMatmul)
     )
-    return RooflineWork(macs, vector, scalar, either, hbm, fp32)
+    fused = _variant_elementwise(f_nkigym, input_specs)
+    return RooflineWork(macs, vector, scalar, either, hbm, fp32, fused)
+
+
+def _variant_elementwise(
+    f_nkigym: Callable[..., Any], input_specs: dict[str, tuple[tuple[int, ...], str]]
+) -> tuple[tuple[int, int, int], ...]:
+    """``(vector, scalar, either)`` elements of each distinct variant of the KernelIR
+    (``kernelopt ir show``); none when the graph does not lower to one."""
+    from kernelopt.ir.build import build_ir
+    from kernelopt.ir.engines import scaled_copy
+    from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
+    from kernelopt.ir.trace import IRBuildError
+
+    try:
+        base = build_ir(f_nkigym, input_specs)
+    except IRBuildError:
+        return ()
+    counts: set[tuple[int, int, int]] = set()
+    for _, ir in enumerate_rewrite_combinations(base, list(REWRITES.values())):
+        size = {d.name: d.size for d in ir.dims}
+        count = {"vector": 0, "scalar": 0, None: 0}
+        for op in ir.operators:
+            engine = _ELEMENTWISE_ENGINE.get(op.kind, "")
+            if scaled_copy(op):
+                engine = None
+            if engine != "":
+                count[engine] += int(np.prod([size[a] for a in ir.buffer[op.srcs[0]].axes]))
+        counts.add((count["vector"], count["scalar"], count[None]))
+    return tuple(sorted(counts))
 
 
 def _nbytes(shape: tuple[int, ...], dtype: str) -> int:

@@ -58,6 +58,10 @@ class RooflineWork:
 
     ``vector_elements`` must run on VectorE, ``scalar_elements`` on ScalarE,
     ``either_elements`` on whichever is free (``tensor_scalar``).
+    ``fused_elementwise`` holds other ``(vector, scalar, either)`` counts of the same
+    math, as instructions that do two of its ops in one pass compute it (a row sum
+    carried by the activation that produces the row): the element-wise bound is the
+    least of them all, so that no kernel of the math beats its roofline.
     """
 
     tensor_macs: int = 0
@@ -66,6 +70,7 @@ class RooflineWork:
     either_elements: int = 0
     hbm_bytes: int = 0
     fp32_matmul: bool = False
+    fused_elementwise: tuple[tuple[int, int, int], ...] = ()
 
     @classmethod
     def from_trace(cls, trace: Sequence[Instruction], mac_count: int | None = None) -> RooflineWork:
@@ -138,13 +143,15 @@ def roofline(work: RooflineWork, rates: PeakRates) -> Roofline:
 
     VectorE and ScalarE share the element-wise work: neither can finish
     before its own work, and together before all of it at their summed rate.
+    Of several ways to count that work (``RooflineWork.fused_elementwise``), the
+    fastest binds.
     """
     mac_rate = rates.tensor_macs_per_s / (rates.fp32_matmul_divisor if work.fp32_matmul else 1.0)
     rv, rs = rates.vector_elements_per_s, rates.scalar_elements_per_s
-    elementwise = max(
-        work.vector_elements / rv,
-        work.scalar_elements / rs,
-        (work.vector_elements + work.scalar_elements + work.either_elements) / (rv + rs),
+    counts = ((work.vector_elements, work.scalar_elements, work.either_elements),)
+    elementwise = min(
+        max(vector / rv, scalar / rs, (vector + scalar + either) / (rv + rs))
+        for vector, scalar, either in counts + work.fused_elementwise
     )
     return Roofline(
         tensor_s=work.tensor_macs / mac_rate,
