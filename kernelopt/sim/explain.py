@@ -31,7 +31,8 @@ SATURATED = 0.85
 
 @dataclass(frozen=True)
 class Stall:
-    """TensorE idle time charged to one dependency, summed over its occurrences."""
+    """An engine's idle time (TensorE's, or the bounding engine's in a kernel with no
+    matmul) charged to one dependency, summed over its occurrences."""
 
     idle_s: float
     count: int
@@ -48,11 +49,13 @@ class Stall:
     then_op: str = ""
     then_dependency: str = ""
     then_buffer: str = ""
+    engine: str = "tensor"  # the engine that stood idle
 
     def describe(self) -> str:
         times = f" ({self.count} times)" if self.count > 1 else ""
         text = (
-            f"tensor engine idle {self.idle_s * 1e6:.1f} us{times} before {self.op} at line "
+            f"{ENGINE_NAMES[self.engine]} idle {self.idle_s * 1e6:.1f} us{times} before "
+            f"{self.op} at line "
             f"{self.line}: waits for {self.waits_for_op} at line {self.waits_for_line} "
             f"({self.waits_for_engine}, {self.dependency} on {self.buffer!r})"
         )
@@ -249,6 +252,7 @@ def _stalls(
             then_op=then[1],
             then_dependency=then[2],
             then_buffer=then[3],
+            engine=engine,
         )
         for (line, op, bline, bop, bengine, kind, buffer, *then), (idle, count) in ranked
     )

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from kernelopt.sim import run_kernel
 from kernelopt.sim.cli import sim_command
+from kernelopt.sim.explain import ENGINE_NAMES
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -189,3 +190,36 @@ def test_sim_cli_explains_in_text_and_json(kernel_file, tmp_path):
         CliRunner().invoke(sim_command, [str(path), "--workload", str(workload), "--json"]).output
     )
     assert "explain" not in plain
+
+
+CHAIN = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 128):
+        t = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[i * 128 : (i + 1) * 128, :])
+        m = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=m, op=nl.maximum, data=t, axis=1, negate=True)
+        e = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=m)  # <- exp
+        nisa.dma_copy(dst=out[i * 128 : (i + 1) * 128, :], src=e)
+    return out
+"""
+
+
+def test_without_matmuls_the_stalls_name_the_engine_that_stood_idle(kernel_file):
+    # No TensorE work: the stalls are the bounding engine's, and say so.
+    path, _ = kernel_file(CHAIN, name="chain.py")
+    run = run_kernel(path, {"x": np.zeros((512, 2048), BF16)}, compute=False)
+    explained = run.explain()
+    assert explained.stalls
+    engines = {s.engine for s in explained.stalls}
+    assert "tensor" not in engines
+    for stall in explained.stalls:
+        assert stall.describe().startswith(f"{ENGINE_NAMES[stall.engine]} idle")
