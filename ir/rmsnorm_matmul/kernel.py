@@ -35,6 +35,7 @@ def rmsnorm_matmul(x, w):
                 operand0=0.0009765625,
                 op1=nl.add,
                 operand1=1e-06,
+                engine=nisa.engine.scalar,
             )
             nisa.activation(dst=sbuf_rs[:, l0, 0:1], op=nl.rsqrt, data=sbuf_ms[:, l0, 0:1])
         for b1 in nl.sequential_range(1):
@@ -85,7 +86,6 @@ def rmsnorm_matmul(x, w):
                 data=sbuf_mm[:, l0, 0:2048],
                 op0=nl.multiply,
                 operand0=sbuf_rs[:, l0, 0:1],
-                engine=nisa.engine.scalar,
             )
             row = b0 * 128 + l0 * 128
             nisa.dma_copy(dst=out[row : row + 128, 0:2048], src=sbuf_out[:, l0, 0:2048])

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelopt.ir.derive import Placement, derive, drain_adds
-from kernelopt.ir.engines import engine_plan
+from kernelopt.ir.engines import engine_plan, vector_speedup_of
 from kernelopt.ir.layout import buffer_dtype, psum_rows
 from kernelopt.ir.model import KernelIR, Operator
 from kernelopt.sim.cost import duration_ns
@@ -202,5 +202,6 @@ def _elementwise(
         inputs=inputs,
         psum_read=psum,
         extra_cycles=extra,
+        vector_speedup=vector_speedup_of(ir, op) if engine == "vector" else 1,
     )
     return [(n, ins)]

@@ -11,7 +11,9 @@ two so that neither finishes long after the other.
 from __future__ import annotations
 
 from kernelopt.ir.derive import drain_adds
+from kernelopt.ir.layout import buffer_dtype
 from kernelopt.ir.model import KernelIR, Operator
+from kernelopt.sim.cost import vector_speedup
 from kernelopt.sim.trn2 import DEFAULT_PARAMS
 
 # Element-wise instructions by the engine that must run them; the rest may run on either.
@@ -32,11 +34,28 @@ def scaled_copy(op: Operator) -> bool:
     )
 
 
-def _seconds(elements: float, psum: bool) -> dict[str, float]:
+def vector_speedup_of(ir: KernelIR, op: Operator) -> int:
+    """VectorE's performance mode (``sim.cost.vector_speedup``) for ``op`` run on VectorE:
+    a copy, a drain by copy, a ``tensor_scalar`` or a scaled copy (rendered as one)."""
+    if op.kind in ("copy", "drain") and not drain_adds(ir, op):
+        name = "tensor_copy"
+    elif op.kind == "tensor_scalar" or scaled_copy(op):
+        name = "tensor_scalar"
+    else:
+        return 1
+    data, dst = ir.buffer[op.srcs[0]], ir.buffer[op.dst]
+    dtypes = (buffer_dtype(ir, data), buffer_dtype(ir, dst))
+    return vector_speedup(name, dtypes, psum="psum" in (data.memory, dst.memory))
+
+
+def _seconds(elements: float, psum: bool, speedup: int = 1) -> dict[str, float]:
     """Streaming ``elements`` on each engine, at the simulator's rates: a PSUM operand
-    costs VectorE two cycles an element and ScalarE one (``sim.trn2.Trn2Params``)."""
+    costs VectorE two cycles an element and ScalarE one (``sim.trn2.Trn2Params``);
+    VectorE's performance mode streams ``speedup`` elements a cycle."""
     p = DEFAULT_PARAMS
     vector = p.psum_read_cycles_per_element if psum else 1.0
+    if p.vector_performance_mode:
+        vector /= speedup
     scalar = p.scalar_psum_read_cycles_per_element if psum else 1.0
     return {
         "vector": elements * vector / p.vector_clock_hz,
@@ -59,7 +78,9 @@ def engine_plan(ir: KernelIR) -> dict[str, str]:
         if buf is None:
             continue
         dp, df = buf.axes
-        cost = _seconds(ir.dim[dp].size * ir.dim[df].size, buf.memory == "psum")
+        cost = _seconds(
+            ir.dim[dp].size * ir.dim[df].size, buf.memory == "psum", vector_speedup_of(ir, op)
+        )
         if (op.kind == "drain" and drain_adds(ir, op)) or op.kind in VECTOR_ONLY:
             load["vector"] += cost["vector"]
         elif op.kind in SCALAR_ONLY and not scaled_copy(op):

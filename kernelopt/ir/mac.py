@@ -10,6 +10,7 @@ import numpy as np
 from kernelopt.ir.graph_rewrites import is_row_scale
 from kernelopt.ir.ops import NKIMatmul
 from kernelopt.ir.trace import trace
+from kernelopt.sim.cost import SIXTEEN_BIT_FLOATS
 from kernelopt.sim.roofline import RooflineWork
 from kernelopt.workload import numpy_dtype
 
@@ -51,7 +52,7 @@ def roofline_work(
     roofline.
     """
     tr = trace(f_nkigym, input_specs)
-    macs = vector = scalar = either = 0
+    macs = vector = scalar = either = fast = 0
     for op in tr.ops:
         if isinstance(op.op, NKIMatmul):
             k, m = op.operands["stationary"].shape
@@ -68,6 +69,8 @@ def roofline_work(
             scalar += elements
         elif engine == "vector":
             vector += elements
+        elif _sixteen_bit(data.dtype, op.output.dtype):
+            fast += elements  # VectorE's performance mode may stream it
         else:
             either += elements
     hbm = sum(_nbytes(t.shape, t.dtype) for t in (*tr.params, tr.output))
@@ -77,16 +80,20 @@ def roofline_work(
         if isinstance(op.op, NKIMatmul)
     )
     fused = _variant_elementwise(f_nkigym, input_specs)
-    return RooflineWork(macs, vector, scalar, either, hbm, fp32, fused)
+    return RooflineWork(macs, vector, scalar, either, hbm, fp32, fused, fast)
+
+
+def _sixteen_bit(*dtypes: str) -> bool:
+    return all(str(numpy_dtype(d)) in SIXTEEN_BIT_FLOATS for d in dtypes)
 
 
 def _variant_elementwise(
     f_nkigym: Callable[..., Any], input_specs: dict[str, tuple[tuple[int, ...], str]]
-) -> tuple[tuple[int, int, int], ...]:
-    """``(vector, scalar, either)`` elements of each distinct variant of the KernelIR
-    (``kernelopt ir show``); none when the graph does not lower to one."""
+) -> tuple[tuple[int, int, int, int], ...]:
+    """``(vector, scalar, either, fast_either)`` elements of each distinct variant of the
+    KernelIR (``kernelopt ir show``); none when the graph does not lower to one."""
     from kernelopt.ir.build import build_ir
-    from kernelopt.ir.engines import scaled_copy
+    from kernelopt.ir.engines import scaled_copy, vector_speedup_of
     from kernelopt.ir.rewrites import REWRITES, enumerate_rewrite_combinations
     from kernelopt.ir.trace import IRBuildError
 
@@ -94,17 +101,19 @@ def _variant_elementwise(
         base = build_ir(f_nkigym, input_specs)
     except IRBuildError:
         return ()
-    counts: set[tuple[int, int, int]] = set()
+    counts: set[tuple[int, int, int, int]] = set()
     for _, ir in enumerate_rewrite_combinations(base, list(REWRITES.values())):
         size = {d.name: d.size for d in ir.dims}
-        count = {"vector": 0, "scalar": 0, None: 0}
+        count = {"vector": 0, "scalar": 0, None: 0, "fast": 0}
         for op in ir.operators:
             engine = _ELEMENTWISE_ENGINE.get(op.kind, "")
             if scaled_copy(op):
                 engine = None
+            if engine is None and vector_speedup_of(ir, op) > 1:
+                engine = "fast"
             if engine != "":
                 count[engine] += int(np.prod([size[a] for a in ir.buffer[op.srcs[0]].axes]))
-        counts.add((count["vector"], count["scalar"], count[None]))
+        counts.add((count["vector"], count["scalar"], count[None], count["fast"]))
     return tuple(sorted(counts))
 
 

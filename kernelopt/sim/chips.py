@@ -61,6 +61,8 @@ TRN1_PARAMS: Trn2Params = replace(
     # [trn2-arch] TensorE's transpose mode is new in NeuronCore-v3: on v2 a
     # transpose is a matmul against an identity, at the full fp32 cost.
     fp32_transpose_factor=4.0,
+    # [trn2-arch] VectorE's performance mode is new in NeuronCore-v3.
+    vector_performance_mode=False,
     # [tutorial] TensorE sustains 512 columns per ~596 cycles: the fully optimised
     # bf16 kernel, 32,768 matmuls of 128 x 128 x 512, takes 6.97 ms = 595.6 cycles
     # each at 2.8 GHz (an upper bound: it assumes TensorE busy the whole run; the

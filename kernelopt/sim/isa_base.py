@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 from typing import TYPE_CHECKING, Any
 
+from kernelopt.sim.cost import vector_speedup
 from kernelopt.sim.enums import engine_of
 from kernelopt.sim.ops import ALU_ABS, NUMPY_OPS, Op
 from kernelopt.sim.tensor import Tile
@@ -113,6 +114,20 @@ class IsaCore:
                 strided=any(
                     t.coords is not None and t.minor_stride_bytes > 16 for t in reads + writes
                 ),
+                vector_speedup=self._vector_speedup(op, engine, reads, writes),
                 **cost,
             )
+        )
+
+    def _vector_speedup(self, op: str, engine: str, reads: list[Tile], writes: list[Tile]) -> int:
+        """VectorE's performance mode for this instruction (``sim.cost.vector_speedup``),
+        from its data and destination; a tensor_scalar's [P, 1] operands do not count."""
+        if engine != "vector" or not reads or not writes:
+            return 1
+        data, dst = max(reads, key=lambda t: t.free_size), writes[0]
+        return vector_speedup(
+            op,
+            (data.dtype.name, dst.dtype.name),
+            psum=any(t.buffer.kind == "psum" for t in (data, dst)),
+            contiguous=all(t.minor_stride_bytes == t.dtype.itemsize for t in (data, dst)),
         )

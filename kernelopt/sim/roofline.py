@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernelopt.sim.cost import PERFORMANCE_MODE_SPEEDUP
 from kernelopt.sim.trace import Instruction
 
 # Element-wise engines: which instructions run only where, and which may run on either.
@@ -39,16 +40,21 @@ class PeakRates:
     scalar_elements_per_s: float  # one element per partition lane per ScalarE cycle
     hbm_bytes_per_s: float
     fp32_matmul_divisor: float = 4.0  # fp32 matmuls run at a fraction of the bf16 rate
+    # VectorE's performance mode: how many times its rate a 16-bit tensor_scalar or
+    # tensor_copy in SBUF streams (``sim.cost.vector_speedup``); 1 on a chip without it.
+    vector_fast_factor: float = 1.0
 
     @classmethod
     def of(cls, params: Any) -> PeakRates:
         """The rates a chip parameter object (``Trn2Params`` or one of its shape) names."""
+        fast = PERFORMANCE_MODE_SPEEDUP if getattr(params, "vector_performance_mode", False) else 1
         return cls(
             tensor_macs_per_s=params.peak_bf16_flops / 2.0,
             vector_elements_per_s=params.partitions * params.vector_clock_hz,
             scalar_elements_per_s=params.partitions * params.scalar_clock_hz,
             hbm_bytes_per_s=params.hbm_bytes_per_ns * 1e9,
             fp32_matmul_divisor=params.fp32_peak_divisor,
+            vector_fast_factor=float(fast),
         )
 
 
@@ -57,11 +63,12 @@ class RooflineWork:
     """What a kernel has to do, whoever does it.
 
     ``vector_elements`` must run on VectorE, ``scalar_elements`` on ScalarE,
-    ``either_elements`` on whichever is free (``tensor_scalar``).
-    ``fused_elementwise`` holds other ``(vector, scalar, either)`` counts of the same
-    math, as instructions that do two of its ops in one pass compute it (a row sum
-    carried by the activation that produces the row): the element-wise bound is the
-    least of them all, so that no kernel of the math beats its roofline.
+    ``either_elements`` on whichever is free (``tensor_scalar``), and
+    ``fast_either_elements`` too, but on VectorE in its performance mode (16-bit data).
+    ``fused_elementwise`` holds other ``(vector, scalar, either, fast_either)`` counts
+    of the same math, as instructions that do two of its ops in one pass compute it (a
+    row sum carried by the activation that produces the row): the element-wise bound is
+    the least of them all, so that no kernel of the math beats its roofline.
     """
 
     tensor_macs: int = 0
@@ -70,24 +77,28 @@ class RooflineWork:
     either_elements: int = 0
     hbm_bytes: int = 0
     fp32_matmul: bool = False
-    fused_elementwise: tuple[tuple[int, int, int], ...] = ()
+    fused_elementwise: tuple[tuple[int, int, int, int], ...] = ()
+    fast_either_elements: int = 0
 
     @classmethod
     def from_trace(cls, trace: Sequence[Instruction], mac_count: int | None = None) -> RooflineWork:
         """The executed work (useful MACs when ``mac_count`` is given); HBM bytes counted once."""
         macs = sum(i.macs for i in trace) if mac_count is None else int(mac_count)
-        vector = scalar = either = 0
+        vector = scalar = either = fast = 0
         for ins in trace:
             if ins.engine not in ("vector", "scalar", "gpsimd") or ins.op == "memset":
                 continue
             elements = ins.partitions * ins.free
             if ins.op in SCALAR_ONLY:
                 scalar += elements
+            elif ins.op in EITHER and ins.vector_speedup > 1:
+                fast += elements
             elif ins.op in EITHER:
                 either += elements
             else:
                 vector += elements
-        return cls(macs, vector, scalar, either, _distinct_hbm_bytes(trace))
+        hbm = _distinct_hbm_bytes(trace)
+        return cls(macs, vector, scalar, either, hbm, fast_either_elements=fast)
 
 
 def _distinct_hbm_bytes(trace: Sequence[Instruction]) -> int:
@@ -147,17 +158,50 @@ def roofline(work: RooflineWork, rates: PeakRates) -> Roofline:
     fastest binds.
     """
     mac_rate = rates.tensor_macs_per_s / (rates.fp32_matmul_divisor if work.fp32_matmul else 1.0)
-    rv, rs = rates.vector_elements_per_s, rates.scalar_elements_per_s
-    counts = ((work.vector_elements, work.scalar_elements, work.either_elements),)
-    elementwise = min(
-        max(vector / rv, scalar / rs, (vector + scalar + either) / (rv + rs))
-        for vector, scalar, either in counts + work.fused_elementwise
+    counts = (
+        (
+            work.vector_elements,
+            work.scalar_elements,
+            work.either_elements,
+            work.fast_either_elements,
+        ),
     )
+    elementwise = min(_elementwise_s(*c, rates) for c in counts + work.fused_elementwise)
     return Roofline(
         tensor_s=work.tensor_macs / mac_rate,
         vector_scalar_s=elementwise,
         hbm_s=work.hbm_bytes / rates.hbm_bytes_per_s,
     )
+
+
+def _elementwise_s(vector: int, scalar: int, either: int, fast: int, rates: PeakRates) -> float:
+    """The least time VectorE and ScalarE need together: the work only one can run stays
+    there, and the work either can run is split so both finish at once.
+
+    Each movable element costs VectorE ``1 / rv`` (``1 / (k rv)`` in its performance
+    mode) and ScalarE ``1 / rs``; filling VectorE first with the elements it is
+    relatively fastest at (the performance-mode ones) is optimal, so a time is feasible
+    when what VectorE cannot take in it fits on ScalarE. Bisected to 1e-12 relative.
+    """
+    rv, rs = rates.vector_elements_per_s, rates.scalar_elements_per_s
+    rf = rv * rates.vector_fast_factor
+
+    def fits(t: float) -> bool:
+        room_v, room_s = t - vector / rv, t - scalar / rs
+        if room_v < 0 or room_s < 0:
+            return False
+        on_v_fast = min(fast, room_v * rf)
+        on_v = min(either, (room_v - on_v_fast / rf) * rv)
+        return (either - on_v + fast - on_v_fast) / rs <= room_s * (1 + 1e-12)
+
+    lo = max(vector / rv, scalar / rs)
+    hi = lo + (either + fast) / rs
+    if fits(lo):
+        return lo
+    while hi - lo > 1e-12 * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi
 
 
 def roofline_fields(profile: dict[str, Any], work: RooflineWork, params: Any) -> dict[str, Any]:

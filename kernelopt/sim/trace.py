@@ -50,6 +50,9 @@ class Instruction:
     # An operand's most-minor stride exceeds 16 bytes: each read/write interface
     # streams at half rate (NKI architecture guide, NeuronCore-v2 access patterns).
     strided: bool = False
+    # VectorE's performance mode (``Trn2Params.vector_performance_mode``): 4 or 2 times
+    # the elements per cycle for a 16-bit tensor_copy or tensor_scalar; 1 otherwise.
+    vector_speedup: int = 1
     # A dynamic loop's control (kernelopt.sim.dynamic): 1 at its start, a gate nothing
     # after starts before; 2 ending an iteration, also waiting for everything before.
     barrier: int = 0

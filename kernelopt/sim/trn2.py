@@ -83,6 +83,15 @@ class Trn2Params:
     # nki.isa.tensor_scalar docs' ScalarE subset). No public Trn2 profile says;
     # VectorE, as the NKI docs' cost tables assume.
     tensor_scalar_on_scalar_engine: bool = False
+    # VectorE performance mode (NeuronCore-v3; the Trainium2 Architecture Guide for
+    # NKI, aws-neuron/aws-neuron-sdk nki/guides/architecture/trainium2_arch.rst
+    # @4373fac, "Vector Engine Performance Mode", applied by the hardware itself):
+    # tensor_copy and tensor_scalar stream 4x faster than on NeuronCore-v2 when data
+    # and destination are BF16/FP16 in SBUF with a contiguous innermost axis, and 2x
+    # when that axis is strided (``sim.cost.vector_speedup``; its 2x with a PSUM
+    # operand is not applied, see there). The guide's 2x for tensor_tensor on two
+    # BF16 SBUF inputs is the one-pass case of tensor_tensor.
+    vector_performance_mode: bool = True
     # VectorE cycles per element of nki.isa.reciprocal (the SDK 2.2x docs: 8N).
     reciprocal_cycles_per_element: float = 8.0
 

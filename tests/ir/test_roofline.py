@@ -13,6 +13,7 @@ from kernelopt.ir import render_ir, roofline_work
 from kernelopt.ir.knobs_io import ir_for_workload
 from kernelopt.program_checks import NKI_METRICS
 from kernelopt.sim import check_kernel
+from kernelopt.sim.chips import CHIPS
 from kernelopt.sim.roofline import PeakRates, RooflineWork, roofline
 from kernelopt.sim.trn2 import DEFAULT_PARAMS, Trn2Params
 from kernelopt.targets.nki import NkiSimTarget
@@ -49,6 +50,21 @@ def test_vector_and_scalar_share_the_work_they_both_can_run() -> None:
     assert pinned.bound == "vector_scalar"
 
 
+def test_vectore_performance_mode_work_is_split_where_it_runs_fastest() -> None:
+    # 4e9 elements VectorE streams 4x in its performance mode, or ScalarE at 1x: both
+    # finish together when VectorE takes 3.2e9 (0.8 s) and ScalarE 0.8e9 (0.8 s).
+    rates = PeakRates(1e12, 1e9, 1e9, 1e12, vector_fast_factor=4.0)
+    assert roofline(RooflineWork(fast_either_elements=4 * 10**9), rates).vector_scalar_s == (
+        pytest.approx(0.8)
+    )
+    # With 0.5 s of VectorE-only work, both finish at 1.2 s: VectorE streams 2.8e9 of
+    # them (0.5 + 0.7 s) and ScalarE 1.2e9.
+    mixed = RooflineWork(vector_elements=5 * 10**8, fast_either_elements=4 * 10**9)
+    assert roofline(mixed, rates).vector_scalar_s == pytest.approx(1.2)
+    assert PeakRates.of(DEFAULT_PARAMS).vector_fast_factor == 4.0
+    assert PeakRates.of(CHIPS["trn1"]).vector_fast_factor == 1.0  # new in NeuronCore-v3
+
+
 def test_the_math_work_of_a_workload_is_counted_from_its_op_graph() -> None:
     w = small_workload("softmax")  # x: 256 x 1024 bf16
     work = roofline_work(w.f_nkigym, w.input_specs)
@@ -56,7 +72,9 @@ def test_the_math_work_of_a_workload_is_counted_from_its_op_graph() -> None:
     assert work.tensor_macs == 0
     assert work.scalar_elements == elements  # exp
     assert work.vector_elements == 2 * elements + 256  # max, sum, reciprocal of the column
-    assert work.either_elements == elements  # the final multiply
+    assert work.either_elements == 0
+    # The final multiply, bf16 in and out: VectorE's performance mode may stream it.
+    assert work.fast_either_elements == elements
     assert work.hbm_bytes == 2 * elements * 2
     gelu = small_workload("matmul_gelu")
     assert roofline_work(gelu.f_nkigym, gelu.input_specs).tensor_macs == 256 * 256 * 1024
@@ -68,9 +86,9 @@ def test_a_row_sum_carried_by_its_activation_costs_no_pass_of_its_own() -> None:
     w = small_workload("softmax")  # x: 256 x 1024 bf16
     work = roofline_work(w.f_nkigym, w.input_specs)
     elements = 256 * 1024
-    fused = (elements + 256, elements, elements)  # max and the column's reciprocal
+    fused = (elements + 256, elements, 0, elements)  # max and the column's reciprocal
     assert fused in work.fused_elementwise
-    rates = PeakRates.of(DEFAULT_PARAMS)
+    rates = dataclasses.replace(PeakRates.of(DEFAULT_PARAMS), vector_fast_factor=1.0)
     rv, rs = rates.vector_elements_per_s, rates.scalar_elements_per_s
     by_hand = max(fused[0] / rv, fused[1] / rs, sum(fused) / (rv + rs))
     assert roofline(work, rates).vector_scalar_s == pytest.approx(by_hand)
