@@ -11,7 +11,7 @@ from __future__ import annotations
 import numbers
 from typing import TYPE_CHECKING, Any
 
-from kernelopt.sim.cost import vector_speedup
+from kernelopt.sim.cost import PERFORMANCE_MODE_OPS, vector_speedup
 from kernelopt.sim.enums import engine_of
 from kernelopt.sim.ops import ALU_ABS, NUMPY_OPS, Op
 from kernelopt.sim.tensor import Tile
@@ -122,12 +122,12 @@ class IsaCore:
     def _vector_speedup(self, op: str, engine: str, reads: list[Tile], writes: list[Tile]) -> int:
         """VectorE's performance mode for this instruction (``sim.cost.vector_speedup``),
         from its data and destination; a tensor_scalar's [P, 1] operands do not count."""
-        if engine != "vector" or not reads or not writes:
+        if engine != "vector" or op not in PERFORMANCE_MODE_OPS or not reads or not writes:
             return 1
         data, dst = max(reads, key=lambda t: t.free_size), writes[0]
-        return vector_speedup(
-            op,
-            (data.dtype.name, dst.dtype.name),
-            psum=any(t.buffer.kind == "psum" for t in (data, dst)),
-            contiguous=all(t.minor_stride_bytes == t.dtype.itemsize for t in (data, dst)),
-        )
+        psum = any(t.buffer.kind == "psum" for t in (data, dst))
+        dtypes = (data.dtype.name, dst.dtype.name)
+        if vector_speedup(op, dtypes, psum) == 1:
+            return 1
+        contiguous = all(t.minor_stride_bytes == t.dtype.itemsize for t in (data, dst))
+        return vector_speedup(op, dtypes, psum, contiguous)
