@@ -10,7 +10,7 @@ import numpy as np
 from kernelopt.ir.graph_rewrites import is_row_scale
 from kernelopt.ir.ops import NKIMatmul
 from kernelopt.ir.trace import trace
-from kernelopt.sim.cost import SIXTEEN_BIT_FLOATS
+from kernelopt.sim.cost import vector_speedup
 from kernelopt.sim.roofline import RooflineWork
 from kernelopt.workload import numpy_dtype
 
@@ -69,7 +69,7 @@ def roofline_work(
             scalar += elements
         elif engine == "vector":
             vector += elements
-        elif _sixteen_bit(data.dtype, op.output.dtype):
+        elif _vector_fast(data.dtype, op.output.dtype):
             fast += elements  # VectorE's performance mode may stream it
         else:
             either += elements
@@ -83,8 +83,11 @@ def roofline_work(
     return RooflineWork(macs, vector, scalar, either, hbm, fp32, fused, fast)
 
 
-def _sixteen_bit(*dtypes: str) -> bool:
-    return all(str(numpy_dtype(d)) in SIXTEEN_BIT_FLOATS for d in dtypes)
+def _vector_fast(data: str, dst: str) -> bool:
+    """Whether VectorE's performance mode streams a ``tensor_scalar`` from ``data`` to
+    ``dst`` faster in SBUF (``sim.cost.vector_speedup``, the rule the simulator times)."""
+    dtypes = (str(numpy_dtype(data)), str(numpy_dtype(dst)))
+    return vector_speedup("tensor_scalar", dtypes, psum=False) > 1
 
 
 def _variant_elementwise(
