@@ -263,6 +263,8 @@ def report_chip(chip: str, traced: list[Traced], with_lofo: bool) -> None:
         print(f"{chip}_latency_median_abs_error_percent: {np.median(lat_err):.1f}")
         print(f"{chip}_latency_mean_abs_error_percent: {np.mean(lat_err):.1f}")
         print(f"{chip}_latency_misordered_pairs_10pct: {len(wrong)}")
+        for slow, fast in wrong:
+            print(f"  measured {slow} slower than {fast}, simulated the other way")
     _report_host_costs(chip, traced, params)
     if engine_err:
         print(f"{chip}_engine_active_mean_abs_error_pp: {np.mean(np.abs(engine_err)):.1f}")
