@@ -82,10 +82,13 @@ class LineSpan:
     last_end_s: float
 
     def describe(self) -> str:
+        # A DMA is in flight from issue to completion (fixed latency and its turn on
+        # the bandwidth included) on one of 16 queues at once: the sum can exceed the run.
+        busy = "in flight (summed over queues)" if self.engine == "dma" else "busy"
         return (
             f"line {self.line} {self.op} ({ENGINE_NAMES.get(self.engine, self.engine)}, "
             f"{self.count}x): {self.first_start_s * 1e6:.2f} -> {self.last_end_s * 1e6:.2f} us, "
-            f"busy {self.busy_s * 1e6:.2f} us"
+            f"{busy} {self.busy_s * 1e6:.2f} us"
         )
 
 

@@ -159,6 +159,9 @@ def test_by_line_spans_show_when_each_source_line_ran(kernel_file):
         assert 0 <= span.first_start_s < span.last_end_s <= run.timeline.makespan_ns * 1e-9
         if span.engine != "dma":  # one engine runs one instruction at a time
             assert span.busy_s <= span.last_end_s - span.first_start_s + 1e-12
+            assert f"busy {span.busy_s * 1e6:.2f} us" in span.describe()
+        else:  # 16 queues: transfers overlap, so their sum is time in flight, not busy
+            assert "in flight (summed over queues)" in span.describe()
     starts = [s.first_start_s for s in explanation.by_line]
     assert starts == sorted(starts)
     total = sum(s.count for s in explanation.by_line)
