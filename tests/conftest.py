@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import itertools
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, build_bench_repo
@@ -102,3 +105,28 @@ def bench_repo(tmp_path: Path, quiet_bench: None) -> RepoFactory:
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, quiet_bench: None) -> Cli:
     return Cli(monkeypatch)
+
+
+# The machine's process table is shared by the two pytest-xdist workers. A test that
+# starts a stand-in leftover compiler (a process named neuronx-cc) makes every gate and
+# doctor that reads the table meanwhile, in the other worker, see a leftover compiler
+# too. So each test holds a shared lock on this file while it runs, and such a test
+# takes it exclusively (``process_table_to_itself``): it runs while no other test does.
+PROCESS_TABLE_LOCK = Path(tempfile.gettempdir()) / "kernelopt-tests-process-table.lock"
+
+
+@pytest.fixture(autouse=True)
+def _process_table_shared() -> Iterator[IO[str]]:
+    with PROCESS_TABLE_LOCK.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        try:
+            yield handle
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def process_table_to_itself(_process_table_shared: IO[str]) -> None:
+    """Hold the process-table lock exclusively (converting this test's shared hold):
+    what the test puts in the table is seen by no other test."""
+    fcntl.flock(_process_table_shared, fcntl.LOCK_EX)

@@ -21,6 +21,10 @@ from fake_tools import FakeTools, neuron_device
 from kernelopt.devices.neuron import NeuronGate
 from kernelopt.hosts import LocalHost
 
+# These tests put stand-in compilers in the machine's process table: no other test runs
+# meanwhile (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("process_table_to_itself")
+
 
 def _orphan_compiler(folder: Path) -> int:
     """A process `sh .../neuronx-cc compile k.json`, re-parented away from this test."""

@@ -22,6 +22,10 @@ from kernelopt.devices.neuron import NeuronGate
 from kernelopt.devices.own_compiles import in_flight
 from kernelopt.hosts import LocalHost
 
+# These tests put stand-in compilers in the machine's process table: no other test runs
+# meanwhile (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("process_table_to_itself")
+
 
 def _compiler(folder: Path, under_driver: bool, parent: str = "") -> tuple[int, int]:
     """(pid of a `neuronx-cc compile` process, its session id), started away from this
