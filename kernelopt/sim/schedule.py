@@ -289,17 +289,63 @@ class _Dependencies:
 
 
 class _Dma:
-    """The DMA queues. A queue holds a transfer from issue to completion.
-    Issuing (descriptor generation) is serial across transfers; the data
-    phase, after the fixed latency, takes a slot of the shared bandwidth.
-    Both take the earliest gap long enough."""
+    """The DMA queues and engines. A queue holds a transfer from issue to completion.
+    Issuing (descriptor generation) is serial across transfers; the data phase,
+    after the fixed latency, runs on the DMA engines that serve the transfer's
+    SBUF partitions, eight partitions to an engine (the NKI DMA overview: "each
+    DMA engine is typically responsible for moving data for eight SBUF
+    partitions"; a [4, 4096] transfer runs on one engine, a [128, 128] one on all
+    sixteen), each engine its share of the bytes at its bandwidth, in the earliest
+    gap long enough. A transfer ends when its last engine does."""
 
-    def __init__(self, params: Trn2Params) -> None:
+    def __init__(self, params: Trn2Params, allocations: Sequence[AllocationInfo]) -> None:
         self.params = params
         self.queues = [0.0] * params.dma_queues
         self.issuer = _Channel()
+        self.on_chip = [a.kind in ("sbuf", "psum") for a in allocations]
+        # One channel stands for every engine while each transfer has used them all
+        # alike; the first that does not splits it into one channel per engine.
         self.channel = _Channel()
+        self.engines: list[_Channel] | None = None
         self.intervals: list[tuple[float, float]] = []
+
+    def _shares(self, ins: Instruction) -> list[tuple[int, float]] | None:
+        """(engine, fraction of the transfer's bytes) for a transfer that does not
+        spread evenly over every engine; None when it does."""
+        engines = self.params.dma_queues
+        per_engine = self.params.partitions // engines
+        for aid, box in (*ins.writes, *ins.reads):
+            if self.on_chip[aid]:
+                p0, p1 = box[0]
+                break
+        else:
+            return None  # HBM to HBM: no partitions to follow
+        if p0 == 0 and p1 == self.params.partitions:
+            return None
+        total = p1 - p0
+        return [
+            (e, (min(p1, (e + 1) * per_engine) - max(p0, e * per_engine)) / total)
+            for e in range(p0 // per_engine, (p1 - 1) // per_engine + 1)
+        ]
+
+    def _data(self, ins: Instruction, at: float, duration: float) -> float:
+        """When the data phase of a transfer that may start at ``at`` ends."""
+        shares = self._shares(ins)
+        if shares is None and self.engines is None:
+            return self.channel.reserve(at, duration) + duration
+        if self.engines is None:
+            self.engines = [_Channel() for _ in range(self.params.dma_queues)]
+            for engine in self.engines:
+                engine.starts, engine.ends = list(self.channel.starts), list(self.channel.ends)
+        if shares is None:
+            shares = [(e, 1.0 / len(self.engines)) for e in range(len(self.engines))]
+        end = at
+        for e, fraction in shares:
+            # Every engine moves bytes at 1 / n of the core's rate: its share of
+            # the bytes takes n x fraction of the transfer's all-engine time.
+            part = duration * len(self.engines) * fraction
+            end = max(end, self.engines[e].reserve(at, part) + part)
+        return end
 
     def place(self, ins: Instruction, ready: float, duration: float) -> tuple[float, float]:
         p, queues = self.params, self.queues
@@ -310,7 +356,7 @@ class _Dma:
         else:
             start = self.issuer.reserve(max(ready, queues[q]), p.dma_issue_ns)
             fixed = p.dma_fixed_ns if ins.software_dge else p.dma_hwdge_fixed_ns
-        end = self.channel.reserve(start + fixed, duration) + duration
+        end = self._data(ins, start + fixed, duration)
         queues[q] = end
         self.intervals.append((start, end))
         return start, end
@@ -354,7 +400,7 @@ def schedule(
     idle gap of its engine once its operands are ready (list scheduling).
     """
     deps = _Dependencies(allocations, params.sync_latency_ns)
-    dma = _Dma(params)
+    dma = _Dma(params, allocations)
     engines = _Engines(params, in_order)
     busy = dict.fromkeys(ENGINES, 0.0)
     starts: list[float] = []
