@@ -63,6 +63,10 @@ TRN1_PARAMS: Trn2Params = replace(
     fp32_transpose_factor=4.0,
     # [trn2-arch] VectorE's performance mode is new in NeuronCore-v3.
     vector_performance_mode=False,
+    # [trn2-arch] "Data Movement Updates": on NeuronCore-v2 VectorE and GpSimd may not
+    # access SBUF in parallel, nor VectorE and ScalarE PSUM.
+    vector_gpsimd_share_sbuf=True,
+    vector_scalar_share_psum=True,
     # [tutorial] TensorE sustains 512 columns per ~596 cycles: the fully optimised
     # bf16 kernel, 32,768 matmuls of 128 x 128 x 512, takes 6.97 ms = 595.6 cycles
     # each at 2.8 GHz (an upper bound: it assumes TensorE busy the whole run; the

@@ -86,13 +86,20 @@ class _Channel:
         self.starts: list[float] = []
         self.ends: list[float] = []
 
-    def reserve(self, earliest: float, duration: float) -> float:
+    def find(self, earliest: float, duration: float) -> float:
+        """The start of the earliest gap at or after ``earliest`` that holds ``duration``."""
         starts, ends = self.starts, self.ends
         i = bisect_right(ends, earliest)
         t = earliest
         while i < len(starts) and starts[i] - t < duration:
             t = max(t, ends[i])
             i += 1
+        return t
+
+    def reserve(self, earliest: float, duration: float) -> float:
+        starts, ends = self.starts, self.ends
+        t = self.find(earliest, duration)
+        i = bisect_right(ends, t)
         stop = t + duration
         joins_prev = i > 0 and ends[i - 1] >= t
         joins_next = i < len(starts) and starts[i] <= stop
@@ -364,19 +371,48 @@ class _Dma:
 
 class _Engines:
     """TensorE, VectorE, ScalarE and GpSimd: an idle-gap search per engine
-    (list scheduling), or program order with ``in_order``."""
+    (list scheduling), or program order with ``in_order``. On a chip whose engines
+    share an SBUF or PSUM port (``Trn2Params.vector_gpsimd_share_sbuf``,
+    ``vector_scalar_share_psum``), an instruction that uses the port also needs it
+    idle: the gap must be free on both."""
 
-    def __init__(self, params: Trn2Params, in_order: bool) -> None:
+    def __init__(
+        self, params: Trn2Params, in_order: bool, allocations: Sequence[AllocationInfo]
+    ) -> None:
         self.in_order = in_order
         self.lanes = {engine: _Channel() for engine in ENGINES if engine != "dma"}
         self.free = dict.fromkeys(ENGINES, 0.0)
         self.throttle = _Throttle(self.lanes["tensor"], params)
+        self.kind = [a.kind for a in allocations]
+        self.shared: list[tuple[frozenset[str], str, _Channel]] = []
+        if params.vector_gpsimd_share_sbuf:
+            self.shared.append((frozenset({"vector", "gpsimd"}), "sbuf", _Channel()))
+        if params.vector_scalar_share_psum:
+            self.shared.append((frozenset({"vector", "scalar"}), "psum", _Channel()))
 
-    def place(self, engine: str, ready: float, duration: float) -> tuple[float, float]:
+    def _ports(self, ins: Instruction) -> list[_Channel]:
+        if not self.shared:
+            return []
+        kinds = {self.kind[aid] for aid, _ in (*ins.reads, *ins.writes)}
+        return [
+            port for engines, kind, port in self.shared if ins.engine in engines and kind in kinds
+        ]
+
+    def place(self, ins: Instruction, ready: float, duration: float) -> tuple[float, float]:
         """Start and (throttled) duration of an instruction ready at ``ready``."""
+        engine = ins.engine
         lane = self.lanes[engine]
         earliest = max(ready, self.free[engine]) if self.in_order else ready
-        start = lane.reserve(earliest, duration)
+        ports = self._ports(ins)
+        if ports:
+            channels = [lane, *ports]
+            start = earliest
+            while (later := max(c.find(start, duration) for c in channels)) != start:
+                start = later  # a gap on one channel, busy on another: look after it
+            for c in channels:
+                c.reserve(start, duration)
+        else:
+            start = lane.reserve(earliest, duration)
         if engine == "tensor":
             lane.release(start, duration)  # the ramp reads the work before it
             factor = self.throttle.factor_at(start)
@@ -401,7 +437,7 @@ def schedule(
     """
     deps = _Dependencies(allocations, params.sync_latency_ns)
     dma = _Dma(params, allocations)
-    engines = _Engines(params, in_order)
+    engines = _Engines(params, in_order, allocations)
     busy = dict.fromkeys(ENGINES, 0.0)
     starts: list[float] = []
     ends: list[float] = []
@@ -423,7 +459,7 @@ def schedule(
         elif ins.engine == "dma":
             start, end = dma.place(ins, ready, duration)
         else:
-            start, duration = engines.place(ins.engine, ready, duration)
+            start, duration = engines.place(ins, ready, duration)
             end = start + duration
         last_end = max(last_end, end)
         if not ins.barrier:

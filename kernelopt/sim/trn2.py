@@ -92,6 +92,13 @@ class Trn2Params:
     # operand is not applied, see there). The guide's 2x for tensor_tensor on two
     # BF16 SBUF inputs is the one-pass case of tensor_tensor.
     vector_performance_mode: bool = True
+    # NeuronCore-v3 lifted two restrictions of v2 (the Trainium2 Architecture Guide for
+    # NKI, aws-neuron-sdk nki/about/trainium2_arch.rst @04832dc, "Data Movement
+    # Updates"): VectorE and GpSimd may access SBUF in parallel, and VectorE and
+    # ScalarE PSUM, both "disallowed in NeuronCore-v2". True here: one of the pair
+    # waits while the other uses that memory.
+    vector_gpsimd_share_sbuf: bool = False
+    vector_scalar_share_psum: bool = False
     # VectorE cycles per element of nki.isa.reciprocal (the SDK 2.2x docs: 8N).
     reciprocal_cycles_per_element: float = 8.0
 
