@@ -7,7 +7,7 @@ import itertools
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 from benchmarks_support.gitrepo import BenchRepo, Cli, RepoFactory, build_bench_repo
@@ -110,23 +110,18 @@ def cli(monkeypatch: pytest.MonkeyPatch, quiet_bench: None) -> Cli:
 # The machine's process table is shared by the two pytest-xdist workers. A test that
 # starts a stand-in leftover compiler (a process named neuronx-cc) makes every gate and
 # doctor that reads the table meanwhile, in the other worker, see a leftover compiler
-# too. So each test holds a shared lock on this file while it runs, and such a test
-# takes it exclusively (``process_table_to_itself``): it runs while no other test does.
+# too. So each test holds a shared lock on this file from its setup to its teardown
+# (module fixtures its setup starts included), and a test marked
+# ``process_table_to_itself`` holds it exclusively: it runs while no other test does.
 PROCESS_TABLE_LOCK = Path(tempfile.gettempdir()) / "kernelopt-tests-process-table.lock"
 
 
-@pytest.fixture(autouse=True)
-def _process_table_shared() -> Iterator[IO[str]]:
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    alone = item.get_closest_marker("process_table_to_itself") is not None
     with PROCESS_TABLE_LOCK.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_SH)
+        fcntl.flock(handle, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         try:
-            yield handle
+            yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-@pytest.fixture
-def process_table_to_itself(_process_table_shared: IO[str]) -> None:
-    """Hold the process-table lock exclusively (converting this test's shared hold):
-    what the test puts in the table is seen by no other test."""
-    fcntl.flock(_process_table_shared, fcntl.LOCK_EX)

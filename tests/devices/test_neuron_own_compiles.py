@@ -24,7 +24,7 @@ from kernelopt.hosts import LocalHost
 
 # These tests put stand-in compilers in the machine's process table: no other test runs
 # meanwhile (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("process_table_to_itself")
+pytestmark = pytest.mark.process_table_to_itself
 
 
 def _compiler(folder: Path, under_driver: bool, parent: str = "") -> tuple[int, int]:

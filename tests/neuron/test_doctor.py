@@ -103,9 +103,8 @@ def test_a_host_lnc_other_than_the_programs_is_named(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_leftover_compiler_in_the_process_table_fails_the_gate(
-    tmp_path: Path, process_table_to_itself: None
-) -> None:
+@pytest.mark.process_table_to_itself
+def test_a_leftover_compiler_in_the_process_table_fails_the_gate(tmp_path: Path) -> None:
     fake = FakeTrn2(tmp_path / "fake").install(sdk="2.32")
     fake.configure(monitor_period_s=0.1)
     leftover = subprocess.Popen(["bash", "-c", "exec -a neuronx-cc sleep 60"])
