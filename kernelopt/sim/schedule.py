@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kernelopt.sim.cost import duration_ns
+from kernelopt.sim.memory import ON_CHIP
 from kernelopt.sim.trace import ENGINES, AllocationInfo, Instruction
 from kernelopt.sim.trn2 import Trn2Params
 
@@ -309,7 +310,7 @@ class _Dma:
         self.params = params
         self.queues = [0.0] * params.dma_queues
         self.issuer = _Channel()
-        self.on_chip = [a.kind in ("sbuf", "psum") for a in allocations]
+        self.on_chip = [a.kind in ON_CHIP for a in allocations]
         # One channel stands for every engine while each transfer has used them all
         # alike; the first that does not splits it into one channel per engine.
         self.channel = _Channel()

@@ -51,10 +51,9 @@ def test_transfers_on_disjoint_engines_move_at_once_and_on_the_same_ones_in_turn
 def test_a_four_partition_load_takes_as_long_as_the_overview_profiled_on_one_engine():
     # The overview's example 1: A[4, 4096] bf16 (32 KiB) from HBM to SBUF ran on the
     # first DMA engine alone, which took 1,416 ns to load it.
-    kernel = Path(__file__).parent / "kernels" / "partition_loads.py"
     x = np.ones((128, 4096), dtype=ml_dtypes.bfloat16)
     run = run_kernel(
-        kernel, {"x": x}, kernel_kwargs={"first_rows": (0, 4), "second_rows": (64, 68)}
+        KERNEL, {"x": x}, kernel_kwargs={"first_rows": (0, 4), "second_rows": (64, 68)}
     )
     first = next(i for i, ins in enumerate(run.trace) if ins.op == "dma_copy")
     fixed = DEFAULT_PARAMS.dma_hwdge_fixed_ns  # the issue is part of it
