@@ -283,4 +283,72 @@ class ScaleIntoActivation:
         return dataclasses.replace(tr, ops=tuple(ops))
 
 
-GRAPH_REWRITES = (ScaleAfterMatmul(), ScaleIntoActivation())
+def _one_op(op: TracedOp) -> bool:
+    """A ``tensor_scalar`` that applies one op (``op0``) and no second."""
+    return isinstance(op.op, NKITensorScalar) and op.attrs.get("op1") is None
+
+
+class ChainedTensorScalars:
+    """Two one-op ``tensor_scalar`` instructions in a row become one with two ops.
+
+    Pattern: ``b = tensor_scalar(op0=f, operand0=a)(data=x)``, then
+    ``tensor_scalar(op0=g, operand0=c)(data=b)``, with ``b`` read by nothing else (``a``
+    and ``c`` numbers or [P, 1] columns). The ISA's ``tensor_scalar`` computes
+    ``(data op0 operand0) op1 operand1`` in one pass, either operand a column, so the
+    result is ``tensor_scalar(op0=f, operand0=a, op1=g, operand1=c)(data=x)``: the
+    engine streams the rows once instead of twice (a layer norm's centring then
+    scaling), exact in real arithmetic (``b`` is no longer rounded to its dtype).
+    Every such pair is fused, first pairs first: a chain of three leaves the third.
+    """
+
+    name = "ChainedTensorScalars"
+
+    def apply(self, ir: KernelIR) -> KernelIR:
+        return _first_rewrite(ir, self.name, lambda tr: iter([self._rewrite(tr)]))
+
+    def _rewrite(self, tr: Trace) -> Trace | None:
+        ops, fused_any = list(tr.ops), False
+        for outer in list(ops):
+            inner = (
+                _producer(dataclasses.replace(tr, ops=tuple(ops)), outer.operands["data"])
+                if _one_op(outer)
+                else None
+            )
+            if inner is None or not _one_op(inner) or inner.output.name == tr.output.name:
+                continue
+            if (
+                len(
+                    [
+                        o
+                        for o in ops
+                        if any(t.name == inner.output.name for t in o.operands.values())
+                    ]
+                )
+                != 1
+            ):
+                continue  # the intermediate rows have other readers: they keep it
+            ops[ops.index(outer)] = self._fused(inner, outer)
+            ops.remove(inner)
+            fused_any = True
+        return dataclasses.replace(tr, ops=tuple(ops)) if fused_any else None
+
+    @staticmethod
+    def _fused(inner: TracedOp, outer: TracedOp) -> TracedOp:
+        attrs: dict[str, object] = {
+            "op0": inner.attrs["op0"],
+            "reverse0": inner.attrs.get("reverse0", False),
+            "op1": outer.attrs["op0"],
+            "reverse1": outer.attrs.get("reverse0", False),
+        }
+        operands = {"data": inner.operands["data"]}
+        labels = {"P": outer.labels["P"], "F": outer.labels["F"]}
+        for i, op in (("0", inner), ("1", outer)):
+            if "operand0" in op.operands:
+                operands["operand" + i] = op.operands["operand0"]
+                labels["_operand" + i] = op.labels["_operand0"]
+            else:
+                attrs["operand" + i] = op.attrs["operand0"]
+        return TracedOp(outer.op, operands, attrs, outer.output, labels)
+
+
+GRAPH_REWRITES = (ScaleAfterMatmul(), ScaleIntoActivation(), ChainedTensorScalars())
