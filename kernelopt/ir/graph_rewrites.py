@@ -294,10 +294,13 @@ class ChainedTensorScalars:
     Pattern: ``b = tensor_scalar(op0=f, operand0=a)(data=x)``, then
     ``tensor_scalar(op0=g, operand0=c)(data=b)``, with ``b`` read by nothing else (``a``
     and ``c`` numbers or [P, 1] columns). The ISA's ``tensor_scalar`` computes
-    ``(data op0 operand0) op1 operand1`` in one pass, either operand a column, so the
-    result is ``tensor_scalar(op0=f, operand0=a, op1=g, operand1=c)(data=x)``: the
-    engine streams the rows once instead of twice (a layer norm's centring then
-    scaling), exact in real arithmetic (``b`` is no longer rounded to its dtype).
+    ``(data op0 operand0) op1 operand1`` in one pass, either operand a column, and
+    "performing one operator has the same performance cost as performing two" (the
+    ``nki.isa.tensor_scalar`` reference, SDK 2.33), so the result is
+    ``tensor_scalar(op0=f, operand0=a, op1=g, operand1=c)(data=x)``: the engine
+    streams the rows once instead of twice (a layer norm's centring then scaling),
+    exact in real arithmetic (``b`` is no longer rounded to its dtype). The ALU
+    operators here are all arithmetic, as the reference requires of the two.
     Every such pair is fused, first pairs first: a chain of three leaves the third.
     """
 
