@@ -132,7 +132,19 @@ class NKIOp:
     # The result's dtype when it is not the first operand's (a reduction accumulates in fp32).
     out_dtype: ClassVar[str | None] = None
 
-    def __init__(self, **attrs: Any) -> None:
+    def __init__(self, *args: Any, **attrs: Any) -> None:
+        # Positional attributes in ``attr_names`` order, as a signature would take them
+        # (``NKIActivation("exp")``, ``NKITensorReduce("add", 1)``).
+        if len(args) > len(self.attr_names):
+            name, operands = type(self).__name__, ", ".join(self.spec.operands)
+            raise OpError(
+                f"{name}: takes attribute(s) {list(self.attr_names)}, got {len(args)} "
+                f"positional; operands go in the call: {name}(...)({operands})"
+            )
+        for name, value in zip(self.attr_names, args, strict=False):
+            if name in attrs:
+                raise OpError(f"{type(self).__name__}: attribute {name!r} given twice")
+            attrs[name] = value
         self._check_attr_names(attrs)
         self.attrs = attrs
 

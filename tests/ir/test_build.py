@@ -328,3 +328,32 @@ def test_operands_may_be_given_by_position_in_the_instructions_order() -> None:
         NKIActivation(op="exp")(a, a)
     with pytest.raises(OpError, match="'data' given twice"):
         NKIActivation(op="exp")(a, data=a)
+
+
+def test_attributes_may_be_given_by_position_in_their_order() -> None:
+    """``NKITensorReduce("max", 1)`` is ``NKITensorReduce(op="max", axis=1)``, as a
+    signature in ``attr_names`` order would take it; the same graph either way."""
+    x = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
+    rows = NKITensorReduce("max", 1, True, True)(x)  # op, axis, keepdims, negate
+    np.testing.assert_array_equal(rows, -x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(
+        NKITensorScalar("subtract", rows, True)(x), rows - x, rtol=1e-6
+    )  # op0, operand0 (a column), reverse0: operand0 - data
+
+    def f_nkigym(x, w):
+        m = NKITensorReduce(np.max, 1, negate=True)(x)
+        return NKIMatmul()(NKITranspose()(NKIActivation("exp", bias=m)(x)), w)
+
+    def f_keywords(x, w):
+        m = NKITensorReduce(op="maximum", axis=1, negate=True)(data=x)
+        return NKIMatmul()(
+            stationary=NKITranspose()(data=NKIActivation(op="exp", bias=m)(data=x)), moving=w
+        )
+
+    specs = {"x": ((256, 256), "bfloat16"), "w": ((256, 256), "bfloat16")}
+    by_position = render_ir(sample(build_ir(f_nkigym, specs, name="k"), random.Random(2)))
+    assert by_position == render_ir(sample(build_ir(f_keywords, specs, name="k"), random.Random(2)))
+    with pytest.raises(OpError, match=r"operands go in the call: NKIMatmul\(...\)\(stationary"):
+        NKIMatmul(x, x)
+    with pytest.raises(OpError, match="'op' given twice"):
+        NKIActivation("exp", op="exp")
