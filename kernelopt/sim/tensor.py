@@ -19,7 +19,7 @@ import numpy as np
 from kernelopt.sim.access import as_column, indirect, resolve
 from kernelopt.sim.indexing import IndexExpr, Mask, dynamic_free_indices
 from kernelopt.sim.masking import clip
-from kernelopt.sim.views import NkiTensorViews, index_view, reshape_view
+from kernelopt.sim.views import NkiTensorViews, index_view, reshape_view, strided_slice
 
 if TYPE_CHECKING:
     from kernelopt.sim.machine import Machine
@@ -278,9 +278,9 @@ class Tile(NkiTensorViews):
             return indirect(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
             return _with_dynamic_offset(resolve(self, key), key)
-        if self.alloc.machine.beta1 is None and any(
-            isinstance(k, slice) and k.step not in (None, 1) for k in key
-        ):
+        if any(isinstance(k, slice) and k.step not in (None, 1) for k in key):
+            if self.alloc.machine.beta1 is not None:
+                return strided_slice(self, key)
             # nki.language.NkiTensor page, slice: t.slice(1, a, b, s) is t[:, a:b:s].
             return index_view(self, key)
         bounds = list(self.bounds)
@@ -289,8 +289,6 @@ class Tile(NkiTensorViews):
             lo, hi = self.bounds[axis]
             size = hi - lo
             if isinstance(k, slice):
-                if k.step not in (None, 1):
-                    self._fail(f"slice step {k.step} on axis {pos}: only step 1 is supported")
                 start = 0 if k.start is None else self._int(k.start)
                 stop = size if k.stop is None else self._int(k.stop)
                 if not 0 <= start < stop <= size:

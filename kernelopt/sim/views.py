@@ -108,7 +108,22 @@ def _merged(tile: Tile, flat: np.ndarray, shape: tuple[int, ...], what: str) -> 
 def index_view(tile: Tile, key: tuple[Any, ...]) -> Tile:
     """Basic indexing (ints, slices with a step >= 1) of a view, or a strided slice of
     a tensor: ``t.slice(1, a, b, s)`` is ``t[:, a:b:s]`` (the ``slice`` entry)."""
-    flat = _source(tile, "indexing")
+    return _indexed(tile, _source(tile, "indexing"), key)
+
+
+def strided_slice(tile: Tile, key: tuple[Any, ...]) -> Tile:
+    """A beta-1 tile sliced with a step, ``x[:, 0::2]`` (nki-samples' contributed
+    ``fft1d`` splits even and odd columns so). The "Tensor Indexing on NKI" page
+    (awsdocs-neuron.readthedocs-hosted.com, nki/about/indexing-overview): on-chip
+    memories can be strided along the free dimension, "this flexibility is not supported
+    along the partition dimension"."""
+    what = "a strided slice"
+    if tile.alloc.buffer.on_chip and isinstance(key[0], slice) and key[0].step not in (None, 1):
+        tile._fail(f"{what}: on chip dim 0 is the partition dimension and takes no step")
+    return _indexed(tile, _plain_offsets(tile, what), key)
+
+
+def _indexed(tile: Tile, flat: np.ndarray, key: tuple[Any, ...]) -> Tile:
     if len(key) > tile.ndim:
         tile._fail(f"too many indices ({len(key)}) for a view of shape {tile.shape}")
     index: list[Any] = []

@@ -1,0 +1,54 @@
+"""More constructs public beta-1 kernels use that the simulator once refused: each test
+runs a small kernel of our own with the construct and checks values worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernelopt.sim import SimError, run_kernel
+
+HEADER = """
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+"""
+
+
+def test_a_tile_sliced_with_a_step_along_its_free_axis(kernel_file) -> None:
+    # nki-samples' contributed fft1d splits a tile's even and odd columns with
+    # x[:, 0::2] and x[:, 1::2]: on chip, a free axis may be strided.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def evens_minus_odds(x):
+    out = nl.ndarray((x.shape[0], x.shape[1] // 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    d = nl.ndarray((x.shape[0], x.shape[1] // 2), dtype=x.dtype, buffer=nl.sbuf)
+    d[...] = t[:, 0::2] - t[:, 1::2]
+    nl.store(out, value=d)
+    return out
+"""
+    )
+    x = np.array([[1.0, 2.0, 10.0, 3.0], [5.0, 1.0, 0.0, 4.0]], np.float32)
+    r = run_kernel(path, {"x": x})
+    assert r.outputs.tolist() == [[-1.0, 7.0], [4.0, -4.0]]
+
+
+def test_a_step_along_the_partition_axis_is_refused(kernel_file) -> None:
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def every_other_row(x):
+    out = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nl.copy(t[0::2, :]))
+    return out
+"""
+    )
+    x = np.ones((2, 4), np.float32)
+    with pytest.raises(SimError, match="partition dimension and takes no step"):
+        run_kernel(path, {"x": x})
