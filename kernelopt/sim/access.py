@@ -188,6 +188,36 @@ def gather(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(bounds), tuple(kept), loose, (space, None), tuple(coords)
 
 
+def key_arrays(tile: Tile, key: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
+    """Per axis of ``tile`` (a view, ``tile.shape``), the positions ``key`` (one entry
+    per axis: ints, unit-step slices, ``nl.arange`` expressions) reads, over the index
+    space the expressions span, as ``gather`` spreads them over a tensor's axes."""
+    exprs = [k for k in key if isinstance(k, IndexExpr) and k.terms]
+    ndim = max((e.ndim for e in exprs), default=1)
+    used = {a for e in exprs for a, _, _ in e.terms}
+    spare = (a for a in range(ndim + len(key)) if a not in used)
+    per_pos = [
+        _as_expr(k, size, next(spare), ndim) if isinstance(k, slice) else k
+        for k, size in zip(key, tile.shape, strict=True)
+    ]
+    sizes: dict[int, int] = {}
+    for k in per_pos:
+        for a, _, n in k.terms if isinstance(k, IndexExpr) else ():
+            if sizes.setdefault(a, n) != n:
+                raise IndexError_(f"two ranges of sizes {sizes[a]} and {n} on index axis {a}")
+    space = tuple(sizes.get(a, 1) for a in range(max([ndim, *(a + 1 for a in sizes)])))
+    arrays = []
+    for pos, (k, size) in enumerate(zip(per_pos, tile.shape, strict=True)):
+        if isinstance(k, IndexExpr):
+            values = _spread(k, space)
+        else:
+            values = np.full(space, tile._int(k), dtype=np.int64)
+        if values.min() < 0 or values.max() >= size:
+            tile._fail(f"an index on axis {pos} of a view of shape {tile.shape} is out of bounds")
+        arrays.append(np.broadcast_to(values, space))
+    return tuple(arrays)
+
+
 def indirect(tile: Tile, key: tuple[Any, ...]) -> Tile:
     """``data[idx_tile, i_f]``: an indirect (gather) access, one coordinate per partition
     read from an on-chip index tile; a DMA reads the index tile too. In a trace-only

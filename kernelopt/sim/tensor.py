@@ -19,7 +19,7 @@ import numpy as np
 from kernelopt.sim.access import as_column, indirect, resolve
 from kernelopt.sim.indexing import IndexExpr, Mask, dynamic_free_indices
 from kernelopt.sim.masking import clip
-from kernelopt.sim.views import NkiTensorViews, index_view, reshape_view, strided_slice
+from kernelopt.sim.views import NkiTensorViews, index_view, reindexed, reshape_view, strided_slice
 
 if TYPE_CHECKING:
     from kernelopt.sim.machine import Machine
@@ -268,6 +268,8 @@ class Tile(NkiTensorViews):
                 return self
             if self.alloc.machine.beta1 is None:
                 return index_view(self, key)  # the current API's NkiTensor views index too
+            if self.coords is not None and len(key) == len(self.shape):
+                return reindexed(self, key)
             self._fail(f"a beta-1 access {self!r} cannot be indexed again; index the tensor once")
         if len(key) > n:
             self._fail(f"too many indices ({len(key)}) for a tile of shape {self.shape}")

@@ -52,3 +52,48 @@ def every_other_row(x):
     x = np.ones((2, 4), np.float32)
     with pytest.raises(SimError, match="partition dimension and takes no step"):
         run_kernel(path, {"x": x})
+
+
+def test_a_reshaped_tile_indexed_with_arange_expressions(kernel_file) -> None:
+    # nki-samples' neuron-team transposes reshape a loaded [P, i, J] tile to [P, i * J]
+    # and read it at [i_P, i_I * J + i_J]: a reshaped tile indexes like any tile.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def swap_inner(x):
+    p, a, b = x.shape
+    out = nl.ndarray((p, b, a), dtype=x.dtype, buffer=nl.shared_hbm)
+    flat = nl.load(x).reshape((p, a * b))
+    i_p, i_b, i_a = nl.mgrid[0:p, 0:b, 0:a]
+    t = nl.ndarray((p, b, a), dtype=x.dtype, buffer=nl.sbuf)
+    t[i_p, i_b, i_a] = nl.copy(flat[i_p, i_a * b + i_b])
+    nl.store(out, value=t)
+    return out
+"""
+    )
+    x = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
+    r = run_kernel(path, {"x": x})
+    assert r.outputs.tolist() == [
+        [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]],
+        [[6.0, 9.0], [7.0, 10.0], [8.0, 11.0]],
+    ]
+
+
+def test_nki_language_constants_imports_beside_neuronxcc(kernel_file) -> None:
+    # The neuron-team transpose file imports sizeinbytes from nki.language.constants
+    # next to its neuronxcc.nki imports.
+    path, _ = kernel_file(
+        HEADER
+        + """
+from nki.language.constants import sizeinbytes
+
+@nki.jit
+def scaled(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(x), float(sizeinbytes(x.dtype))))
+    return out
+"""
+    )
+    x = np.array([[1.0, -2.0]], np.float32)
+    assert run_kernel(path, {"x": x}).outputs.tolist() == [[4.0, -8.0]]
