@@ -188,6 +188,35 @@ def gather(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(bounds), tuple(kept), loose, (space, None), tuple(coords)
 
 
+def loose_slices(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A beta-1 key whose slices (``nl.ds(start, size)``) reach past the tensor, as the
+    ``nl.arange`` ranges they stand for, each on the next index-space axis: like any
+    range past the tensor, valid once a ``mask=`` cuts it back. nki-samples' beta-1
+    neuron-team transposes (``contributed/neuron-team-kernels/transpose.py`` @6dc4ebb)
+    load ``img[nl.ds(p * 128, 128), ...]`` of a 200-row tensor under a row mask. None
+    when every slice is inside the tensor (a plain box)."""
+    sizes = [hi - lo for lo, hi in (tile.bounds[a] for a in tile.kept)]
+    spans = []
+    for k, size in zip(key, sizes, strict=True):
+        if isinstance(k, slice):
+            start = 0 if k.start is None else tile._int(k.start)
+            stop = size if k.stop is None else tile._int(k.stop)
+            spans.append((start, stop, size))
+    if all(0 <= start and stop <= size for start, stop, size in spans) or any(
+        stop <= start for start, stop, _ in spans
+    ):
+        return None
+    ranges, ndim = iter(range(len(spans))), len(spans)
+    out = []
+    for k in key:
+        if isinstance(k, slice):
+            axis = next(ranges)
+            start, stop, _ = spans[axis]
+            k = IndexExpr(start, ((axis, 1, stop - start),), ndim, True)
+        out.append(k)
+    return tuple(out)
+
+
 def key_arrays(tile: Tile, key: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
     """Per axis of ``tile`` (a view, ``tile.shape``), the positions ``key`` (one entry
     per axis: ints, unit-step slices, ``nl.arange`` expressions) reads, over the index

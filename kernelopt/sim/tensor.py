@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernelopt.sim.access import as_column, indirect, resolve
+from kernelopt.sim.access import as_column, indirect, loose_slices, resolve
 from kernelopt.sim.indexing import IndexExpr, Mask, dynamic_free_indices
 from kernelopt.sim.masking import clip
 from kernelopt.sim.views import NkiTensorViews, index_view, reindexed, reshape_view, strided_slice
@@ -280,6 +280,8 @@ class Tile(NkiTensorViews):
             return indirect(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
             return _with_dynamic_offset(resolve(self, key), key)
+        if self.alloc.machine.beta1 is not None and (ranges := loose_slices(self, key)):
+            return resolve(self, ranges)
         if any(isinstance(k, slice) and k.step not in (None, 1) for k in key):
             if self.alloc.machine.beta1 is not None:
                 return strided_slice(self, key)

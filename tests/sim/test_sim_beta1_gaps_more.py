@@ -97,3 +97,39 @@ def scaled(x):
     )
     x = np.array([[1.0, -2.0]], np.float32)
     assert run_kernel(path, {"x": x}).outputs.tolist() == [[4.0, -8.0]]
+
+
+def test_a_slice_past_the_tensor_cut_back_by_a_mask(kernel_file) -> None:
+    # The neuron-team transposes load img[nl.ds(p * 128, 128), ...] of a tensor with
+    # fewer rows under a row mask, as an nl.arange range past the tensor is loaded.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def doubled(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    n = x.shape[0]
+    for t in nl.affine_range(2):
+        i_p, i_f = nl.mgrid[0:4, 0:x.shape[1]]
+        tile = nl.load(x[nl.ds(t * 4, 4), :], mask=(t * 4 + i_p < n))
+        nl.store(out[nl.ds(t * 4, 4), :], value=nl.add(tile, tile), mask=(t * 4 + i_p < n))
+    return out
+"""
+    )
+    x = np.arange(12, dtype=np.float32).reshape(6, 2)
+    assert run_kernel(path, {"x": x}).outputs.tolist() == (2 * x).tolist()
+
+
+def test_a_slice_past_the_tensor_without_a_mask_is_refused(kernel_file) -> None:
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def past(x):
+    out = nl.ndarray((4, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x[nl.ds(0, 4), :]))
+    return out
+"""
+    )
+    with pytest.raises(SimError, match="out of bounds"):
+        run_kernel(path, {"x": np.ones((3, 2), np.float32)})
