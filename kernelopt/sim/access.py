@@ -188,6 +188,65 @@ def gather(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(bounds), tuple(kept), loose, (space, None), tuple(coords)
 
 
+def loose_slices(tile: Tile, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A beta-1 key whose slices (``nl.ds(start, size)``) reach past the tensor, as the
+    ``nl.arange`` ranges they stand for, each on the next index-space axis: like any
+    range past the tensor, valid once a ``mask=`` cuts it back. nki-samples' beta-1
+    neuron-team transposes (``contributed/neuron-team-kernels/transpose.py`` @6dc4ebb)
+    load ``img[nl.ds(p * 128, 128), ...]`` of a 200-row tensor under a row mask. None
+    when every slice is inside the tensor (a plain box)."""
+    sizes = [hi - lo for lo, hi in (tile.bounds[a] for a in tile.kept)]
+    spans = []
+    for k, size in zip(key, sizes, strict=True):
+        if isinstance(k, slice):
+            start = 0 if k.start is None else tile._int(k.start)
+            stop = size if k.stop is None else tile._int(k.stop)
+            spans.append((start, stop, size))
+    if all(0 <= start and stop <= size for start, stop, size in spans) or any(
+        stop <= start for start, stop, _ in spans
+    ):
+        return None
+    ranges, ndim = iter(range(len(spans))), len(spans)
+    out = []
+    for k in key:
+        if isinstance(k, slice):
+            axis = next(ranges)
+            start, stop, _ = spans[axis]
+            k = IndexExpr(start, ((axis, 1, stop - start),), ndim, True)
+        out.append(k)
+    return tuple(out)
+
+
+def key_arrays(tile: Tile, key: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
+    """Per axis of ``tile`` (a view, ``tile.shape``), the positions ``key`` (one entry
+    per axis: ints, unit-step slices, ``nl.arange`` expressions) reads, over the index
+    space the expressions span, as ``gather`` spreads them over a tensor's axes."""
+    exprs = [k for k in key if isinstance(k, IndexExpr) and k.terms]
+    ndim = max((e.ndim for e in exprs), default=1)
+    used = {a for e in exprs for a, _, _ in e.terms}
+    spare = (a for a in range(ndim + len(key)) if a not in used)
+    per_pos = [
+        _as_expr(k, size, next(spare), ndim) if isinstance(k, slice) else k
+        for k, size in zip(key, tile.shape, strict=True)
+    ]
+    sizes: dict[int, int] = {}
+    for k in per_pos:
+        for a, _, n in k.terms if isinstance(k, IndexExpr) else ():
+            if sizes.setdefault(a, n) != n:
+                raise IndexError_(f"two ranges of sizes {sizes[a]} and {n} on index axis {a}")
+    space = tuple(sizes.get(a, 1) for a in range(max([ndim, *(a + 1 for a in sizes)])))
+    arrays = []
+    for pos, (k, size) in enumerate(zip(per_pos, tile.shape, strict=True)):
+        if isinstance(k, IndexExpr):
+            values = _spread(k, space)
+        else:
+            values = np.full(space, tile._int(k), dtype=np.int64)
+        if values.min() < 0 or values.max() >= size:
+            tile._fail(f"an index on axis {pos} of a view of shape {tile.shape} is out of bounds")
+        arrays.append(np.broadcast_to(values, space))
+    return tuple(arrays)
+
+
 def indirect(tile: Tile, key: tuple[Any, ...]) -> Tile:
     """``data[idx_tile, i_f]``: an indirect (gather) access, one coordinate per partition
     read from an on-chip index tile; a DMA reads the index tile too. In a trace-only

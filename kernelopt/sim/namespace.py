@@ -115,6 +115,10 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
     # nki.typing (NKI 0.3.0): nt.tensor[shape] annotations, meaningless here as in beta 1.
     nki.typing = modules["nki.typing"] = beta_modules["neuronxcc.nki.typing"]
     modules.update(beta_modules)
+    # The same internal module under the other root: nki-samples' beta-1 neuron-team
+    # transpose kernels (contributed/neuron-team-kernels/transpose.py @6dc4ebb) import
+    # ``sizeinbytes`` from ``nki.language.constants`` beside ``neuronxcc.nki``.
+    modules["nki.language.constants"] = modules["neuronxcc.nki.language.constants"]
 
     def enable_beta1() -> None:
         machine.beta1 = beta

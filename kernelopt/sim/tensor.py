@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernelopt.sim.access import as_column, indirect, resolve
+from kernelopt.sim.access import as_column, indirect, loose_slices, resolve
 from kernelopt.sim.indexing import IndexExpr, Mask, dynamic_free_indices
 from kernelopt.sim.masking import clip
-from kernelopt.sim.views import NkiTensorViews, index_view, reshape_view
+from kernelopt.sim.views import NkiTensorViews, index_view, reindexed, reshape_view, strided_slice
 
 if TYPE_CHECKING:
     from kernelopt.sim.machine import Machine
@@ -268,6 +268,8 @@ class Tile(NkiTensorViews):
                 return self
             if self.alloc.machine.beta1 is None:
                 return index_view(self, key)  # the current API's NkiTensor views index too
+            if self.coords is not None and len(key) == len(self.shape):
+                return reindexed(self, key)
             self._fail(f"a beta-1 access {self!r} cannot be indexed again; index the tensor once")
         if len(key) > n:
             self._fail(f"too many indices ({len(key)}) for a tile of shape {self.shape}")
@@ -278,9 +280,11 @@ class Tile(NkiTensorViews):
             return indirect(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
             return _with_dynamic_offset(resolve(self, key), key)
-        if self.alloc.machine.beta1 is None and any(
-            isinstance(k, slice) and k.step not in (None, 1) for k in key
-        ):
+        if self.alloc.machine.beta1 is not None and (ranges := loose_slices(self, key)):
+            return resolve(self, ranges)
+        if any(isinstance(k, slice) and k.step not in (None, 1) for k in key):
+            if self.alloc.machine.beta1 is not None:
+                return strided_slice(self, key)
             # nki.language.NkiTensor page, slice: t.slice(1, a, b, s) is t[:, a:b:s].
             return index_view(self, key)
         bounds = list(self.bounds)
@@ -289,8 +293,6 @@ class Tile(NkiTensorViews):
             lo, hi = self.bounds[axis]
             size = hi - lo
             if isinstance(k, slice):
-                if k.step not in (None, 1):
-                    self._fail(f"slice step {k.step} on axis {pos}: only step 1 is supported")
                 start = 0 if k.start is None else self._int(k.start)
                 stop = size if k.stop is None else self._int(k.stop)
                 if not 0 <= start < stop <= size:

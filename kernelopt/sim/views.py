@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernelopt.sim.access import gathered, pattern_offsets
+from kernelopt.sim.access import gathered, key_arrays, pattern_offsets
 
 if TYPE_CHECKING:
     from kernelopt.sim.tensor import Tile
@@ -108,7 +108,33 @@ def _merged(tile: Tile, flat: np.ndarray, shape: tuple[int, ...], what: str) -> 
 def index_view(tile: Tile, key: tuple[Any, ...]) -> Tile:
     """Basic indexing (ints, slices with a step >= 1) of a view, or a strided slice of
     a tensor: ``t.slice(1, a, b, s)`` is ``t[:, a:b:s]`` (the ``slice`` entry)."""
-    flat = _source(tile, "indexing")
+    return _indexed(tile, _source(tile, "indexing"), key)
+
+
+def strided_slice(tile: Tile, key: tuple[Any, ...]) -> Tile:
+    """A beta-1 tile sliced with a step, ``x[:, 0::2]`` (nki-samples' contributed
+    ``fft1d`` splits even and odd columns so). The "Tensor Indexing on NKI" page
+    (awsdocs-neuron.readthedocs-hosted.com, nki/about/indexing-overview): on-chip
+    memories can be strided along the free dimension, "this flexibility is not supported
+    along the partition dimension"."""
+    what = "a strided slice"
+    if tile.alloc.buffer.on_chip and isinstance(key[0], slice) and key[0].step not in (None, 1):
+        tile._fail(f"{what}: on chip dim 0 is the partition dimension and takes no step")
+    return _indexed(tile, _plain_offsets(tile, what), key)
+
+
+def reindexed(tile: Tile, key: tuple[Any, ...]) -> Tile:
+    """A beta-1 view indexed again with ``nl.arange`` expressions: nki-samples' beta-1
+    neuron-team transposes (``contributed/neuron-team-kernels/transpose.py`` @6dc4ebb)
+    ``reshape`` a loaded [P, i, J] tile to [P, i * J] and read it at ``[i_P, i_I * J +
+    i_J]``. A tile from ``reshape`` is a tile like any other (nki.language.ndarray's
+    ``reshape``); its elements at the key's positions, as numpy indexes."""
+    what = "indexing a view"
+    flat = _plain_offsets(tile, what)
+    return make_view(tile, flat[key_arrays(tile, key)], what)
+
+
+def _indexed(tile: Tile, flat: np.ndarray, key: tuple[Any, ...]) -> Tile:
     if len(key) > tile.ndim:
         tile._fail(f"too many indices ({len(key)}) for a view of shape {tile.shape}")
     index: list[Any] = []
