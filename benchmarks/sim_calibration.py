@@ -265,6 +265,10 @@ def report_chip(chip: str, traced: list[Traced], with_lofo: bool) -> None:
         print(f"{chip}_latency_misordered_pairs_10pct: {len(wrong)}")
         for slow, fast in wrong:
             print(f"  measured {slow} slower than {fast}, simulated the other way")
+        # A ladder (versions of one kernel, one family) is judged within itself.
+        family = {t.case.label: t.case.family for t in traced}
+        within = [(a, b) for a, b in wrong if family[a] == family[b]]
+        print(f"{chip}_latency_misordered_pairs_10pct_within_a_family: {len(within)}")
     _report_host_costs(chip, traced, params)
     if engine_err:
         print(f"{chip}_engine_active_mean_abs_error_pp: {np.mean(np.abs(engine_err)):.1f}")

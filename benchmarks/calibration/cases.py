@@ -489,6 +489,9 @@ CASES += (
     ),
 )
 
+# The NKI fused Mamba tutorial's three versions on Trn1 (a ladder: cases_mamba_ladder.py).
+CASES += _sibling("cases_mamba_ladder").CASES
+
 
 FAILURES: tuple[Failure, ...] = (
     Failure(
