@@ -101,6 +101,7 @@ class _Tracer:
                 "one shape and does not broadcast (a [P, 1] column goes to NKITensorScalar's "
                 f"operand0 or NKIActivation's scale or bias; a [1, F] row has no operand){hint}"
             )
+        seen: dict[str, str] = {}  # label -> the operand axis that first gave it
         for role, t in operands.items():
             labs = op.spec.labels(role)
             if not isinstance(t, TracedTensor):
@@ -114,11 +115,18 @@ class _Tracer:
                     f"{where}: {role} must be a number or a [P, 1] column (one value per "
                     f"partition, e.g. a NKITensorReduce result), got shape {t.shape}"
                 )
-            for lab, axis in zip(labs, t.axes, strict=True):
+            for pos, (lab, axis) in enumerate(zip(labs, t.axes, strict=True)):
                 if lab in labels:
-                    self.axes.union(labels[lab], axis, f"{where}, axis {lab}")
+                    first = seen[lab]
+                    self.axes.union(
+                        labels[lab],
+                        axis,
+                        f"{where}, axis {lab} ({first} and {role} {t.name!r} {t.shape} axis "
+                        f"{pos} are one axis of the op)",
+                    )
                 else:
                     labels[lab] = axis
+                    seen[lab] = f"{role} {t.name!r} {t.shape} axis {pos}"
         for lab, size in op.spec.new_axes:
             labels[lab] = self.axes.new(size)
         # The result takes the first operand's dtype (columns only scale or shift it).

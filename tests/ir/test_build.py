@@ -104,8 +104,10 @@ def test_mismatched_contraction_sizes_are_reported() -> None:
         return NKIMatmul()(stationary=a, moving=b)
 
     specs = {"a": ((256, 128), "bfloat16"), "b": ((128, 512), "bfloat16")}
-    with pytest.raises(IRBuildError, match="axis sizes 256 and 128 differ"):
+    with pytest.raises(IRBuildError, match="axis sizes 256 and 128 differ") as raised:
         build_ir(f, specs)
+    # Which operand axes had to agree, by name and shape.
+    assert "stationary 'a' (256, 128) axis 0 and moving 'b' (128, 512) axis 0" in str(raised.value)
 
 
 def test_a_matmul_that_keeps_its_contraction_axis_is_refused_by_name() -> None:
