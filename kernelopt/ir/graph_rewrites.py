@@ -310,30 +310,17 @@ class ChainedTensorScalars:
         return _first_rewrite(ir, self.name, lambda tr: iter([self._rewrite(tr)]))
 
     def _rewrite(self, tr: Trace) -> Trace | None:
-        ops, fused_any = list(tr.ops), False
-        for outer in list(ops):
-            inner = (
-                _producer(dataclasses.replace(tr, ops=tuple(ops)), outer.operands["data"])
-                if _one_op(outer)
-                else None
-            )
+        current, fused_any = tr, False
+        for outer in tr.ops:
+            inner = _producer(current, outer.operands["data"]) if _one_op(outer) else None
             if inner is None or not _one_op(inner) or inner.output.name == tr.output.name:
                 continue
-            if (
-                len(
-                    [
-                        o
-                        for o in ops
-                        if any(t.name == inner.output.name for t in o.operands.values())
-                    ]
-                )
-                != 1
-            ):
+            if len(_readers(current, inner.output)) != 1:
                 continue  # the intermediate rows have other readers: they keep it
-            ops[ops.index(outer)] = self._fused(inner, outer)
-            ops.remove(inner)
-            fused_any = True
-        return dataclasses.replace(tr, ops=tuple(ops)) if fused_any else None
+            fused = self._fused(inner, outer)
+            ops = [fused if o is outer else o for o in current.ops if o is not inner]
+            current, fused_any = dataclasses.replace(current, ops=tuple(ops)), True
+        return current if fused_any else None
 
     @staticmethod
     def _fused(inner: TracedOp, outer: TracedOp) -> TracedOp:
