@@ -24,7 +24,9 @@ from pathlib import Path
 def _types():
     key = "kernelopt_calibration_case_types"
     if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name("case_types.py"))
+        spec = importlib.util.spec_from_file_location(
+            key, Path(__file__).with_name("case_types.py")
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[key] = module

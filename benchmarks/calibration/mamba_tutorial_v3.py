@@ -34,9 +34,7 @@ def mamba_seq_tiled(delta, u, a, b, c):
                 b_row = nl.load(b[s : s + 1, cols])
                 du = nisa.tensor_tensor(d_tile[0:128, cols], u_tile[0:128, cols], op=nl.multiply)
                 dbu = nisa.tensor_tensor(du, b_row.broadcast_to((128, PIECE)), op=nl.multiply)
-                h = nisa.tensor_tensor_scan(
-                    decay, dbu, initial=carry, op0=np.multiply, op1=np.add
-                )
+                h = nisa.tensor_tensor_scan(decay, dbu, initial=carry, op0=np.multiply, op1=np.add)
                 carry[...] = h[0:128, PIECE - 1]
                 c_row = nl.load(c[s : s + 1, cols])
                 y = nl.ndarray((128, PIECE), dtype=delta.dtype, buffer=nl.psum)
