@@ -17,7 +17,8 @@ simulated figures per kernel, then:
   operators do no matrix work);
 - the error: percentage points of MFU for kernels with MACs, percent of
   latency for the others; pairs far apart on hardware (>= 5 pp, >= 10 %)
-  that the model orders the other way;
+  that the model orders the other way, and how many of those pairs are two
+  versions of one kernel (one family: a ladder is judged within itself);
 - the per-engine active-time error (pp) where the source gives it;
 - the public kernels that do not compile (``FAILURES`` in cases.py): the
   simulator must refuse each with the same reason;
