@@ -123,7 +123,8 @@ class Beta1(HighLevelOps):
     def broadcast_to(self, tile: Tile, shape: tuple[int, ...]) -> Tile:
         """``tile.broadcast_to(shape)``: along the free axes a VectorE copy; across
         partitions (a [1, F] row to [M, F]) a TensorE matmul with a ones vector into
-        PSUM, as the NKI architecture guide says NKI does, then a ScalarE copy out."""
+        PSUM, as the NKI architecture guide says NKI does: the result when it fits one
+        bank, else bank by bank, each copied out by ScalarE into an SBUF tile."""
         m = self.m
         src = self._tile("broadcast_to", tile)
         # The first axis is the partition axis: a lower-rank tile lines up from the
@@ -155,6 +156,25 @@ class Beta1(HighLevelOps):
         # One matmul per PSUM bank of columns (a matmul writes at most 512 fp32 per
         # partition), each copied out of PSUM into its part of the result.
         chunk = m.params.psum_bank_bytes // 4
+        if len(shape) == 2 and shape[1] <= chunk:
+            # It fits one PSUM bank: the matmul's result is the broadcast tile, read where
+            # it is (VectorE and ScalarE read PSUM), with no copy out. The NKI Mamba
+            # tutorial calls the broadcast one extra TensorE instruction; its VectorE
+            # time per state matches reading the broadcast rows from PSUM (docs/sim.md).
+            psum = self.new(shape, src.dtype, "psum")
+            m.write(psum, data)
+            self.isa._emit(
+                "nc_matmul",
+                "tensor",
+                [src],
+                [psum],
+                partitions=src.partitions,
+                free=psum.free_size,
+                stationary_free=shape[0],
+                wide=src.dtype.itemsize >= 4,
+                macs=0,
+            )
+            return psum
         if len(shape) != 2 and dst.free_size > chunk:
             m.fail("isa", f"broadcast_to: a {shape} broadcast across partitions must be 2-D")
         columns = dst.free_size if len(shape) != 2 else shape[1]
