@@ -183,25 +183,25 @@ def _elementwise(
     n = count.tiles(dp, depth) // rows * (1 if wide else free_tiles)
     width = ir.dim[df].tile * (free_tiles if wide else 1) * rows
     engine = plan.get(op.name, "scalar" if op.kind == "activation" else "vector")
-    inputs, charge_psum = 1, psum
+    inputs, kind = 1, op.kind
     if op.kind == "tensor_tensor" or (op.kind == "drain" and drain_adds(ir, op)):
         # One pass with a PSUM operand, or two bf16 tiles added, multiplied or subtracted
         # (the NKI ISA guide's tensor_tensor cost, as the simulator has it).
         dtypes = {buffer_dtype(ir, b) for b in buffers[1:]}
         fast = op.kind == "drain" or op.attr("op") in ("add", "multiply", "subtract")
         engine, inputs = "vector", (1 if psum or (fast and dtypes == {"bfloat16"}) else 2)
-        charge_psum = False  # that one pass with a PSUM operand includes reading it
+        kind = "tensor_tensor"  # the instruction a drain by add is, costed as one
     elif op.kind == "reciprocal":
         inputs = 8
     # A fused row sum reads the ScalarE accumulator out, as the simulator charges it.
     extra = ACCUMULATOR_READ_CYCLES if op.attr("reduce_res") is not None else 0
     ins = _ins(
         engine,
-        op.kind,
+        kind,
         partitions=ir.dim[dp].tile,
         free=width,
         inputs=inputs,
-        psum_read=charge_psum,
+        psum_read=psum,
         extra_cycles=extra,
         vector_speedup=vector_speedup_of(ir, op) if engine == "vector" else 1,
     )

@@ -114,8 +114,6 @@ class HighLevelOps(Beta1Core):
             partitions=dst.partitions,
             free=dst.free_size,
             inputs=inputs,
-            # tensor_tensor's N with a PSUM input covers the PSUM read (isa_engines).
-            **({"psum_read": False} if name == "tensor_tensor" else {}),
         )
         return result
 

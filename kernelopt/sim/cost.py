@@ -69,7 +69,9 @@ def duration_ns(ins: Instruction, p: Trn2Params) -> float:
         )
         return ins.cycles / clock * 1e9
     stream = ins.free * ins.inputs
-    if ins.psum_read:
+    # tensor_tensor's documented N cycles with one input in PSUM (NEURON.md) already
+    # cover reading it: no PSUM charge on top.
+    if ins.psum_read and ins.op != "tensor_tensor":
         # VectorE (and GpSimd) stream a PSUM operand at half their SBUF rate;
         # ScalarE at its full rate.
         per_element = (

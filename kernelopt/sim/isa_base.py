@@ -100,9 +100,6 @@ class IsaCore:
     def _emit(
         self, op: str, engine: str, reads: list[Tile], writes: list[Tile], **cost: Any
     ) -> None:
-        # An instruction whose documented cost already covers its PSUM operand says so
-        # (``psum_read=False``); otherwise reading PSUM is charged.
-        psum_read = cost.pop("psum_read", any(t.buffer.kind == "psum" for t in reads))
         self.m.emit(
             Instruction(
                 op=op,
@@ -113,7 +110,7 @@ class IsaCore:
                 + tuple(t.via.region for t in reads + writes if t.via is not None),
                 writes=tuple(t.region for t in writes),
                 shape=writes[0].shape,
-                psum_read=psum_read,
+                psum_read=any(t.buffer.kind == "psum" for t in reads),
                 strided=any(
                     t.coords is not None and t.minor_stride_bytes > 16 for t in reads + writes
                 ),

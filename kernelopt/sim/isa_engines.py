@@ -45,12 +45,9 @@ class EngineCalls(ReduceCalls):
         va, vb = self.m.read(a, name), self.m.read(b, name)
         self.m.write(dst, None if va is None else fn.fn(va, vb))
         # One pass when an input is in PSUM or both are bf16 SBUF with add/mul/sub: VectorE's
-        # fast mode (the Trn2 guide); GpSimd streams both inputs. N cycles with a PSUM
-        # input is the documented cost of the whole instruction (NEURON.md), PSUM read
-        # included: no half-rate PSUM charge on top of it, as a one-input copy out of PSUM
-        # pays (the tutorial Mamba ladder's VectorE time per state: docs/sim.md).
-        psum = "psum" in (a.buffer.kind, b.buffer.kind)
-        fast = psum or (
+        # fast mode (the Trn2 guide); GpSimd streams both inputs. That N includes the
+        # PSUM read (``sim.cost.duration_ns``).
+        fast = "psum" in (a.buffer.kind, b.buffer.kind) or (
             unit == "vector"
             and fn.name in _FAST_VECTOR_OPS
             and a.dtype.name == _BF16
@@ -64,7 +61,6 @@ class EngineCalls(ReduceCalls):
             partitions=dst.partitions,
             free=dst.free_size,
             inputs=1 if fast else 2,
-            psum_read=False,
         )
 
     def tensor_scalar(
