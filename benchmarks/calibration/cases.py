@@ -490,7 +490,7 @@ CASES += (
 )
 
 # The NKI fused Mamba tutorial's three versions on Trn1 (a ladder: cases_mamba_ladder.py).
-CASES += _sibling("cases_mamba_ladder").CASES
+CASES += _sibling("cases_mamba_ladder").cases(Case)
 
 
 FAILURES: tuple[Failure, ...] = (

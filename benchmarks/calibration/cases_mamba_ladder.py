@@ -16,25 +16,8 @@ period", not of the whole run, so they are not scored.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from typing import Any
 
-
-def _types():
-    key = "kernelopt_calibration_case_types"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            key, Path(__file__).with_name("case_types.py")
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
-
-
-Case = _types().Case
 _TUTORIAL = "NKI fused Mamba tutorial (fused_mamba.rst @4373fac), Trn1, fp32, 16 states"
 _SMALL = {"delta": (256, 512), "u": (256, 512), "a": (256, 4), "b": (4, 512), "c": (4, 512)}
 
@@ -49,7 +32,7 @@ def _shapes(channels: int, length: int) -> dict[str, tuple[int, int]]:
     }
 
 
-def _case(kernel: str, version: int, channels: int, length: int, ms: float) -> object:
+def _case(Case: Any, kernel: str, version: int, channels: int, length: int, ms: float) -> Any:
     return Case(
         kernel,
         "workload_nkibench_mamba.py",
@@ -64,16 +47,18 @@ def _case(kernel: str, version: int, channels: int, length: int, ms: float) -> o
     )
 
 
-CASES = (
-    _case("nkibench_mamba.py", 1, 256, 512, 0.17293),
-    _case("nkibench_mamba.py", 1, 4096, 512, 2.34),
-    _case("mamba_tutorial_v2.py", 2, 4096, 512, 1.61),
-    *(
-        _case("mamba_tutorial_v2.py", 2, 4096, n, ms)
-        for n, ms in ((2048, 8.9), (4096, 17.6), (8192, 52.2))
-    ),
-    *(
-        _case("mamba_tutorial_v3.py", 3, 4096, n, ms)
-        for n, ms in ((512, 1.6), (2048, 6.6), (4096, 13.3), (8192, 27.8))
-    ),
-)
+def cases(Case: Any) -> tuple[Any, ...]:
+    """The ladder's cases, as ``Case`` (``case_types.Case``, which cases.py loads)."""
+    return (
+        _case(Case, "nkibench_mamba.py", 1, 256, 512, 0.17293),
+        _case(Case, "nkibench_mamba.py", 1, 4096, 512, 2.34),
+        _case(Case, "mamba_tutorial_v2.py", 2, 4096, 512, 1.61),
+        *(
+            _case(Case, "mamba_tutorial_v2.py", 2, 4096, n, ms)
+            for n, ms in ((2048, 8.9), (4096, 17.6), (8192, 52.2))
+        ),
+        *(
+            _case(Case, "mamba_tutorial_v3.py", 3, 4096, n, ms)
+            for n, ms in ((512, 1.6), (2048, 6.6), (4096, 13.3), (8192, 27.8))
+        ),
+    )

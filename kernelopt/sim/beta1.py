@@ -137,8 +137,8 @@ class Beta1(HighLevelOps):
             m.fail("isa", f"broadcast_to: {src.shape} does not broadcast to {shape}")
         values = m.read(src, "broadcast_to")
         data = None if values is None else np.broadcast_to(values.reshape(padded), shape)
-        dst = self.new(shape, src.dtype)
         if src.partitions == shape[0] or not src.buffer.on_chip:
+            dst = self.new(shape, src.dtype)
             m.write(dst, data)
             engine = "vector" if src.buffer.on_chip else "dma"
             if engine == "dma":
@@ -153,8 +153,6 @@ class Beta1(HighLevelOps):
                     free=dst.free_size,
                 )
             return dst
-        # One matmul per PSUM bank of columns (a matmul writes at most 512 fp32 per
-        # partition), each copied out of PSUM into its part of the result.
         chunk = m.params.psum_bank_bytes // 4
         if len(shape) == 2 and shape[1] <= chunk:
             # It fits one PSUM bank: the matmul's result is the broadcast tile, read where
@@ -162,19 +160,11 @@ class Beta1(HighLevelOps):
             # tutorial calls the broadcast one extra TensorE instruction; its VectorE
             # time per state matches reading the broadcast rows from PSUM (docs/sim.md).
             psum = self.new(shape, src.dtype, "psum")
-            m.write(psum, data)
-            self.isa._emit(
-                "nc_matmul",
-                "tensor",
-                [src],
-                [psum],
-                partitions=src.partitions,
-                free=psum.free_size,
-                stationary_free=shape[0],
-                wide=src.dtype.itemsize >= 4,
-                macs=0,
-            )
+            self._ones_matmul(src, psum, data)
             return psum
+        # Otherwise one matmul per PSUM bank of columns (a matmul writes at most 512 fp32
+        # per partition), each copied out of PSUM into its part of the result.
+        dst = self.new(shape, src.dtype)
         if len(shape) != 2 and dst.free_size > chunk:
             m.fail("isa", f"broadcast_to: a {shape} broadcast across partitions must be 2-D")
         columns = dst.free_size if len(shape) != 2 else shape[1]
@@ -183,20 +173,27 @@ class Beta1(HighLevelOps):
             part_src = src if len(shape) != 2 else src[:, c0:c1]
             part_dst = dst if len(shape) != 2 else dst[:, c0:c1]
             psum = self.new(part_dst.shape, np.dtype(np.float32), "psum")
-            m.write(psum, None if data is None else np.reshape(data, shape)[:, c0:c1])
-            self.isa._emit(
-                "nc_matmul",
-                "tensor",
-                [part_src],
-                [psum],
-                partitions=src.partitions,
-                free=psum.free_size,
-                stationary_free=shape[0],
-                wide=src.dtype.itemsize >= 4,
-                macs=0,
+            self._ones_matmul(
+                part_src, psum, None if data is None else np.reshape(data, shape)[:, c0:c1]
             )
             self._copy(part_dst, psum)
         return dst
+
+    def _ones_matmul(self, src: Tile, psum: Tile, data: Any) -> None:
+        """``psum`` = the rows of ``src`` broadcast across its partitions (``data``): a
+        TensorE matmul with a ones vector, which counts no useful MACs."""
+        self.m.write(psum, data)
+        self.isa._emit(
+            "nc_matmul",
+            "tensor",
+            [src],
+            [psum],
+            partitions=src.partitions,
+            free=psum.free_size,
+            stationary_free=psum.partitions,
+            wide=src.dtype.itemsize >= 4,
+            macs=0,
+        )
 
     # --- assignment ----------------------------------------------------------------------
 
