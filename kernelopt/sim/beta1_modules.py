@@ -216,8 +216,11 @@ def _add_spmd(nl: types.ModuleType, beta: Beta1) -> None:
     nl.program_id = program_id
     nl.num_programs = num_programs
     nl.program_ndim = lambda: len(m.program.grid) if m.program is not None else 0
-    # One simulated core: a logical NeuronCore dimension is a plain grid axis.
-    nl.spmd_dim = lambda size, *_args, **_kw: int(size)
+    # One simulated core: a logical NeuronCore dimension is a plain grid axis. An
+    # spmd_dim's size is the product of its parts: the nki.language.spmd_dim page and
+    # the SDK's test_nki_spmd_grid.py give spmd_dim(nl.nc(2), 2) and
+    # spmd_dim(2, nl.nc(2)) four programs on that axis, two per NeuronCore.
+    nl.spmd_dim = lambda *sizes, **_kw: int(np.prod([int(s) for s in sizes]))
     nl.nc = lambda size: int(size)
 
 

@@ -34,7 +34,7 @@ class Program:
 
 
 def grid_of(key: Any) -> tuple[int, ...]:
-    """``kernel[key]``: an int or a tuple of ints (``nl.spmd_dim(n, ...)`` is ``n``)."""
+    """``kernel[key]``: an int or a tuple of ints (``nl.spmd_dim(a, b)`` is ``a * b``)."""
     items = key if isinstance(key, tuple) else (key,)
     grid = []
     for item in items:
