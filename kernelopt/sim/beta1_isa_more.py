@@ -34,6 +34,7 @@ BETA1_MORE_ISA_CALLS = (
     "tensor_copy_dynamic_dst",
     "sequence_bounds",
     "local_gather",
+    "tensor_scalar_cumulative",
 )
 
 
@@ -153,6 +154,19 @@ class Beta1MoreIsa:
         dst = self.beta.new(shape, src.dtype)
         self.isa.local_gather(dst, src, idx, span, valid)
         return dst
+
+    def tensor_scalar_cumulative(
+        self, *, dst: Any, src: Any, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
+        reduce_cmd: Any = "reduce_cmd.reset_reduce", mask: Any = None, **_: Any,
+    ) -> None:  # fmt: skip
+        """https://awsdocs-neuron.readthedocs-hosted.com/en/v2.27.0/nki/api/generated/nki.isa.tensor_scalar_cumulative.html
+        (writes ``dst`` in place; the SDK's test_nki_isa_tensor_scalar_cumulative.py
+        calls it from ``neuronxcc.nki.isa``)."""
+        what = "tensor_scalar_cumulative"
+        self.isa.tensor_scalar_cumulative(
+            masked(self.beta._tile(what, dst), mask), masked(self.beta._tile(what, src), mask),
+            op0, op1, column(imm0, mask), column(imm1, mask), reduce_cmd,
+        )  # fmt: skip
 
 
 def add_isa_more(nisa: types.ModuleType, beta: Beta1, isa: Isa) -> None:

@@ -39,9 +39,9 @@ def add_enums(nisa: types.ModuleType) -> None:
         "dge_mode", {m: f"dge_mode.{m}" for m in ("none", "swdge", "hwdge", "unknown")}
     )
     nisa.oob_mode = _namespace("oob_mode", {m: f"oob_mode.{m}" for m in ("error", "skip")})
-    nisa.reduce_cmd = _namespace(
-        "reduce_cmd", {m: f"reduce_cmd.{m}" for m in ("idle", "reset", "reduce", "reset_reduce")}
-    )
+    # load_reduce: nki.isa.tensor_scalar_cumulative (v2.27.0) starts its register at imm1.
+    commands = ("idle", "reset", "reduce", "reset_reduce", "load_reduce")
+    nisa.reduce_cmd = _namespace("reduce_cmd", {m: f"reduce_cmd.{m}" for m in commands})
     nisa.matmul_perf_mode = _namespace(
         "matmul_perf_mode", {m: f"matmul_perf_mode.{m}" for m in ("none", "double_row")}
     )

@@ -39,6 +39,7 @@ ISA_CALLS = (
     "tensor_copy_predicated",
     "tensor_partition_reduce",
     "tensor_tensor_scan",
+    "tensor_scalar_cumulative",
     "tensor_scalar_reduce",
     "affine_select",
     "iota",

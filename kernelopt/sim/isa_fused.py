@@ -23,6 +23,14 @@ from kernelopt.sim.tensor import Tile
 
 GPSIMD_START = 150  # GpSimd instruction start-up cycles (nki.isa.iota / affine_select docs)
 MIN_II = 64  # minimum instruction initiation interval (nki.isa docs)
+# tensor_scalar_cumulative's reset_reduce start per op1 (its v2.27.0 page's pseudocode).
+_CUMULATIVE_START = {
+    "add": 0.0,
+    "subtract": 0.0,
+    "multiply": 1.0,
+    "maximum": -np.inf,
+    "minimum": np.inf,
+}
 
 
 class FusedCalls(IsaCore):
@@ -71,6 +79,62 @@ class FusedCalls(IsaCore):
         self._emit(
             op, "vector", reads, [dst], partitions=dst.partitions, free=dst.free_size, inputs=2
         )
+
+    def tensor_scalar_cumulative(
+        self, dst: Any, src: Any, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
+        reduce_cmd: Any = "reduce_cmd.reset_reduce", name: str | None = None,
+    ) -> None:  # fmt: skip
+        """``reg = op1(op0(src[:, i], imm0), reg); dst[:, i] = reg`` along the free axes
+        on VectorE, ``reg`` its accumulator register per partition: ``reset_reduce``
+        starts it at op1's identity, ``load_reduce`` at ``imm1``, ``reduce`` where the last
+        instruction left it (nki.isa.tensor_scalar_cumulative, v2.27.0 page's pseudocode;
+        op1 one of add, subtract, multiply, max, min). The page gives no cost: one VectorE
+        pass, as tensor_scalar (unverified)."""
+        op = "tensor_scalar_cumulative"
+        first, step = self._op(op, op0, 2), self._op(op, op1, 2)
+        if step.name not in _CUMULATIVE_START:
+            self.m.fail("isa", f"{op}: op1 must be add, subtract, multiply, max or min")
+        dst, s = self._tile(op, "dst", dst), self._tile(op, "src", src)
+        for role, t in (("dst", dst), ("src", s)):
+            self._in(op, role, t, "sbuf", "psum")
+        self._same_shape(op, dst, "src", s)
+        operands = [self._column(op, "imm0", imm0, s.partitions)]
+        cmd = str(reduce_cmd or "reset_reduce").rpartition(".")[2]
+        if cmd == "load_reduce":
+            operands.append(self._column(op, "imm1", imm1, s.partitions))
+        value, scale = self.m.read(s, op), self._value(operands[0], op, 2)
+        reg = self._cumulative_start(op, cmd, step.name, operands[-1], s.partitions)
+        out = None
+        if value is not None and scale is not None and reg is not None:
+            x = first.fn(value.reshape(s.partitions, -1), scale)
+            out = np.empty_like(x)
+            for i in range(x.shape[1]):
+                reg = step.fn(x[:, i], reg)
+                out[:, i] = reg
+            out = out.reshape(dst.shape)
+        self.m.accumulators["vector"] = reg if out is not None else None
+        self.m.write(dst, out)
+        reads = [s] + [t for t in operands if isinstance(t, Tile)]
+        self._emit(op, "vector", reads, [dst], partitions=dst.partitions, free=dst.free_size)
+
+    def _cumulative_start(
+        self, op: str, cmd: str, step: str, imm1: Any, partitions: int
+    ) -> np.ndarray | None:
+        """VectorE's accumulator before a tensor_scalar_cumulative (its page's pseudocode)."""
+        if cmd == "reset_reduce":
+            return np.full(partitions, _CUMULATIVE_START[step], np.float32)
+        if cmd == "load_reduce":
+            start = self._value(imm1, op, 1)
+            return None if start is None else np.broadcast_to(start, (partitions,)).copy()
+        if cmd == "reduce":
+            reg = self.m.accumulators.get("vector")
+            if not self.m.compute:
+                return None
+            if reg is None or np.shape(reg) != (partitions,):
+                self.m.fail("isa", f"{op}: reduce_cmd=reduce with no accumulated value to continue")
+            return np.asarray(reg, np.float32)
+        self.m.fail("isa", f"{op}: reduce_cmd must be reset_reduce, load_reduce or reduce")
+        return None
 
     def tensor_scalar_reduce(
         self,
