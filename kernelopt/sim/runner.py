@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import os
+import shlex
 import sys
 import traceback
 import types
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kernelopt.sim.compiler import compiler_options
+from kernelopt.sim.compiler import CompilerOptions, compiler_options, precomputed_descriptors
 from kernelopt.sim.errors import SimError
 from kernelopt.sim.explain import Explanation, explain
 from kernelopt.sim.indexing import IndexError_
@@ -168,6 +172,33 @@ def _collect(machine: Machine, result: Any, fn: Any, native: bool, file: str) ->
     return tuple(arrays) if isinstance(result, tuple | list) else arrays[0]
 
 
+@contextmanager
+def _own_environment(kernel_flags: list[str]) -> Iterator[None]:
+    """The kernel runs in the process environment, which is restored afterwards: what
+    it set at import stays with it, but its ``NEURON_CC_FLAGS`` go into
+    ``kernel_flags`` (the driver reads them when the kernel compiles)."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        kernel_flags.append(os.environ.get("NEURON_CC_FLAGS", ""))
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _options(compiler_args: Sequence[str], kernel_flags: str, file: str) -> CompilerOptions:
+    """The options the kernel compiles with: the command line's, then the
+    ``NEURON_CC_FLAGS`` the kernel set at import (the driver appends them)."""
+    try:
+        flags = shlex.split(kernel_flags)
+    except ValueError:
+        flags = kernel_flags.split()
+    try:
+        return compiler_options([*compiler_args, *flags])
+    except ValueError as exc:
+        raise SimError(f"NEURON_CC_FLAGS: {exc}", file=file, line=0, kind="exception") from None
+
+
 def run_kernel(
     kernel_path: str | Path,
     inputs: dict[str, np.ndarray],
@@ -182,17 +213,15 @@ def run_kernel(
 ) -> SimRun:
     """Execute ``func`` (or the file's only ``@nki.jit`` function) on ``inputs``.
 
-    ``precision="fp32"`` computes and stores every float in fp32;
-    ``"native"`` rounds each store to the declared dtype. ``compute=False``
-    skips the array math but checks the same rules and yields the same
-    trace and profile. ``compiler_args`` are the neuronx-cc options the
-    kernel is compiled with (see ``kernelopt.sim.compiler``);
-    ``kernel_kwargs`` the non-tensor keyword arguments the kernel takes
-    (a workload's ``KERNEL_KWARGS``). Raises
-    ``SimError`` for any kernel problem.
+    ``precision="fp32"`` computes and stores every float in fp32; ``"native"`` rounds
+    each store to the declared dtype. ``compute=False`` skips the array math but checks
+    the same rules and yields the same trace and profile. ``compiler_args`` are the
+    neuronx-cc options the kernel is compiled with, before its own ``NEURON_CC_FLAGS``
+    (``kernelopt.sim.compiler``); ``kernel_kwargs`` the non-tensor keyword arguments it
+    takes (a workload's ``KERNEL_KWARGS``). Raises ``SimError`` for any kernel problem.
     """
     try:
-        options = compiler_options(compiler_args)
+        compiler_options(compiler_args)
     except ValueError as exc:
         raise SimError(str(exc), file=str(kernel_path), line=0, kind="exception") from None
     path = Path(kernel_path).resolve()
@@ -212,10 +241,11 @@ def run_kernel(
     builtins_ = kernel_builtins(modules, path.parent, helpers)
     namespace.update({"__file__": file, "__builtins__": builtins_})
     sys.modules[module.__name__] = module
+    kernel_flags: list[str] = []
     try:
         # The kernel's arithmetic may overflow or take a root of a negative number as
         # the hardware would; the values (inf, NaN) are the result, not a warning.
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), _own_environment(kernel_flags):
             exec(compile(source, file, "exec"), namespace)
             name, fn = _pick(namespace, func, file)
             tiles = _bind_inputs(machine, fn, name, inputs, file, kernel_kwargs)
@@ -227,11 +257,14 @@ def run_kernel(
         for registered in (module.__name__, *helpers):
             sys.modules.pop(registered, None)
         namespace.clear()
+    options = _options(compiler_args, "".join(kernel_flags), file)
     # A beta-1 kernel is compiled with the compiler's allocator, which spills SBUF
     # to HBM rather than fail (kernelopt.sim.spill).
     trace, allocations = plan_memory(
         tuple(machine.trace), machine.allocations, params, file, spill=machine.beta1 is not None
     )
+    if not options.descriptor_generation:
+        trace = precomputed_descriptors(trace)
     timeline = schedule(trace, allocations, params, in_order=not options.instruction_scheduling)
     # ml_dtypes floats (bfloat16, fp8) report kind "V".
     float_inputs = [a.dtype for a in map(np.asarray, inputs.values()) if a.dtype.kind in "fV"]
