@@ -203,6 +203,9 @@ CASES += tuple(
 # shapes from NKIBench/reference. The kernels here are written for this suite.
 # fp32 FLOP/s per NeuronCore-v2: 2 x 128 x 128 x 2.8 GHz / 4 (kernelopt/sim/chips.py).
 _TRN1_MATMUL_PEAK = 2 * 128 * 128 * 2.8e9 / 4
+# The options AccelOpt's runner compiles every kernel with (accelopt/kernel_wrapper.py
+# @0c52ac7: nki.baremetal(..., additional_compile_opt=...)).
+_NKIBENCH_COMPILE = ("--disable-dge", "--logical-nc-config=1")
 
 
 def _trn1_mfu(flops: float, ms: float) -> float:
@@ -217,6 +220,7 @@ CASES += (
         "NKIBench baseline kernel (profile_results.csv ID0) silu [4096, 7168]: 1.333 ms, "
         "VectorE 73.9 %, ScalarE 31.5 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="silu",
         measured_ms=1.333232,
         engines={"vector": 73.88, "scalar": 31.48, "gpsimd": 1.18},
@@ -229,6 +233,7 @@ CASES += (
         "NKIBench baseline kernel (profile_results.csv ID0) adamw [10944, 2048]: 2.000 ms, "
         "VectorE 90.0 %, ScalarE 61.6 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="adamw",
         measured_ms=1.999829,
         engines={"vector": 90.02, "scalar": 61.62, "gpsimd": 0.59},
@@ -241,6 +246,7 @@ CASES += (
         "NKIBench baseline kernel (profile_results.csv ID0) rmsnorm_matmul M4096 N2048 K1024: "
         "1.056 ms, VectorE 3.9 %, ScalarE 17.8 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="rmsnorm_matmul",
         measured_ms=1.05576,
         engines={"vector": 3.88, "scalar": 17.75, "gpsimd": 0.51},
@@ -254,6 +260,7 @@ CASES += (
         "35.20 ms, VectorE 0.0 %, ScalarE 6.8 %; HBM reads 9.06 GB = 12 x lhs + 32 x rhs "
         "(rhs chunk re-loaded per row tile, as compiled)",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="matmul",
         measured_ms=35.199742,
         engines={"vector": 0.0, "scalar": 6.80, "gpsimd": 0.07},
@@ -266,6 +273,7 @@ CASES += (
         "NKIBench baseline kernel (profile_results.csv ID0) bmm B16 M4096 K64 N4096: 4.611 ms, "
         "VectorE 0.0 %, ScalarE 37.3 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="bmm",
         measured_ms=4.610889,
         engines={"vector": 0.0, "scalar": 37.26, "gpsimd": 2.61},
@@ -285,6 +293,7 @@ CASES += (
         None,
         f"{_NKIBENCH} rope D128 x 262144: 4.333 ms, VectorE 71.6 %, ScalarE 14.1 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="rope",
         measured_ms=4.33301,
         engines={"vector": 71.64, "scalar": 14.11, "gpsimd": 0.74},
@@ -296,6 +305,7 @@ CASES += (
         None,
         f"{_NKIBENCH} mamba C256 M7168 S16: 2.889 ms, VectorE 61.3 %, ScalarE 18.6 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="mamba",
         measured_ms=2.888663,
         engines={"vector": 61.32, "scalar": 18.62, "gpsimd": 0.04},
@@ -308,6 +318,7 @@ CASES += (
         f"{_NKIBENCH} add_rmsnorm_matmul M4096 N2048 K1024: 1.222 ms, VectorE 14.8 %, "
         "ScalarE 22.5 %; HBM reads 42.0 MB = each input once (w kept resident, as compiled)",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="add_rmsnorm_matmul",
         measured_ms=1.221911,
         engines={"vector": 14.84, "scalar": 22.54, "gpsimd": 0.43},
@@ -320,6 +331,7 @@ CASES += (
         f"{_NKIBENCH} matmul_add_rmsnorm M4096 N2048 K2048: 2.667 ms, VectorE 12.4 %, "
         "ScalarE 16.8 %; HBM reads 98.1 MB, inputs 83.9 MB (w kept resident, as compiled)",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="matmul_add_rmsnorm",
         measured_ms=2.66658,
         engines={"vector": 12.42, "scalar": 16.79, "gpsimd": 0.11},
@@ -334,6 +346,7 @@ CASES += (
         _trn1_mfu(2 * 4096 * 2048 * 10944, 9.610311),
         f"{_NKIBENCH} transpose_matmul M4096 K2048 N10944: 9.610 ms, VectorE 0.0 %, ScalarE 3.8 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="transpose_matmul",
         measured_ms=9.610311,
         engines={"vector": 0.0, "scalar": 3.79, "gpsimd": 0.23},
@@ -348,6 +361,7 @@ CASES += (
         _trn1_mfu(3 * 2 * 4096 * 1024 * 3072, 4.221777),
         f"{_NKIBENCH} swiglu M4096 N3072 K1024: 4.222 ms, VectorE 13.5 %, ScalarE 9.3 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="swiglu",
         measured_ms=4.221777,
         engines={"vector": 13.47, "scalar": 9.33, "gpsimd": 0.07},
@@ -362,6 +376,7 @@ CASES += (
         _trn1_mfu(2 * 16 * 4096 * 4096 * 64, 11.999614),
         f"{_NKIBENCH} bmm_softmax B16 K64 M4096 N4096: 12.00 ms, VectorE 46.4 %, ScalarE 43.4 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="bmm_softmax",
         measured_ms=11.999614,
         engines={"vector": 46.39, "scalar": 43.40, "gpsimd": 1.03},
@@ -376,6 +391,7 @@ CASES += (
         _trn1_mfu(2 * 2 * 16 * 4096 * 4096 * 128, 19.110503),
         f"{_NKIBENCH} gqa_full B1 N4096 QH16 KH8 D128: 19.11 ms, VectorE 31.4 %, ScalarE 38.6 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="gqa",
         measured_ms=19.110503,
         engines={"vector": 31.39, "scalar": 38.60, "gpsimd": 0.17},
@@ -390,6 +406,7 @@ CASES += (
         _trn1_mfu(2 * 4096 * 5120 * (12288 + 128) + 2 * 4096 * 128 * 12288, 30.16637),
         f"{_NKIBENCH} lora M4096 N12288 K5120 R128: 30.17 ms, VectorE 9.8 %, ScalarE 3.4 %",
         chip="trn1",
+        compiler_args=_NKIBENCH_COMPILE,
         family="lora",
         measured_ms=30.16637,
         engines={"vector": 9.81, "scalar": 3.44, "gpsimd": 0.18},
