@@ -508,6 +508,8 @@ CASES += (
 
 # The NKI fused Mamba tutorial's three versions on Trn1 (a ladder: cases_mamba_ladder.py).
 CASES += _sibling("cases_mamba_ladder").cases(Case)
+# Two public CS152 lab 6 conv2d kernels on Trn1 at the lab's shapes (cases_conv2d_cs152.py).
+CASES += _sibling("cases_conv2d_cs152").cases(Case)
 
 
 FAILURES: tuple[Failure, ...] = (
