@@ -151,6 +151,36 @@ def test_dma_efficiency_follows_the_guides_row_figures():
     assert efficiency(2048) < efficiency(4096) < efficiency(1 << 16) <= 1.0
 
 
+WINDOW = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(x):
+    t = nl.ndarray((128, {rows}, {cols}), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[0, :, 0:{rows}, 0:{cols}])
+    nisa.dma_copy(dst=x[0, :, 0:{rows}, 0:{cols}], src=t)
+    return x
+"""
+
+
+def test_a_window_moves_at_its_bytes_per_partition_not_its_short_runs(kernel_file):
+    """A halo of an image ([128, 18, 34] of [128, 66, 66] fp16: 68-byte runs) moves each
+    partition's 1,224 bytes as one access pattern; one row of the same bytes (a
+    [128, 612] slice) costs the same, and a single 68-byte run is overhead-bound."""
+
+    def load(rows: int, cols: int, image: tuple[int, int] = (66, 66)) -> Instruction:
+        path, _ = kernel_file(WINDOW.format(rows=rows, cols=cols), name=f"w{rows}x{cols}.py")
+        run = run_kernel(path, {"x": np.zeros((1, 128, *image), np.float16)}, compute=False)
+        return run.trace[0]
+
+    halo, run, line = load(18, 34), load(1, 612, (1, 612)), load(1, 34)
+    assert halo.row_bytes == 18 * 34 * 2 == run.row_bytes
+    assert _cost(halo) == pytest.approx(_cost(run))
+    assert line.row_bytes == 68 and _cost(line) * 18 > 2 * _cost(halo)
+
+
 COPY = """
 import nki
 import nki.isa as nisa
