@@ -228,19 +228,11 @@ class Tile(NkiTensorViews):
         return self.shape[0] if self.shape else 1
 
     def row_bytes(self) -> int:
-        """Bytes of one access row (what decides DMA efficiency).
-
-        A DMA moves each partition's part of a transfer as one access pattern,
-        strided or not, so a row is at least the bytes per partition (the DMA
-        bandwidth guide's unit: "bytes per partition"); a window of an image
-        moves its short rows at that rate (the CS152 conv2d halo kernel on
-        Trn1: 68-byte runs, 1,224 bytes per partition, measured 268 us, which
-        68-byte rows put at 551 us and 1,224-byte ones at 332). In HBM the
-        row runs on across partitions while inner axes are covered whole (a
-        block of whole tensor rows is one run); on chip it stops at the
-        partition axis: partitions are separate memories. A gathered access
-        moves whole runs only where its last axis is consecutive.
-        """
+        """Bytes of one access row (what decides DMA efficiency): at least the bytes per
+        partition, strided or not (the DMA bandwidth guide's unit; docs/sim.md, the CS152
+        halo conv2d). In HBM it runs on across partitions while inner axes are covered
+        whole; on chip it stops at the partition axis. A gathered access moves whole runs
+        only where its last axis is consecutive."""
         if self.coords is not None:
             # A gathered access moves whole runs only where the last axis is consecutive.
             step = self.minor_stride_bytes
