@@ -187,10 +187,16 @@ def trace(
     f_nkigym: Callable[..., Any], input_specs: dict[str, tuple[tuple[int, ...], str]]
 ) -> Trace:
     """Run ``f_nkigym`` on symbolic tensors built from ``input_specs``."""
-    params = list(inspect.signature(f_nkigym).parameters)
+    # A parameter with a default that INPUT_SPECS leaves out (``eps=1e-6``) keeps it.
+    params = [
+        name
+        for name, p in inspect.signature(f_nkigym).parameters.items()
+        if name in input_specs or p.default is inspect.Parameter.empty
+    ]
     if sorted(params) != sorted(input_specs):
         raise IRBuildError(
             f"f_nkigym parameters {params} do not match INPUT_SPECS keys {list(input_specs)}"
+            " (only a parameter with a default may be left out)"
         )
     names = _assigned_names(f_nkigym)
     given = [n for n in names if n is not None]
@@ -213,7 +219,7 @@ def trace(
             )
         tensors.append(tracer.tensor(p, tuple(int(s) for s in shape), str(dtype)))
     try:
-        result = f_nkigym(*tensors)
+        result = f_nkigym(**{t.name: t for t in tensors})
     except IRBuildError:
         raise
     except Exception as exc:  # user code: report where it failed

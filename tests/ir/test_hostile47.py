@@ -54,3 +54,35 @@ def test_a_matmul_of_two_narrow_dtypes_writes_the_computed_side_in_the_others(
     checked, failures = variant_failures(path, "mixed")
     assert checked >= 2
     assert failures == []
+
+
+DEFAULT_EPS = """
+def f_nkigym(x, w, eps=1e-3):
+    ss = NKITensorReduce(op="add", axis=1)(data=NKIActivation(op="square")(data=x))
+    rs = NKIActivation(op="rsqrt", scale=1.0 / x.shape[1], bias=eps)(data=ss)
+    return NKIMatmul()(stationary=NKITranspose()(data=NKITensorScalar(op0="multiply", operand0=rs)(data=x)), moving=w)
+
+INPUT_SPECS = {"x": ((128, 256), "bfloat16"), "w": ((256, 384), "bfloat16")}
+"""
+
+
+def test_a_parameter_with_a_default_left_out_of_input_specs_keeps_its_default(
+    tmp_path: Path,
+) -> None:
+    # ``def f_nkigym(x, w, eps=1e-3)`` with INPUT_SPECS naming x and w: before, the build
+    # stopped on the parameters not matching the INPUT_SPECS keys.
+    from kernelopt.ir import build_ir
+    from kernelopt.ir.trace import IRBuildError
+    from kernelopt.workload import load_workload
+
+    path = tmp_path / "eps.py"
+    path.write_text(HEAD + DEFAULT_EPS)
+    w = load_workload(path)
+    ir = build_ir(w.f_nkigym, w.input_specs, name="eps")
+    assert [t.name for t in ir.inputs] == ["x", "w"]
+    assert any(op.attr("bias") == 1e-3 for op in ir.operators if op.kind == "activation")
+    checked, failures = variant_failures(path, "eps")
+    assert checked >= 2 and failures == []
+    # A parameter without a default is still required.
+    with pytest.raises(IRBuildError, match="only a parameter with a default may be left out"):
+        build_ir(w.f_nkigym, {"x": ((128, 256), "bfloat16")}, name="eps")
