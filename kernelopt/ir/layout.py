@@ -32,14 +32,15 @@ def psum_rows(ir: KernelIR, op: Operator, trip: int) -> int:
 
 
 def buffer_dtype(ir: KernelIR, buf: PhysicalBuffer) -> str:
-    """An SBUF result summed across blocks of PSUM partials accumulates in fp32, and so
-    does a TensorE transpose of it: nc_transpose writes fp32 or its data's dtype."""
+    """An SBUF result summed across blocks of PSUM partials accumulates in fp32. A
+    TensorE transpose writes its data's dtype (nc_transpose writes that or fp32): a cast
+    the transposed tensor carries (an fp32 or fp16 ``x`` beside a bf16 ``w``) is made by
+    the copy out of PSUM."""
     producer = ir.producers.get(buf.name)
     if producer is not None and producer.kind == "drain" and drain_adds(ir, producer):
         return "float32"
     if producer is not None and producer.kind == "transpose" and buf.memory == "psum":
-        if buffer_dtype(ir, ir.buffer[producer.srcs[0]]) == "float32":
-            return "float32"
+        return buffer_dtype(ir, ir.buffer[producer.srcs[0]])
     return buf.dtype
 
 

@@ -69,10 +69,10 @@ class LoadTranspose:
             copies = [o for o in ir.operators if o.srcs == (op.dst,) and o.kind == "copy"]
             if load is None or load.kind != "load" or len(copies) != 1:
                 continue
-            if source.dtype not in TWO_BYTE:
-                continue  # dma_transpose moves 2-byte elements only: no such load exists
-            shared = len(readers) > 1
             target = ir.buffer[copies[0].dst]
+            if source.dtype not in TWO_BYTE or target.dtype != source.dtype:
+                continue  # dma_transpose moves 2-byte elements only, and casts none
+            shared = len(readers) > 1
             dp, df = target.axes
             fused = Operator(
                 f"load_{load.srcs[0]}_transposed",
@@ -116,9 +116,9 @@ class SbufTranspose:
             copies = [o for o in ir.operators if o.srcs == (op.dst,) and o.kind == "copy"]
             if load is None or load.kind == "load" or len(copies) != 1:
                 continue  # a loaded tile is LoadTranspose's
-            if source.dtype not in TWO_BYTE:
-                continue
             target = moved.buffer[copies[0].dst]
+            if source.dtype not in TWO_BYTE or target.dtype != source.dtype:
+                continue  # a cast stays with the TensorE transpose's copy out of PSUM
             fused = Operator(
                 f"dma_transpose_{target.name.removeprefix('sbuf_')}",
                 "sbuf_transpose",

@@ -187,10 +187,16 @@ def trace(
     f_nkigym: Callable[..., Any], input_specs: dict[str, tuple[tuple[int, ...], str]]
 ) -> Trace:
     """Run ``f_nkigym`` on symbolic tensors built from ``input_specs``."""
-    params = list(inspect.signature(f_nkigym).parameters)
+    # A parameter with a default that INPUT_SPECS leaves out (``eps=1e-6``) keeps it.
+    params = [
+        name
+        for name, p in inspect.signature(f_nkigym).parameters.items()
+        if name in input_specs or p.default is inspect.Parameter.empty
+    ]
     if sorted(params) != sorted(input_specs):
         raise IRBuildError(
             f"f_nkigym parameters {params} do not match INPUT_SPECS keys {list(input_specs)}"
+            " (only a parameter with a default may be left out)"
         )
     names = _assigned_names(f_nkigym)
     given = [n for n in names if n is not None]
@@ -213,7 +219,7 @@ def trace(
             )
         tensors.append(tracer.tensor(p, tuple(int(s) for s in shape), str(dtype)))
     try:
-        result = f_nkigym(*tensors)
+        result = f_nkigym(**{t.name: t for t in tensors})
     except IRBuildError:
         raise
     except Exception as exc:  # user code: report where it failed
@@ -236,7 +242,8 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
     between it and the matmul (a transposed fp32 input is cast by the copy out of PSUM).
     When the fp32 side is an input read as is, a 2-byte side an element-wise op computes
     is written in fp32. Inputs only read or transposed on the 2-byte side keep their
-    dtypes, and the rule ``isa_dtype`` reports them."""
+    dtypes, and the rule ``isa_dtype`` reports them. Two narrow dtypes (fp16 beside
+    bf16): ``_one_of_two_narrow``."""
     ops = tr.ops
     producer = {op.output.name: op for op in ops}
     cast: dict[str, str] = {}
@@ -259,8 +266,13 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
             continue
         sides = [op.operands["stationary"], op.operands["moving"]]
         kinds = {dtype(t) for t in sides}
+        if len(kinds) != 2:
+            continue
+        if "float32" not in kinds:
+            cast.update(_one_of_two_narrow(sides, dtype, chain))
+            continue
         narrow = kinds & {"bfloat16", "float16"}
-        if len(kinds) != 2 or "float32" not in kinds or len(narrow) != 1:
+        if len(narrow) != 1:
             continue
         wide = next(t for t in sides if dtype(t) == "float32")
         wide_chain = chain(wide)
@@ -284,6 +296,33 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
         for op in ops
     )
     return dataclasses.replace(tr, ops=rebuilt, output=new(tr.output))
+
+
+def _one_of_two_narrow(
+    sides: list[TracedTensor],
+    dtype: Callable[[TracedTensor], str],
+    chain: Callable[[TracedTensor], list[TracedTensor]],
+) -> dict[str, str]:
+    """Casts for a matmul of two narrow dtypes (an fp16 ``x`` normed or transposed, times
+    a bf16 ``w``): the side an instruction writes is written in the other side's dtype;
+    when both are written, in the first of bfloat16, float16 (fp8 keeps no more than it
+    must). Two inputs read as is keep their dtypes, as with fp32."""
+    chains = [chain(t) for t in sides]
+    if not any(chains):
+        return {}
+    if all(chains):
+        kinds = {dtype(t) for t in sides}
+        target = next((k for k in ("bfloat16", "float16") if k in kinds), None)
+        if target is None:
+            return {}
+    else:
+        target = next(dtype(t) for t, c in zip(sides, chains, strict=True) if not c)
+    return {
+        c.name: target
+        for t, found in zip(sides, chains, strict=True)
+        if dtype(t) != target
+        for c in found
+    }
 
 
 def fresh_name(tr: Trace, base: str, also: Iterable[str] = ()) -> str:
