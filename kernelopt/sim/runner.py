@@ -182,8 +182,12 @@ def _own_environment(kernel_flags: list[str]) -> Iterator[None]:
         yield
     finally:
         kernel_flags.append(os.environ.get("NEURON_CC_FLAGS", ""))
-        os.environ.clear()
-        os.environ.update(saved)
+        # Key by key, never emptied: another thread may be starting a process.
+        for key in os.environ.keys() - saved.keys():
+            os.environ.pop(key, None)
+        for key, value in saved.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
 
 
 def _options(compiler_args: Sequence[str], kernel_flags: str, file: str) -> CompilerOptions:

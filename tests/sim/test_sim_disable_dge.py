@@ -63,11 +63,17 @@ def test_with_dge_disabled_every_static_dma_has_precomputed_descriptors(tmp_path
 
 def test_a_kernel_sets_its_own_flags_and_they_stay_with_it(tmp_path, monkeypatch):
     monkeypatch.delenv("NEURON_CC_FLAGS", raising=False)
-    preamble = 'import os\nos.environ["NEURON_CC_FLAGS"] = " --disable-dge "'
+    monkeypatch.setenv("KERNELOPT_TEST_SETTING", "before")
+    preamble = (
+        'import os\nos.environ["NEURON_CC_FLAGS"] = " --disable-dge "\n'
+        'os.environ["KERNELOPT_TEST_SETTING"] = "after"'
+    )
     own = _run(tmp_path, preamble=textwrap.indent(preamble, "    ").lstrip())
     given = _run(tmp_path, ("--disable-dge",))
     assert own.profile["total_time"] == pytest.approx(given.profile["total_time"])
-    assert "NEURON_CC_FLAGS" not in os.environ  # the kernel's setting did not leak
+    # What the kernel set did not leak, and what it changed came back.
+    assert "NEURON_CC_FLAGS" not in os.environ
+    assert os.environ["KERNELOPT_TEST_SETTING"] == "before"
 
 
 def test_a_bad_option_in_the_kernels_flags_names_them(tmp_path):
