@@ -234,19 +234,19 @@ class Tile(NkiTensorViews):
         whole; on chip it stops at the partition axis. A gathered access moves whole runs
         only where its last axis is consecutive."""
         if self.coords is not None:
-            # A gathered access moves whole runs only where the last axis is consecutive.
             step = self.minor_stride_bytes
             run = self.shape[-1] if step == self.alloc.dtype.itemsize else 1
             return run * self.alloc.dtype.itemsize
-        shape = self.alloc.shape
-        stop_axis = 1 if self.alloc.buffer.on_chip else 0
-        run = 1
-        for axis in range(len(shape) - 1, stop_axis - 1, -1):
+        per_partition = self.free_size * self.alloc.dtype.itemsize
+        if self.alloc.buffer.on_chip:
+            return per_partition  # partitions are separate memories
+        shape, run = self.alloc.shape, 1
+        for axis in range(len(shape) - 1, -1, -1):
             lo, hi = self.bounds[axis]
             run *= hi - lo
             if hi - lo != shape[axis]:
                 break
-        return max(run, self.free_size) * self.alloc.dtype.itemsize
+        return max(run * self.alloc.dtype.itemsize, per_partition)
 
     def __repr__(self) -> str:
         return f"Tile({self.alloc.name!r}, {self.buffer!r}, shape={self.shape}, dtype={self.dtype})"
