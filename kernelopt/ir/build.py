@@ -29,6 +29,32 @@ def _largest_divisor(size: int, limit: int) -> int:
     return next(t for t in range(min(size, limit), 0, -1) if size % t == 0)
 
 
+def _overlapping(size: int, limit: int) -> tuple[int, int] | None:
+    """(tile, stride) of the fewest tiles of at most ``limit`` that cover ``size``
+    at a whole-number stride no longer than the tile (the last tile ends at
+    ``size``), with the smallest such tile: 257 -> three tiles of 87 at 85."""
+    fewest = -(-size // limit)
+    for n in range(max(fewest, 2), fewest + 8):
+        for tile in range(-(-size // n), limit + 1):
+            stride, rest = divmod(size - tile, n - 1)
+            if not rest and 0 < stride <= tile:
+                return tile, stride
+    return None
+
+
+def _dim(name: str, size: int, limit: int, reducing: bool) -> Dim:
+    """Tiles of the largest divisor of ``size`` within ``limit``; a parallel dim whose
+    divisor is under half the limit (257 rows: tiles of 1) takes overlapping tiles
+    when they are fewer. A reducing dim cannot: its overlap would be summed twice."""
+    tile = _largest_divisor(size, limit)
+    if reducing or 2 * tile >= limit:
+        return Dim(name, size, tile, reducing)
+    overlap = _overlapping(size, limit)
+    if overlap is None or size // tile <= -(-size // overlap[0]):
+        return Dim(name, size, tile, reducing)
+    return Dim(name, size, overlap[0], reducing, stride=overlap[1])
+
+
 def _dims(tr: Trace) -> tuple[dict[int, str], tuple[Dim, ...]]:
     """Global dims in order of first appearance, with their tile sizes."""
     roots: list[int] = []
@@ -52,9 +78,7 @@ def _dims(tr: Trace) -> tuple[dict[int, str], tuple[Dim, ...]]:
         for label in op.op.spec.reduces:
             reducing.add(tr.find(op.labels[label]))
     names = {root: f"d{i}" for i, root in enumerate(roots)}
-    dims = tuple(
-        Dim(names[r], sizes[r], _largest_divisor(sizes[r], limits[r]), r in reducing) for r in roots
-    )
+    dims = tuple(_dim(names[r], sizes[r], limits[r], r in reducing) for r in roots)
     return names, dims
 
 

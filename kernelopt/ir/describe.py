@@ -9,7 +9,10 @@ def describe(ir: KernelIR) -> str:
     lines = [f"KernelIR {ir.func_name} (variant: {ir.variant})", "dimensions:"]
     for d in ir.dims:
         role = "reducing" if d.reducing else "parallel"
-        lines.append(f"  {d.name}: size={d.size} tile={d.tile} num_tiles={d.num_tiles} ({role})")
+        overlap = f" stride={d.stride} (overlapping tiles)" if d.stride else ""
+        lines.append(
+            f"  {d.name}: size={d.size} tile={d.tile} num_tiles={d.num_tiles}{overlap} ({role})"
+        )
     lines.append("physical_buffers:")
     for b in ir.buffers:
         axes = " x ".join(f"{d}:{ir.dim[d].tile}" for d in b.axes)

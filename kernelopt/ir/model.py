@@ -27,15 +27,30 @@ SCOPES = (Scope.PER_TILE, Scope.PER_BLOCK, Scope.FULL)
 
 @dataclass(frozen=True)
 class Dim:
-    """One global loop dimension: ``size`` split into ``num_tiles`` tiles of ``tile``."""
+    """One global loop dimension: ``size`` split into ``num_tiles`` tiles of ``tile``.
+
+    A parallel dim whose size has no good divisor (a prime such as 257) takes
+    overlapping tiles instead: tile ``j`` covers ``[j * stride, j * stride + tile)``
+    of the HBM tensors, the last one ending at ``size``. Rows of the overlap are
+    computed twice and stored twice with the same values; on chip every tile is
+    held whole, so only the kernel's HBM offsets see the ``stride``.
+    """
 
     name: str
     size: int
     tile: int
     reducing: bool = False
+    stride: int = 0  # HBM distance between tiles; 0: ``tile`` (no overlap)
+
+    @property
+    def step(self) -> int:
+        """Where tile ``j`` starts in HBM, per ``j``."""
+        return self.stride or self.tile
 
     @property
     def num_tiles(self) -> int:
+        if self.stride:
+            return (self.size - self.tile) // self.stride + 1
         return self.size // self.tile
 
     def divisors(self) -> tuple[int, ...]:

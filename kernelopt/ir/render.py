@@ -275,11 +275,16 @@ class _Renderer:
     def _dma(self, site: _Site, buf: PhysicalBuffer, hbm: str, indent: int, load: bool) -> None:
         ir = self.ir
         dp, df = buf.axes
-        indent = self.local_loops(site, (dp,), indent)
-        g_f, b_f, count = site.wide_free(buf, df)
+        if ir.dim[df].stride:
+            # Overlapping tiles are not contiguous in HBM: one transfer per tile.
+            indent = self.local_loops(site, (dp, df), indent)
+            g_f, b_f, count = site.tile_index(df)[0], site.buffer_index(buf, df), 1
+        else:
+            indent = self.local_loops(site, (dp,), indent)
+            g_f, b_f, count = site.wide_free(buf, df)
         tp, tf = ir.dim[dp].tile, ir.dim[df].tile
-        row = self._offset(indent, "row", site.tile_index(dp)[0] * tp)
-        col = self._offset(indent, "col", g_f * tf)
+        row = self._offset(indent, "row", site.tile_index(dp)[0] * ir.dim[dp].step)
+        col = self._offset(indent, "col", g_f * ir.dim[df].step)
         f = self._offset(indent, f"f_{buf.name}", b_f * tf)
         sb = f"{buf.name}[:, {site.buffer_index(buf, dp)}, {slice_text(f, count * tf)}]"
         hb = f"{hbm}[{slice_text(row, tp)}, {slice_text(col, count * tf)}]"
@@ -297,8 +302,8 @@ class _Renderer:
         dp, df = buf.axes
         indent = self.local_loops(site, (dp, df), indent)
         tp, tf = ir.dim[dp].tile, ir.dim[df].tile
-        row = self._offset(indent, "row", site.tile_index(df)[0] * tf)
-        col = self._offset(indent, "col", site.tile_index(dp)[0] * tp)
+        row = self._offset(indent, "row", site.tile_index(df)[0] * ir.dim[df].step)
+        col = self._offset(indent, "col", site.tile_index(dp)[0] * ir.dim[dp].step)
         args = [
             f"dst={self.view(site, buf, indent)}",
             f"src={self.hbm.get(op.srcs[0], op.srcs[0])}[{slice_text(row, tf)}, {slice_text(col, tp)}]",
