@@ -140,6 +140,8 @@ SIZES = {
     # rows, the normalised (contracted) width, the matmul's output width
     "small": ((256, 512), (256, 512, 1024), (256, 512, 1024)),
     "large": ((512, 1024), (1024, 2048), (512, 1024)),
+    # Row counts with no good divisor: overlapping row tiles (257 = 3 x 87 at stride 85).
+    "odd": ((257, 331, 514, 1031), (256, 512, 1024), (256, 512, 1024)),
 }
 
 
@@ -288,7 +290,10 @@ def main() -> int:
     )
     parser.add_argument("--count", type=int, default=40, help="how many workloads (default 40)")
     parser.add_argument(
-        "--sizes", choices=sorted(SIZES), default="small", help="small: 256-1024; large: 512-2048"
+        "--sizes",
+        choices=sorted(SIZES),
+        default="small",
+        help="small: 256-1024; large: 512-2048; odd: prime-ish row counts (257-1031)",
     )
     parser.add_argument("--seed", type=int, default=0, help="the first workload's seed")
     parser.add_argument(

@@ -82,11 +82,11 @@ def trace_kernel(
     """Run ``kernel`` once on the simulator (no array math) and keep its trace."""
     from kernelopt.sim.compiler import compiler_options
     from kernelopt.sim.runner import run_kernel
-    from kernelopt.targets.nki import _mac_count
+    from kernelopt.targets.nki import mac_count_of
     from kernelopt.workload import make_inputs
 
     inputs = make_inputs(workload.input_specs, 0)
-    macs = _mac_count(workload)
+    macs = mac_count_of(workload)
     run = run_kernel(
         kernel, inputs, func=func, compute=False, mac_count=macs, compiler_args=compiler_args
     )

@@ -130,6 +130,11 @@ def check_command(
         params = load_params(calibration, CHIPS[chip])
     except CalibrationError as exc:
         raise click.BadParameter(str(exc), param_hint="--calibration") from None
+    # A workload with an op graph (f_nkigym) gives MFU and the roofline its math, as a
+    # tuning run on the sim device measures them (work a kernel repeats, such as
+    # overlapping tiles, is not model work); a kernel checked without one gets its trace's.
+    from kernelopt.targets.nki import mac_count_of, roofline_work_of, with_roofline
+
     report = check_kernel(
         kernel_py,
         workload,
@@ -138,10 +143,8 @@ def check_command(
         precision=precision,
         compiler_args=compiler_args,
         explain=explain,
+        mac_count=mac_count_of(workload),
     )
-    # A workload with an op graph (f_nkigym) gives the roofline its math, as a tuning
-    # run on the sim device measures it; a kernel checked without one gets its trace's.
-    from kernelopt.targets.nki import roofline_work_of, with_roofline
 
     work = roofline_work_of(workload)
     if work is not None and report.correct:

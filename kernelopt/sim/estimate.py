@@ -55,7 +55,7 @@ def estimate(job: EstimateJob) -> dict[str, Any]:
     """{status: ok | incorrect | failed, estimate, error, profile} for one kernel."""
     from kernelopt.sim import check_kernel
     from kernelopt.sim.calibration import params_with
-    from kernelopt.targets.nki import _mac_count
+    from kernelopt.targets.nki import mac_count_of
     from kernelopt.workload import WorkloadError, load_workload
 
     with tempfile.TemporaryDirectory(prefix="kernelopt-screen-") as tmp:
@@ -74,7 +74,7 @@ def estimate(job: EstimateJob) -> dict[str, Any]:
             atol=job.atol,
             rtol=job.rtol,
             rel_l2=job.rel_l2,
-            mac_count=_mac_count(workload),
+            mac_count=mac_count_of(workload),
             params=params_with(job.params),
             compiler_args=job.compiler_args,
         )

@@ -143,7 +143,7 @@ class NkiSimTarget(Target):
             workload = load_workload(Path(tree) / self.workload, require=("f_numpy", "INPUT_SPECS"))
         except WorkloadError as exc:
             return Measurement.failure(FAILED, str(exc), device=self.device)
-        mac_count = _mac_count(workload)
+        mac_count = mac_count_of(workload)
         report = check_kernel(
             Path(tree) / self.kernel,
             workload,
@@ -259,7 +259,7 @@ def roofline_work_of(workload: object) -> RooflineWork | None:
     return roofline_work(f_nkigym, workload.input_specs)  # type: ignore[attr-defined]
 
 
-def _mac_count(workload: object) -> int | None:
+def mac_count_of(workload: object) -> int | None:
     """MACs from the op graph when the IR can count them; else the simulator counts."""
     f_nkigym = getattr(workload, "f_nkigym", None)
     if f_nkigym is None:
