@@ -1,0 +1,54 @@
+"""Constructs public beta-1 kernels use that the simulator refused or got wrong, found by
+the 48th sweep of public kernels: each test runs a small kernel of our own with the
+construct and checks values worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernelopt.sim import run_kernel
+from kernelopt.sim.errors import SimError
+
+HEADER = """
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+"""
+
+
+def test_a_kernel_file_with_host_layers_on_absent_frameworks_loads(kernel_file) -> None:
+    # A kernel file's host side imports einops and neuronx_distributed and subclasses
+    # framework classes (an autograd Function, an nn layer); where they are not
+    # installed the file loads, the kernel runs, and only building a layer fails.
+    path, _ = kernel_file(
+        HEADER
+        + """
+import torch
+import torch.nn as nn
+from einops import rearrange
+import neuronx_distributed.parallel_layers.parallel_state as ps
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return double(x)
+
+class Layer(nn.Module):
+    pass
+
+@nki.jit
+def double(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(x), 2.0))
+    return out
+
+def build(x):
+    return Layer()
+"""
+    )
+    x = np.array([[1.0, -2.0]], np.float32)
+    assert run_kernel(path, {"x": x}, func="double").outputs.tolist() == [[2.0, -4.0]]
+    with pytest.raises(SimError, match="Layer subclasses a framework class"):
+        run_kernel(path, {"x": x}, func="build")
