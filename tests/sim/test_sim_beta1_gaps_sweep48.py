@@ -52,3 +52,27 @@ def build(x):
     assert run_kernel(path, {"x": x}, func="double").outputs.tolist() == [[2.0, -4.0]]
     with pytest.raises(SimError, match="Layer subclasses a framework class"):
         run_kernel(path, {"x": x}, func="build")
+
+
+def test_a_reduced_column_transposes_and_multiplies(kernel_file) -> None:
+    # nl.sum(t, axis=1) is a [P] tile (the nki.language.sum page: the reduced axes
+    # removed); nl.transpose reads it as [P, 1] into a [1, P] row, and nl.matmul takes
+    # it as a [K] moving operand for an [M] result.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def sums(x, w):
+    row = nl.ndarray((1, x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+    prod = nl.ndarray((w.shape[0],), dtype=x.dtype, buffer=nl.shared_hbm)
+    s = nl.sum(nl.load(x), axis=1)
+    nl.store(row, value=nl.transpose(s))
+    nl.store(prod, value=nl.matmul(nl.load(w), s))
+    return row, prod
+"""
+    )
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)  # row sums 6, 15
+    w = np.array([[1.0, 0.0], [2.0, -1.0], [0.5, 0.5]], np.float32)
+    row, prod = run_kernel(path, {"x": x, "w": w}).outputs
+    assert row.tolist() == [[6.0, 15.0]]
+    assert prod.tolist() == [6.0, -3.0, 10.5]
