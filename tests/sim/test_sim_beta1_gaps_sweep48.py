@@ -76,3 +76,24 @@ def sums(x, w):
     row, prod = run_kernel(path, {"x": x, "w": w}).outputs
     assert row.tolist() == [[6.0, 15.0]]
     assert prod.tolist() == [6.0, -3.0, 10.5]
+
+
+def test_a_tile_split_by_reshape_is_indexed_with_expressions(kernel_file, uniform) -> None:
+    # A [P, h * w] tile reshaped to [P, h, w] (its free axis split), then read through
+    # a five-axis mgrid index space and max-reduced over the window axes: the average
+    # pool tutorial's pattern applied to a reshaped result.
+    path, _ = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def pooled(x):
+    out = nl.ndarray((x.shape[0], 2, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.add(nl.load(x), 0.0).reshape((x.shape[0], 4, 6))
+    i0, i1, i2, i3, i4 = nl.mgrid[0:x.shape[0], 0:2, 0:2, 0:3, 0:2]
+    nl.store(out, value=nl.max(t[i0, 2 * i1 + i2, 2 * i3 + i4], axis=[2, 4]))
+    return out
+"""
+    )
+    x = uniform((3, 24))
+    want = x.reshape(3, 2, 2, 3, 2).max(axis=(2, 4))
+    np.testing.assert_array_equal(run_kernel(path, {"x": x}).outputs, want)
