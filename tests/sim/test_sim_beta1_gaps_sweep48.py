@@ -97,3 +97,24 @@ def pooled(x):
     x = uniform((3, 24))
     want = x.reshape(3, 2, 2, 3, 2).max(axis=(2, 4))
     np.testing.assert_array_equal(run_kernel(path, {"x": x}).outputs, want)
+
+
+def test_isa_constants_gives_the_engine_and_mode_enums(kernel_file, uniform) -> None:
+    # neuronxcc.nki.isa.constants (the v2.26.1 nc_transpose page names
+    # nki.isa.constants.engine.tensor): a kernel chooses the transpose engine through it.
+    path, _ = kernel_file(
+        HEADER
+        + """
+from neuronxcc.nki.isa.constants import oob_mode
+
+@nki.jit
+def flipped(x):
+    out = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nisa.nc_transpose(nl.load(x), engine=nki.isa.constants.engine.vector)
+    nl.store(out, value=nl.copy(t))
+    assert oob_mode.error is not None
+    return out
+"""
+    )
+    x = uniform((32, 16))
+    np.testing.assert_array_equal(run_kernel(path, {"x": x}).outputs, x.T)
