@@ -65,10 +65,14 @@ class Beta1Core:
         v2.2x nc_transpose page says it does for its data (the nc_matmul page is silent:
         unverified), and the result keeps those free axes: a public CS149 solution
         (waahm7/asst4-trainium part2/conv2d_non_optimized.py) accumulates a
-        [128, 2, W] moving tile's product into a [128, 2, W] PSUM tile."""
+        [128, 2, W] moving tile's product into a [128, 2, W] PSUM tile. A [K] moving tile
+        (a reduction's result, one element per partition) is read as [K, 1] and gives an
+        [M] result, as numpy's matmul of a matrix and a vector: awslabs/
+        state-space-models-neuron @3e6d165 mamba2/mamba2_kernel_inference.py multiplies by
+        such a sum (unverified: the nl.matmul page speaks of 2-D tiles)."""
         shape = (stationary.shape[-1], *moving.shape[1:])
         dst = self.new(shape, np.dtype(np.float32), "psum")
-        if moving.ndim <= 2:
+        if moving.ndim == 2:
             return dst, moving, dst
         return dst, merged_free_axes(moving), merged_free_axes(dst)
 

@@ -96,6 +96,14 @@ def build_beta1_modules(
     nisa.get_nc_version = lambda: (
         nisa.nc_version.gen2 if machine.params.name == "trn1" else nisa.nc_version.gen3
     )
+    # neuronxcc.nki.isa.constants holds the same enums: the v2.26.1 nki.isa.nc_transpose
+    # page names nki.isa.constants.engine.tensor, and public beta-1 kernels import
+    # oob_mode from it and pass engine=nki.isa.constants.engine.vector (which other
+    # enums it holds is unverified; the simulator gives nisa's own).
+    isa_constants = types.ModuleType("neuronxcc.nki.isa.constants")
+    for name in ("engine", "oob_mode", "dge_mode", "reduce_cmd", "matmul_perf_mode"):
+        setattr(isa_constants, name, getattr(nisa, name))
+    nisa.constants = isa_constants
 
     compiler = build_compiler()
 
@@ -114,6 +122,7 @@ def build_beta1_modules(
         "neuronxcc.nki": nki,
         "neuronxcc.nki.language": nl,
         "neuronxcc.nki.isa": nisa,
+        "neuronxcc.nki.isa.constants": isa_constants,
         "neuronxcc.nki.typing": typing,
         "neuronxcc.nki.compiler": compiler,
         **_internal_modules(machine),

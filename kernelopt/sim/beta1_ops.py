@@ -229,6 +229,13 @@ class HighLevelOps(Beta1Core):
 
     def transpose(self, x: Any, dtype: Any = None, mask: Any = None) -> Tile:
         src = self._in_sbuf("nl.transpose", self._tile("nl.transpose", x))
+        if src.ndim == 1:
+            # A [P] tile (what nl.sum(..., axis=1) returns without keepdims, one element
+            # per partition) transposes as its [P, 1] layout into [1, P]: awslabs/
+            # state-space-models-neuron @3e6d165 mamba2/mamba2_kernel_inference.py
+            # transposes such a sum. The nki.language.transpose page speaks of 2-D tiles
+            # only; that it takes this one is unverified.
+            src = src.reshape((src.shape[0], 1))
         if src.ndim != 2:
             self.m.fail("isa", f"nl.transpose: 2-D tiles only, got {src.shape}")
         dst = self.new((src.shape[1], src.shape[0]), self._dtype(dtype, src.dtype), "psum")

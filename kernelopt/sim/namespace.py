@@ -131,9 +131,11 @@ def build_modules(machine: Machine) -> dict[str, types.ModuleType]:
 # frameworks, Neuron's bindings, model code and logging (the nki-samples softmax
 # tutorial imports torch_xla.core.xla_model, a contributed max-pool kernel torch for
 # its reference, the rotary tutorial transformers and loguru, aws-neuron/nkipy's
-# fused RMSNorm + GEMM kernels nkipy for their host wrapper). Neuron's bindings need
-# the Neuron runtime and none of them are kernelopt's dependencies, so where they are
-# not installed a kernel file still loads; any use of them fails at its line.
+# fused RMSNorm + GEMM kernels nkipy for their host wrapper; awslabs/
+# state-space-models-neuron @3e6d165 ``rmsnorm.py`` einops and ``mamba2/conv1d_grouped.py``
+# neuronx_distributed for their reference and tensor-parallel layer). Neuron's bindings
+# need the Neuron runtime and none of them are kernelopt's dependencies, so where they
+# are not installed a kernel file still loads; any use of them fails at its line.
 FRAMEWORK_ROOTS = (
     "torch",
     "torch_xla",
@@ -144,7 +146,19 @@ FRAMEWORK_ROOTS = (
     "transformers",
     "loguru",
     "nkipy",
+    "neuronx_distributed",
+    "einops",
 )
+
+
+class _AbsentBase:
+    """The base a kernel file's class gets in place of an absent framework class."""
+
+    def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+        raise RuntimeError(
+            f"{type(self).__name__} subclasses a framework class that is not installed "
+            "here; the simulator runs the kernel function, not the framework code around it"
+        )
 
 
 class _Absent(types.ModuleType):
@@ -162,6 +176,13 @@ class _Absent(types.ModuleType):
         if qualified in self._aliases:
             return self._aliases[qualified]
         return _Absent(qualified, self._aliases)
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        # A kernel file's host wrapper may subclass a framework class (``class
+        # ConvNKI(nn.Conv1d)``, ``torch.autograd.Function``): the class is defined, and
+        # only building an instance (the framework's code) fails.
+        del bases
+        return (_AbsentBase,)
 
     def __call__(self, *_args: Any, **_kwargs: Any) -> Any:
         root = self.__name__.partition(".")[0]
