@@ -114,12 +114,12 @@ def _trace_only(target: Any, tree: Path, env: Any = None) -> Any:
     from kernelopt.measurement import Measurement
     from kernelopt.sim import SimError, run_kernel
     from kernelopt.sim.check import SimReport
-    from kernelopt.targets.nki import _mac_count, roofline_work_of
+    from kernelopt.targets.nki import mac_count_of, roofline_work_of
     from kernelopt.workload import load_workload, make_inputs
 
     started = time.monotonic()
     workload = load_workload(tree / target.workload, require=("f_numpy", "INPUT_SPECS"))
-    macs = _mac_count(workload)
+    macs = mac_count_of(workload)
     inputs = make_inputs(workload.input_specs, 0)
     try:
         run = run_kernel(
