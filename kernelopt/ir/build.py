@@ -37,7 +37,7 @@ def _overlapping(size: int, limit: int) -> tuple[int, int] | None:
     for n in range(max(fewest, 2), fewest + 8):
         for tile in range(-(-size // n), limit + 1):
             stride, rest = divmod(size - tile, n - 1)
-            if not rest and 0 < stride <= tile:
+            if not rest and 0 < stride < tile:
                 return tile, stride
     return None
 
@@ -50,9 +50,11 @@ def _dim(name: str, size: int, limit: int, reducing: bool) -> Dim:
     if reducing or 2 * tile >= limit:
         return Dim(name, size, tile, reducing)
     overlap = _overlapping(size, limit)
-    if overlap is None or size // tile <= -(-size // overlap[0]):
-        return Dim(name, size, tile, reducing)
-    return Dim(name, size, overlap[0], reducing, stride=overlap[1])
+    whole = Dim(name, size, tile, reducing)
+    if overlap is None:
+        return whole
+    overlapping = Dim(name, size, overlap[0], reducing, stride=overlap[1])
+    return overlapping if overlapping.num_tiles < whole.num_tiles else whole
 
 
 def _dims(tr: Trace) -> tuple[dict[int, str], tuple[Dim, ...]]:
