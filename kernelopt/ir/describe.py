@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from kernelopt.ir.model import KernelIR, Scope
 
+SMALL_TILE = 32  # a reducing dim cut finer than this uses a quarter of TensorE's rows or less
+
 
 def describe(ir: KernelIR) -> str:
     lines = [f"KernelIR {ir.func_name} (variant: {ir.variant})", "dimensions:"]
@@ -13,6 +15,13 @@ def describe(ir: KernelIR) -> str:
         lines.append(
             f"  {d.name}: size={d.size} tile={d.tile} num_tiles={d.num_tiles}{overlap} ({role})"
         )
+        if d.reducing and d.tile < SMALL_TILE < d.size:
+            # Overlapping tiles would sum their shared rows twice: say what it costs.
+            lines.append(
+                f"    note: {d.size} has no divisor from {SMALL_TILE} to 128, so {d.name} is "
+                f"reduced {d.tile} at a time; the kernels are correct but slow (a size "
+                "with a divisor near 128 tiles far better)"
+            )
     lines.append("physical_buffers:")
     for b in ir.buffers:
         axes = " x ".join(f"{d}:{ir.dim[d].tile}" for d in b.axes)

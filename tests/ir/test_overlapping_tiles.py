@@ -136,3 +136,13 @@ def test_sim_check_counts_the_workloads_macs_not_the_repeated_rows(tmp_path: Pat
     record = json.loads(result.output)
     assert record["mac_count"] == 257 * 256 * 128  # the math's; the kernel runs 261 rows
     assert record["hfu_estimated_percent"] > record["mfu_estimated_percent"] > 0
+
+
+def test_ir_show_says_a_reducing_dim_without_a_good_divisor_is_slow(tmp_path: Path) -> None:
+    # K = 257 is contracted: no overlap is allowed there, so it is reduced one row at a time.
+    body = RMS_MATMUL_257.replace("(257, 256)", "(128, 257)").replace("(256, 128)", "(257, 128)")
+    w = load_workload(_write(tmp_path, "k257", body.replace("1.0 / 256", "1.0 / 257")))
+    text = describe(build_ir(w.f_nkigym, w.input_specs, name="k257"))
+    assert "size=257 tile=1 num_tiles=257 (reducing)" in text
+    assert "note: 257 has no divisor from 32 to 128, so d1 is reduced 1 at a time" in text
+    assert text.count("note:") == 1  # the parallel dims say nothing
