@@ -224,12 +224,33 @@ def trace(
         raise
     except Exception as exc:  # user code: report where it failed
         raise IRBuildError(f"tracing f_nkigym failed: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(result, TracedTensor):
-        raise IRBuildError(f"f_nkigym must return one traced tensor, got {type(result).__name__}")
+    result = _one_result(result)
     if not tracer.ops:
         raise IRBuildError("f_nkigym calls no op: there is nothing to compute")
     tr = Trace(tuple(tensors), tuple(tracer.ops), result, f_nkigym.__name__, tracer.axes.find)
     return widen_scale_columns(narrow_matmul_operands(tr))
+
+
+def _one_result(result: Any) -> TracedTensor:
+    """The tensor ``f_nkigym`` returns; ``return (out,)`` is that one tensor. Several
+    are refused with the reason and what to write instead."""
+    if isinstance(result, tuple | list) and len(result) == 1:
+        result = result[0]
+    if isinstance(result, TracedTensor):
+        return result
+    if isinstance(result, tuple | list):
+        raise IRBuildError(
+            f"f_nkigym returns {len(result)} values ({type(result).__name__}): a KernelIR "
+            "has one output tensor; write one workload per output, each f_nkigym (and "
+            "f_numpy) returning one of them"
+        )
+    if result is None:
+        raise IRBuildError(
+            "f_nkigym returned None: it must return its output tensor (is a return missing?)"
+        )
+    raise IRBuildError(
+        f"f_nkigym must return the tensor an op computed, got {type(result).__name__}"
+    )
 
 
 _ELEMENTWISE = ("tensor_scalar", "tensor_tensor", "activation", "reciprocal")

@@ -1,0 +1,51 @@
+"""Workloads written the way an engineer might write them that the KernelIR got wrong
+(the fifth hand-written sweep): each test fails without its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ir_support import variant_failures
+
+HEAD = """import numpy as np
+from kernelopt.ir import NKIActivation, NKIMatmul, NKITensorReduce, NKITensorScalar, NKITranspose
+
+def f_numpy(**kw):
+    return f_nkigym(**{k: np.asarray(v, np.float32) for k, v in kw.items()})
+"""
+
+ONE_TUPLE = """
+def f_nkigym(x, w):
+    out = NKIActivation(op="relu")(data=NKIMatmul()(stationary=NKITranspose()(data=x), moving=w))
+    return (out,)
+
+INPUT_SPECS = {"x": ((128, 128), "bfloat16"), "w": ((128, 256), "bfloat16")}
+"""
+
+
+def test_a_one_element_tuple_is_the_output(tmp_path: Path) -> None:
+    # ``return (out,)``: before, refused as "must return one traced tensor, got tuple".
+    path = tmp_path / "one_tuple.py"
+    path.write_text(HEAD + ONE_TUPLE)
+    checked, failures = variant_failures(path, "one_tuple")
+    assert checked >= 1
+    assert failures == []
+
+
+def test_several_outputs_are_refused_with_what_to_write_instead() -> None:
+    from kernelopt.ir import NKIActivation, NKITensorReduce, build_ir
+    from kernelopt.ir.trace import IRBuildError
+
+    def two(x):
+        e = NKIActivation(op="exp")(data=x)
+        return e, NKITensorReduce(op="add", axis=1)(data=e)
+
+    with pytest.raises(IRBuildError, match="returns 2 values.*one output.*one workload per output"):
+        build_ir(two, {"x": ((128, 256), "float32")}, name="two")
+
+    def no_return(x):
+        NKIActivation(op="exp")(data=x)
+
+    with pytest.raises(IRBuildError, match="returned None.*return missing"):
+        build_ir(no_return, {"x": ((128, 256), "float32")}, name="none")
