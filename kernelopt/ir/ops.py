@@ -202,6 +202,9 @@ class NKIOp:
 
 
 def _number(value: Any) -> bool:
+    """A number: Python's, numpy's scalar types, or a 0-d numpy array (``np.array(0.5)``)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
     return isinstance(value, int | float | np.floating | np.integer) and not isinstance(value, bool)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from ir_support import variant_failures
 
@@ -49,3 +50,23 @@ def test_several_outputs_are_refused_with_what_to_write_instead() -> None:
 
     with pytest.raises(IRBuildError, match="returned None.*return missing"):
         build_ir(no_return, {"x": ((128, 256), "float32")}, name="none")
+
+
+def test_a_zero_d_array_is_a_number_operand() -> None:
+    # ``operand0=np.array(0.5)`` (a config value): before, refused as not a number.
+    from kernelopt.ir import NKIActivation, NKITensorScalar, build_ir
+
+    x = np.linspace(-1, 1, 128 * 4, dtype=np.float32).reshape(128, 4)
+    got = NKITensorScalar(op0="multiply", operand0=np.array(0.5), op1="add", operand1=np.array(2))(
+        data=x
+    )
+    np.testing.assert_allclose(got, x * 0.5 + 2)
+    got = NKIActivation(op="exp", scale=np.array(2.0, np.float32))(data=x)
+    np.testing.assert_allclose(got, np.exp(2 * x), rtol=1e-6)
+
+    def f(x):
+        return NKITensorScalar(op0="multiply", operand0=np.array(0.5, np.float32))(data=x)
+
+    ir = build_ir(f, {"x": ((128, 256), "float32")}, name="zero_d")
+    (op,) = [o for o in ir.operators if o.kind == "tensor_scalar"]
+    assert op.attr("operand0") == 0.5
