@@ -310,9 +310,16 @@ class NKITensorScalar(NKIOp):
             if op is None:
                 if i == "0":
                     raise OpError("NKITensorScalar: op0= and operand0= are required")
-                given = [a for a in ("operand1", "reverse1") if a in attrs or a in columns]
+                # None (and reverse1=False) spell "not given", as a signature's defaults do.
+                given = [
+                    a
+                    for a in ("operand1", "reverse1")
+                    if a in columns or attrs.get(a) is not None and attrs.get(a) is not False
+                ]
                 if given:  # dropped silently, the op computed would not be the one meant
                     raise OpError(f"NKITensorScalar: {' and '.join(given)} given without op1=")
+                for a in ("op1", "operand1", "reverse1"):
+                    attrs.pop(a, None)
                 continue
             attrs["op" + i] = _op_name(op, BINARY_OPS, "NKITensorScalar", "op" + i)
             attrs["reverse" + i] = bool(attrs.get("reverse" + i, False))

@@ -70,3 +70,34 @@ def test_a_zero_d_array_is_a_number_operand() -> None:
     ir = build_ir(f, {"x": ((128, 256), "float32")}, name="zero_d")
     (op,) = [o for o in ir.operators if o.kind == "tensor_scalar"]
     assert op.attr("operand0") == 0.5
+
+
+def test_none_spells_an_operand_not_given() -> None:
+    # ``op1=None, operand1=None`` (a signature's defaults written out): before, refused
+    # as "operand1 given without op1=".
+    from kernelopt.ir import NKITensorScalar
+    from kernelopt.ir.ops import OpError
+
+    x = np.linspace(-1, 1, 128 * 4, dtype=np.float32).reshape(128, 4)
+    op = NKITensorScalar(op0="multiply", operand0=-1, op1=None, operand1=None, reverse1=False)
+    np.testing.assert_allclose(op(data=x), -x)
+    with pytest.raises(OpError, match="operand1 given without op1="):
+        NKITensorScalar(op0="multiply", operand0=-1, op1=None, operand1=0)(data=x)
+
+
+NONE_ATTRS = """
+def f_nkigym(x):
+    m = NKITensorReduce(op="max", axis=1)(data=x)
+    neg = NKITensorScalar(op0="multiply", operand0=-1, op1=None, operand1=None)(data=m)
+    return NKIActivation(op="exp", bias=neg)(data=x)
+
+INPUT_SPECS = {"x": ((128, 256), "float32")}
+"""
+
+
+def test_none_attrs_render_and_check(tmp_path: Path) -> None:
+    path = tmp_path / "none_attrs.py"
+    path.write_text(HEAD + NONE_ATTRS)
+    checked, failures = variant_failures(path, "none_attrs")
+    assert checked >= 1
+    assert failures == []
