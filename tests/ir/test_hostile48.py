@@ -16,6 +16,22 @@ def f_numpy(**kw):
     return f_nkigym(**{k: np.asarray(v, np.float32) for k, v in kw.items()})
 """
 
+
+def _base_state_correct(path: Path, name: str) -> bool:
+    """One drawn state of the base variant, rendered and checked on the simulator."""
+    import random
+
+    from kernelopt.ir import build_ir, render_ir, sample
+    from kernelopt.sim import check_kernel
+    from kernelopt.workload import load_workload
+
+    w = load_workload(path)
+    state = sample(build_ir(w.f_nkigym, w.input_specs, name=name), random.Random(0))
+    kernel = path.parent / "kernel.py"
+    kernel.write_text(render_ir(state))
+    return check_kernel(kernel, w).correct
+
+
 ONE_TUPLE = """
 def f_nkigym(x, w):
     out = NKIActivation(op="relu")(data=NKIMatmul()(stationary=NKITranspose()(data=x), moving=w))
@@ -101,3 +117,42 @@ def test_none_attrs_render_and_check(tmp_path: Path) -> None:
     checked, failures = variant_failures(path, "none_attrs")
     assert checked >= 1
     assert failures == []
+
+
+RESIDUAL = """
+from kernelopt.ir import NKITensorTensor
+
+def rms(t):
+    ss = NKITensorReduce(op="add", axis=1)(data=NKIActivation(op="square")(data=t))
+    rs = NKIActivation(op="rsqrt", scale=1.0 / 256, bias=1e-6)(data=ss)
+    return NKITensorScalar(op0="multiply", operand0=rs)(data=t)
+
+def residual(n_res, n, w):
+    return NKITensorTensor(op="add")(data1=n_res, data2=NKIMatmul()(stationary=NKITranspose()(data=n), moving=w))
+
+def f_nkigym(x, x_res, w):
+    return residual(rms(x_res), rms(x), w)
+
+INPUT_SPECS = {"x": ((128, 256), "bfloat16"), "x_res": ((128, 256), "bfloat16"), "w": ((256, 256), "bfloat16")}
+"""
+
+
+def test_a_residual_around_its_own_projection_is_refused_with_the_rewrite(tmp_path: Path) -> None:
+    # rms(x) + rms(x) @ w (w square): the refusal said why, not what to write; the
+    # rewrite it now names (x given twice, as two inputs) builds and checks.
+    from kernelopt.ir import build_ir
+    from kernelopt.ir.trace import IRBuildError
+    from kernelopt.workload import load_workload
+
+    path = tmp_path / "resid.py"
+    path.write_text(HEAD + RESIDUAL)
+    mod = load_workload(path).module
+
+    def once(x, w):
+        n = mod.rms(x)
+        return mod.residual(n, n, w)
+
+    one = {"x": ((128, 256), "bfloat16"), "w": ((256, 256), "bfloat16")}
+    with pytest.raises(IRBuildError, match=r"give x twice, as two inputs.*x_res \+ f\(x\) @ w"):
+        build_ir(once, one, name="once")
+    assert _base_state_correct(path, "resid")
