@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import textwrap
+import itertools
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +75,9 @@ class TracedOp:
 
 @dataclass
 class _Tracer:
-    names: list[str | None]
+    # The variable each op call of f_nkigym is assigned to, by the call's source position.
+    names: dict[tuple[int, int, int, int], str]
+    code: Any = None  # f_nkigym's code object: the frame whose calls ``names`` holds
     taken: set[str] = field(default_factory=set)  # parameter names
     axes: _Axes = field(default_factory=_Axes)
     ops: list[TracedOp] = field(default_factory=list)
@@ -134,10 +137,11 @@ class _Tracer:
         out_axes = tuple(labels[lab] for lab in op.spec.output)
         shape = tuple(self.axes.size[a] for a in out_axes)
         index = len(self.ops)
-        name = self.names[index] if index < len(self.names) else None
-        if name is None:
+        used = {o.output.name for o in self.ops} | self.taken
+        name = self.names.get(_caller_position(self.code))
+        if name is None or name in used:  # a helper's op, or an assignment run twice
             name = f"t{index}"
-            while name in self.names or name in self.taken:
+            while name in self.names.values() or name in used:
                 name = f"_{name}"
         out = TracedTensor(name, out_axes, shape, dtype, self)
         self.ops.append(TracedOp(op, dict(operands), attrs, out, labels))
@@ -153,33 +157,45 @@ class Trace:
     find: Callable[[int], int]
 
 
-def _op_calls(node: ast.AST) -> int:
-    """How many ``Op(...)(...)`` calls an expression makes (nested ones included)."""
-    return sum(
-        1 for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Call)
-    )
+_HERE = (__file__, sys.modules[NKIOp.__module__].__file__)
 
 
-def _assigned_names(func: Callable[..., Any]) -> list[str | None]:
-    """Per op call, in call order, the variable it is assigned to (None for a nested call).
+def _caller_position(code: Any) -> tuple[int, int, int, int] | None:
+    """The source position of the op call being traced when ``f_nkigym`` (``code``)
+    makes it itself, not through a helper: the call expression's (line, end line,
+    column, end column)."""
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_code.co_filename in _HERE:
+        frame = frame.f_back
+    if frame is None or frame.f_code is not code:
+        return None
+    return next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
 
-    ``x = Op2(...)(data=Op1(...)(data=y))`` calls Op1 first: it gets None (a
-    generated name), Op2 gets ``x``.
-    """
+
+def _assigned_names(func: Callable[..., Any]) -> dict[tuple[int, int, int, int], str]:
+    """``name = <call>`` statements of ``func``, by the call's source position (as
+    ``co_positions`` gives it): an op called there is that variable. Matching positions
+    at trace time names the op the statement assigns, not one a helper it calls makes
+    first (``h = add(rms(x), rms(r))``), and no op in a statement not run."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+        lines, start = inspect.getsourcelines(func)
+        src = "".join(lines)
+        indented = src[:1].isspace()
+        tree = ast.parse("if 1:\n" + src if indented else src)
     except (OSError, TypeError, SyntaxError):
-        return []
-    names: list[str | None] = []
+        return {}
+    shift = start - 1 - indented
+    names: dict[tuple[int, int, int, int], str] = {}
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Call)
         ):
-            names += [None] * (_op_calls(node.value) - 1) + [node.targets[0].id]
+            v = node.value
+            pos = (v.lineno + shift, (v.end_lineno or v.lineno) + shift)
+            names[(*pos, v.col_offset, v.end_col_offset or 0)] = node.targets[0].id
     return names
 
 
@@ -198,13 +214,10 @@ def trace(
             f"f_nkigym parameters {params} do not match INPUT_SPECS keys {list(input_specs)}"
             " (only a parameter with a default may be left out)"
         )
-    names = _assigned_names(f_nkigym)
-    given = [n for n in names if n is not None]
-    if len(set(given)) != len(given):
-        names = []  # reassigned names would collide as buffer names
     # A parameter assigned a result (w = silu(w)) keeps its name; the result gets another.
-    names = [None if n in params else n for n in names]
-    tracer = _Tracer(names, set(params))
+    names = {k: n for k, n in _assigned_names(f_nkigym).items() if n not in params}
+    code = getattr(inspect.unwrap(f_nkigym), "__code__", None)
+    tracer = _Tracer(names, code, set(params))
     tensors: list[TracedTensor] = []
     for p in params:
         shape, dtype = input_specs[p]

@@ -156,3 +156,35 @@ def test_a_residual_around_its_own_projection_is_refused_with_the_rewrite(tmp_pa
     with pytest.raises(IRBuildError, match=r"give x twice, as two inputs.*x_res \+ f\(x\) @ w"):
         build_ir(once, one, name="once")
     assert _base_state_correct(path, "resid")
+
+
+def test_a_variable_names_the_op_its_statement_assigns_not_a_helpers() -> None:
+    # h = add(rms(x), rms(r)): names were given to op calls by their count in the source,
+    # so the first op rms made (x squared) was buffer sbuf_h and the add a generated t10.
+    from kernelopt.ir import (
+        NKIActivation,
+        NKIMatmul,
+        NKITensorReduce,
+        NKITensorScalar,
+        NKITensorTensor,
+        NKITranspose,
+        build_ir,
+    )
+
+    def rms(t):
+        ss = NKITensorReduce(op="add", axis=1)(data=NKIActivation(op="square")(data=t))
+        rs = NKIActivation(op="rsqrt", scale=1 / 256, bias=1e-6)(data=ss)
+        return NKITensorScalar(op0="multiply", operand0=rs)(data=t)
+
+    mm = NKIMatmul()
+
+    def f(x, r, w):
+        h = NKITensorTensor(op="add")(data1=rms(x), data2=rms(r))
+        y = mm(NKITranspose()(data=h), moving=w)
+        return y
+
+    specs = {"x": ((128, 256), "bfloat16"), "r": ((128, 256), "bfloat16")}
+    ir = build_ir(f, {**specs, "w": ((256, 384), "bfloat16")}, name="names")
+    assert ir.producers["sbuf_h"].kind == "tensor_tensor"
+    assert "psum_y" in {b.name for b in ir.buffers}  # an op object made once, called here
+    assert not any(b.name.startswith(("sbuf_ss", "sbuf_rs")) for b in ir.buffers)
