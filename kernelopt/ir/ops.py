@@ -417,7 +417,9 @@ class NKITensorReduce(NKIOp):
             axis = axis[0]  # the ISA takes an int or a list of free axes: [1] is 1
         if axis not in (1, -1):
             raise OpError(
-                f"NKITensorReduce: axis must be 1 (free axes only), got {attrs.get('axis')!r}"
+                f"NKITensorReduce: axis must be 1 (free axes only), got {attrs.get('axis')!r}; "
+                "to reduce along axis 0 (the partition axis), reduce NKITranspose()(data=...) "
+                "along axis=1 (or, for a sum, contract the rows in NKIMatmul with a ones input)"
             )
         attrs["axis"] = 1
         attrs["keepdims"] = True

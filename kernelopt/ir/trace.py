@@ -121,12 +121,14 @@ class _Tracer:
             for pos, (lab, axis) in enumerate(zip(labs, t.axes, strict=True)):
                 if lab in labels:
                     first = seen[lab]
-                    self.axes.union(
-                        labels[lab],
-                        axis,
+                    what = (
                         f"{where}, axis {lab} ({first} and {role} {t.name!r} {t.shape} axis "
-                        f"{pos} are one axis of the op)",
+                        f"{pos} are one axis of the op)"
                     )
+                    try:
+                        self.axes.union(labels[lab], axis, what)
+                    except IRBuildError as exc:
+                        raise IRBuildError(f"{exc}{_size_hint(op, operands)}") from None
                 else:
                     labels[lab] = axis
                     seen[lab] = f"{role} {t.name!r} {t.shape} axis {pos}"
@@ -146,6 +148,31 @@ class _Tracer:
         out = TracedTensor(name, out_axes, shape, dtype, self)
         self.ops.append(TracedOp(op, dict(operands), attrs, out, labels))
         return out
+
+
+def _size_hint(op: NKIOp, operands: dict[str, Any]) -> str:
+    """What to write instead, for the two mismatches written most: a matmul given
+    ``x`` [M, K] as its stationary (it takes [K, M]), and a column holding one value
+    per column of the data (a norm's gamma) instead of one per row."""
+    shapes = {role: t.shape for role, t in operands.items()}
+    if op.kind == "matmul":
+        (m, k), (k2, _) = shapes["stationary"], shapes["moving"]
+        if k == k2 and m != k2:
+            return (
+                "; stationary is [K, M], the left operand transposed: for x @ w with x "
+                "[M, K], NKIMatmul()(stationary=NKITranspose()(data=x), moving=w)"
+            )
+        return ""
+    data = shapes.get("data")
+    for role, shape in shapes.items():
+        if role not in op.spec.operands and data and shape[0] == data[1] != data[0]:
+            return (
+                f"; {role} holds one value per row (partition) of data, and this one has one "
+                "per column: a weight per column (a norm's gamma) scales the transposed "
+                f"rows, NKITensorScalar(op0='multiply', operand0=gamma)(data="
+                "NKITranspose()(data=...))"
+            )
+    return ""
 
 
 @dataclass(frozen=True)
@@ -222,7 +249,10 @@ def trace(
     for p in params:
         shape, dtype = input_specs[p]
         if len(shape) != 2:
-            raise IRBuildError(f"INPUT_SPECS[{p!r}]: only 2-D tensors are supported, got {shape}")
+            hint = f": give a vector as a ({shape[0]}, 1) column" if len(shape) == 1 else ""
+            raise IRBuildError(
+                f"INPUT_SPECS[{p!r}]: only 2-D tensors are supported, got {shape}{hint}"
+            )
         if any(int(s) < 1 for s in shape):
             raise IRBuildError(f"INPUT_SPECS[{p!r}]: every dim must be at least 1, got {shape}")
         if str(dtype) not in DTYPES:

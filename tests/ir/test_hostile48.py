@@ -188,3 +188,48 @@ def test_a_variable_names_the_op_its_statement_assigns_not_a_helpers() -> None:
     assert ir.producers["sbuf_h"].kind == "tensor_tensor"
     assert "psum_y" in {b.name for b in ir.buffers}  # an op object made once, called here
     assert not any(b.name.startswith(("sbuf_ss", "sbuf_rs")) for b in ir.buffers)
+
+
+@pytest.mark.parametrize(
+    ("body", "specs", "says"),
+    [
+        (
+            "NKIMatmul()(stationary=x, moving=w)",
+            {"x": ((128, 256), "bfloat16"), "w": ((256, 384), "bfloat16")},
+            r"stationary is \[K, M\].*NKIMatmul\(\)\(stationary=NKITranspose\(\)\(data=x\)",
+        ),
+        (
+            "NKITensorScalar(op0='multiply', operand0=w)(data=x)",
+            {"x": ((128, 256), "bfloat16"), "w": ((256, 1), "float32")},
+            r"operand0 holds one value per row.*one per column.*NKITranspose",
+        ),
+        (
+            "NKIActivation(op='copy', scale=w)(data=x)",
+            {"x": ((128, 256), "bfloat16"), "w": ((256,), "float32")},
+            r"only 2-D tensors are supported, got \(256,\): give a vector as a \(256, 1\) column",
+        ),
+        (
+            "NKITensorReduce(op='add', axis=0)(data=x)",
+            {"x": ((128, 256), "bfloat16"), "w": ((256, 1), "float32")},
+            r"axis must be 1.*reduce NKITranspose\(\)\(data=...\) along axis=1",
+        ),
+    ],
+    ids=["untransposed_stationary", "gamma_per_column", "vector_input", "reduce_axis0"],
+)
+def test_the_mismatches_written_most_say_what_to_write(body: str, specs: dict, says: str) -> None:
+    # Each was refused with the reason only (axis sizes differ, only 2-D, free axes only).
+    from kernelopt.ir import NKIActivation, NKIMatmul, NKITensorReduce, NKITensorScalar, build_ir
+    from kernelopt.ir.trace import IRBuildError
+
+    ops = {
+        "NKIActivation": NKIActivation,
+        "NKIMatmul": NKIMatmul,
+        "NKITensorReduce": NKITensorReduce,
+        "NKITensorScalar": NKITensorScalar,
+    }
+
+    def f(x, w):
+        return eval(body, ops, {"x": x, "w": w})
+
+    with pytest.raises(IRBuildError, match=says):
+        build_ir(f, specs, name="mismatch")
