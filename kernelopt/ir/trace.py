@@ -304,9 +304,9 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
     ``w``): nc_matmul takes one dtype, so the element-wise op that computes the fp32 side
     writes the 2-byte dtype instead (an engine casts on its write), as do the transposes
     between it and the matmul (a transposed fp32 input is cast by the copy out of PSUM).
-    When the fp32 side is an input read as is, a 2-byte side an element-wise op computes
-    is written in fp32. Inputs only read or transposed on the 2-byte side keep their
-    dtypes, and the rule ``isa_dtype`` reports them. Two narrow dtypes (fp16 beside
+    When the fp32 side is an input read as is, a 2-byte side an instruction writes (an
+    element-wise op, a transpose's copy out of PSUM) is written in fp32. Two inputs
+    read as is keep their dtypes, and the rule ``isa_dtype`` reports them. Two narrow dtypes (fp16 beside
     bf16): ``_one_of_two_narrow``."""
     ops = tr.ops
     producer = {op.output.name: op for op in ops}
@@ -343,9 +343,10 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
         other_chain = chain(next(t for t in sides if t is not wide))
         if wide_chain:  # the fp32 side is written by an instruction: it writes 2 bytes
             cast.update({c.name: next(iter(narrow)) for c in wide_chain})
-        elif other_chain and producer[other_chain[-1].name].op.kind in _ELEMENTWISE:
-            # an fp32 input read as is: the 2-byte side an element-wise op writes is
-            # written in fp32 (an input only transposed stays as given)
+        elif other_chain:
+            # an fp32 input read as is: the 2-byte side an instruction writes (an
+            # element-wise op, or the copy out of PSUM of a transposed input) is written
+            # in fp32
             cast.update({c.name: "float32" for c in other_chain})
     if not cast:
         return tr

@@ -233,3 +233,25 @@ def test_the_mismatches_written_most_say_what_to_write(body: str, specs: dict, s
 
     with pytest.raises(IRBuildError, match=says):
         build_ir(f, specs, name="mismatch")
+
+
+WIDE_W = """
+def f_nkigym(x, w):
+    return NKIActivation(op="gelu_apprx_sigmoid")(data=NKIMatmul()(stationary=NKITranspose()(data=x), moving=w))
+
+INPUT_SPECS = {"x": ((128, 256), "XDTYPE"), "w": ((256, 256), "float32")}
+"""
+
+
+@pytest.mark.parametrize("x", ["float16", "bfloat16"])
+def test_a_narrow_input_transposed_beside_an_fp32_weight_is_written_in_fp32(
+    tmp_path: Path, x: str
+) -> None:
+    # fp16 activations transposed in the kernel, times fp32 weights: before, no state at
+    # all (isa_dtype in every draw); the copy out of PSUM now writes the transpose in fp32
+    # (and no DMA transpose, which casts nothing, takes its place).
+    path = tmp_path / "wide_w.py"
+    path.write_text(HEAD + WIDE_W.replace("XDTYPE", x))
+    checked, failures = variant_failures(path, "wide_w")
+    assert checked >= 2
+    assert failures == []
