@@ -308,6 +308,7 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
     element-wise op, a transpose's copy out of PSUM) is written in fp32. Two inputs
     read as is keep their dtypes, and the rule ``isa_dtype`` reports them. Two narrow dtypes (fp16 beside
     bf16): ``_one_of_two_narrow``."""
+    tr = _split_shared_operands(tr)
     ops = tr.ops
     producer = {op.output.name: op for op in ops}
     cast: dict[str, str] = {}
@@ -361,6 +362,58 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
         for op in ops
     )
     return dataclasses.replace(tr, ops=rebuilt, output=new(tr.output))
+
+
+def _written_chain(producer: dict[str, TracedOp], name: str) -> list[TracedOp]:
+    """The ops that write ``name`` as a matmul reads it: its transposes, back to the
+    element-wise op before them (if any); first written first."""
+    found: list[TracedOp] = []
+    while name in producer and producer[name].op.kind == "transpose":
+        found.append(producer[name])
+        name = producer[name].operands["data"].name
+    if name in producer and producer[name].op.kind in _ELEMENTWISE:
+        found.append(producer[name])
+    return found[::-1]
+
+
+def _split_shared_operands(tr: Trace) -> Trace:
+    """A tensor matmuls read beside partners of different dtypes (one normed x times a
+    bf16 ``w`` and an fp32 router) is written once per partner dtype: the ops that write
+    it are repeated for each dtype after the first, so that each copy can be cast to
+    its own matmul's (``narrow_matmul_operands``)."""
+    producer = {op.output.name: op for op in tr.ops}
+    partners: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    for i, op in enumerate(tr.ops):
+        if op.op.kind == "matmul":
+            for role, other in (("stationary", "moving"), ("moving", "stationary")):
+                kind = op.operands[other].dtype
+                partners.setdefault(op.operands[role].name, {}).setdefault(kind, []).append(
+                    (i, role)
+                )
+    made: list[str] = []
+    after: dict[str, list[TracedOp]] = {}  # an op's name -> the copies written after it
+    redirect: dict[tuple[int, str], TracedTensor] = {}
+    for name, by_kind in partners.items():
+        chain = _written_chain(producer, name)
+        for kind in list(by_kind)[1:] if chain else ():
+            renamed: dict[str, TracedTensor] = {}
+            for op in chain:
+                out = op.output
+                fresh = fresh_name(tr, f"{out.name}_{kind}", made)
+                made.append(fresh)
+                operands = {r: renamed.get(t.name, t) for r, t in op.operands.items()}
+                renamed[out.name] = dataclasses.replace(out, name=fresh)
+                clone = TracedOp(op.op, operands, op.attrs, renamed[out.name], op.labels)
+                after.setdefault(name, []).append(clone)
+            redirect.update({use: renamed[name] for use in by_kind[kind]})
+    if not made:
+        return tr
+    ops: list[TracedOp] = []
+    for i, op in enumerate(tr.ops):
+        moved = {r: redirect[(i, r)] for r in op.operands if (i, r) in redirect}
+        ops.append(dataclasses.replace(op, operands={**op.operands, **moved}) if moved else op)
+        ops += after.get(op.output.name, [])
+    return dataclasses.replace(tr, ops=tuple(ops))
 
 
 def _one_of_two_narrow(

@@ -255,3 +255,35 @@ def test_a_narrow_input_transposed_beside_an_fp32_weight_is_written_in_fp32(
     checked, failures = variant_failures(path, "wide_w")
     assert checked >= 2
     assert failures == []
+
+
+SHARED = """
+from kernelopt.ir import NKITensorTensor
+
+def f_nkigym(x, w, w_router):
+    ss = NKITensorReduce(op="add", axis=1)(data=NKIActivation(op="square")(data=x))
+    rs = NKIActivation(op="rsqrt", scale=1 / 256, bias=1e-6)(data=ss)
+    xnT = NKITranspose()(data=NKITensorScalar(op0="multiply", operand0=rs)(data=x))
+    h = NKIMatmul()(stationary=xnT, moving=w)
+    g = NKIMatmul()(stationary=xnT, moving=w_router)
+    return NKITensorTensor(op="multiply")(data1=h, data2=NKIActivation(op="sigmoid")(data=g))
+
+INPUT_SPECS = {"x": ((128, 256), "bfloat16"), "w": ((256, 256), "bfloat16"), "w_router": ((256, 256), "WDTYPE")}
+"""
+
+
+@pytest.mark.parametrize("router", ["float32", "float16"])
+def test_one_tensor_read_beside_weights_of_two_dtypes_is_written_in_each(
+    tmp_path: Path, router: str
+) -> None:
+    # One normed x times a bf16 w and an fp32 (or fp16) router: the normed rows were cast
+    # for one matmul, then back for the other, and every draw broke isa_dtype.
+    from kernelopt.ir import build_ir
+    from kernelopt.workload import load_workload
+
+    path = tmp_path / "shared.py"
+    path.write_text(HEAD + SHARED.replace("WDTYPE", router))
+    w = load_workload(path)
+    ir = build_ir(w.f_nkigym, w.input_specs, name="shared")
+    assert sum(op.kind == "transpose" for op in ir.operators) == 2
+    assert _base_state_correct(path, "shared")
