@@ -287,3 +287,29 @@ def test_one_tensor_read_beside_weights_of_two_dtypes_is_written_in_each(
     ir = build_ir(w.f_nkigym, w.input_specs, name="shared")
     assert sum(op.kind == "transpose" for op in ir.operators) == 2
     assert _base_state_correct(path, "shared")
+
+
+def test_the_roofline_counts_an_fp32_matmul_beside_a_bf16_one_at_its_own_rate() -> None:
+    # Any fp32 matmul put every MAC at the fp32 rate: one fp32 router beside a bf16
+    # projection had a roofline longer than TensorE's busy time, and read 100 %.
+    from kernelopt.ir import NKIMatmul, NKITranspose
+    from kernelopt.ir.mac import roofline_work
+    from kernelopt.sim.roofline import PeakRates, roofline
+    from kernelopt.sim.trn2 import Trn2Params
+
+    def f(x, w, w_router):
+        xT = NKITranspose()(data=x)
+        h = NKIMatmul()(stationary=xT, moving=w)
+        return NKIMatmul()(stationary=NKITranspose()(data=h), moving=w_router)
+
+    specs = {
+        "x": ((256, 512), "float32"),
+        "w": ((512, 512), "bfloat16"),
+        "w_router": ((512, 128), "float32"),
+    }
+    work = roofline_work(f, specs)
+    rates = PeakRates.of(Trn2Params())
+    bf16, fp32 = 256 * 512 * 512, 256 * 512 * 128  # h is bf16 (cast for w), then fp32
+    assert (work.tensor_macs, work.fp32_macs) == (bf16 + fp32, fp32)
+    want = (bf16 + fp32 * rates.fp32_matmul_divisor) / rates.tensor_macs_per_s
+    assert roofline(work, rates).tensor_s == pytest.approx(want)
