@@ -260,7 +260,9 @@ def _refuse_one_dim_twice(tr: Trace) -> None:
                 f"dim as its output's axis {kept} ({_dim_origin(tr, k)}): an element-wise op "
                 "or operands derived from one input tie the result to the operand it "
                 "contracts over (as in x + x @ w with w square). A KernelIR loops over each "
-                "dim once, so one matmul cannot both sum over a dim and keep it"
+                "dim once, so one matmul cannot both sum over a dim and keep it; for a "
+                "residual around a projection of x, give x twice, as two inputs (the same "
+                "array under two names: def f_nkigym(x, x_res, w), x_res + f(x) @ w)"
             )
         for t in op.operands.values():
             if t.name in params and tr.find(t.axes[0]) == tr.find(t.axes[-1]):

@@ -52,11 +52,13 @@ def roofline_work(
     roofline.
     """
     tr = trace(f_nkigym, input_specs)
-    macs = vector = scalar = either = fast = 0
+    macs = vector = scalar = either = fast = fp32_macs = 0
     for op in tr.ops:
         if isinstance(op.op, NKIMatmul):
             k, m = op.operands["stationary"].shape
             macs += k * m * op.operands["moving"].shape[1]
+            if numpy_dtype(op.operands["stationary"].dtype).itemsize >= 4:
+                fp32_macs += k * m * op.operands["moving"].shape[1]
             continue
         engine = _ELEMENTWISE_ENGINE.get(op.op.kind, "")
         if is_row_scale(op):
@@ -74,13 +76,10 @@ def roofline_work(
         else:
             either += elements
     hbm = sum(_nbytes(t.shape, t.dtype) for t in (*tr.params, tr.output))
-    fp32 = any(
-        numpy_dtype(op.operands["stationary"].dtype).itemsize >= 4
-        for op in tr.ops
-        if isinstance(op.op, NKIMatmul)
-    )
     fused = _variant_elementwise(f_nkigym, input_specs)
-    return RooflineWork(macs, vector, scalar, either, hbm, fp32, fused, fast)
+    return RooflineWork(
+        macs, vector, scalar, either, hbm, fp32_macs > 0, fused, fast, fp32_macs=fp32_macs
+    )
 
 
 def _vector_fast(data: str, dst: str) -> bool:

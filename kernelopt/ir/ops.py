@@ -202,6 +202,9 @@ class NKIOp:
 
 
 def _number(value: Any) -> bool:
+    """A number: Python's, numpy's scalar types, or a 0-d numpy array (``np.array(0.5)``)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
     return isinstance(value, int | float | np.floating | np.integer) and not isinstance(value, bool)
 
 
@@ -307,9 +310,16 @@ class NKITensorScalar(NKIOp):
             if op is None:
                 if i == "0":
                     raise OpError("NKITensorScalar: op0= and operand0= are required")
-                given = [a for a in ("operand1", "reverse1") if a in attrs or a in columns]
+                # None (and reverse1=False) spell "not given", as a signature's defaults do.
+                given = [
+                    a
+                    for a in ("operand1", "reverse1")
+                    if a in columns or attrs.get(a) is not None and attrs.get(a) is not False
+                ]
                 if given:  # dropped silently, the op computed would not be the one meant
                     raise OpError(f"NKITensorScalar: {' and '.join(given)} given without op1=")
+                for a in ("op1", "operand1", "reverse1"):
+                    attrs.pop(a, None)
                 continue
             attrs["op" + i] = _op_name(op, BINARY_OPS, "NKITensorScalar", "op" + i)
             attrs["reverse" + i] = bool(attrs.get("reverse" + i, False))
@@ -407,7 +417,9 @@ class NKITensorReduce(NKIOp):
             axis = axis[0]  # the ISA takes an int or a list of free axes: [1] is 1
         if axis not in (1, -1):
             raise OpError(
-                f"NKITensorReduce: axis must be 1 (free axes only), got {attrs.get('axis')!r}"
+                f"NKITensorReduce: axis must be 1 (free axes only), got {attrs.get('axis')!r}; "
+                "to reduce along axis 0 (the partition axis), reduce NKITranspose()(data=...) "
+                "along axis=1 (or, for a sum, contract the rows in NKIMatmul with a ones input)"
             )
         attrs["axis"] = 1
         attrs["keepdims"] = True

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import textwrap
+import itertools
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +75,9 @@ class TracedOp:
 
 @dataclass
 class _Tracer:
-    names: list[str | None]
+    # The variable each op call of f_nkigym is assigned to, by the call's source position.
+    names: dict[tuple[int, int, int, int], str]
+    code: Any = None  # f_nkigym's code object: the frame whose calls ``names`` holds
     taken: set[str] = field(default_factory=set)  # parameter names
     axes: _Axes = field(default_factory=_Axes)
     ops: list[TracedOp] = field(default_factory=list)
@@ -118,12 +121,14 @@ class _Tracer:
             for pos, (lab, axis) in enumerate(zip(labs, t.axes, strict=True)):
                 if lab in labels:
                     first = seen[lab]
-                    self.axes.union(
-                        labels[lab],
-                        axis,
+                    what = (
                         f"{where}, axis {lab} ({first} and {role} {t.name!r} {t.shape} axis "
-                        f"{pos} are one axis of the op)",
+                        f"{pos} are one axis of the op)"
                     )
+                    try:
+                        self.axes.union(labels[lab], axis, what)
+                    except IRBuildError as exc:
+                        raise IRBuildError(f"{exc}{_size_hint(op, operands)}") from None
                 else:
                     labels[lab] = axis
                     seen[lab] = f"{role} {t.name!r} {t.shape} axis {pos}"
@@ -134,14 +139,40 @@ class _Tracer:
         out_axes = tuple(labels[lab] for lab in op.spec.output)
         shape = tuple(self.axes.size[a] for a in out_axes)
         index = len(self.ops)
-        name = self.names[index] if index < len(self.names) else None
-        if name is None:
+        used = {o.output.name for o in self.ops} | self.taken
+        name = self.names.get(_caller_position(self.code))
+        if name is None or name in used:  # a helper's op, or an assignment run twice
             name = f"t{index}"
-            while name in self.names or name in self.taken:
+            while name in self.names.values() or name in used:
                 name = f"_{name}"
         out = TracedTensor(name, out_axes, shape, dtype, self)
         self.ops.append(TracedOp(op, dict(operands), attrs, out, labels))
         return out
+
+
+def _size_hint(op: NKIOp, operands: dict[str, Any]) -> str:
+    """What to write instead, for the two mismatches written most: a matmul given
+    ``x`` [M, K] as its stationary (it takes [K, M]), and a column holding one value
+    per column of the data (a norm's gamma) instead of one per row."""
+    shapes = {role: t.shape for role, t in operands.items()}
+    if op.kind == "matmul":
+        (m, k), (k2, _) = shapes["stationary"], shapes["moving"]
+        if k == k2 and m != k2:
+            return (
+                "; stationary is [K, M], the left operand transposed: for x @ w with x "
+                "[M, K], NKIMatmul()(stationary=NKITranspose()(data=x), moving=w)"
+            )
+        return ""
+    data = shapes.get("data")
+    for role, shape in shapes.items():
+        if role not in op.spec.operands and data and shape[0] == data[1] != data[0]:
+            return (
+                f"; {role} holds one value per row (partition) of data, and this one has one "
+                "per column: a weight per column (a norm's gamma) scales the transposed "
+                f"rows, NKITensorScalar(op0='multiply', operand0=gamma)(data="
+                "NKITranspose()(data=...))"
+            )
+    return ""
 
 
 @dataclass(frozen=True)
@@ -153,33 +184,45 @@ class Trace:
     find: Callable[[int], int]
 
 
-def _op_calls(node: ast.AST) -> int:
-    """How many ``Op(...)(...)`` calls an expression makes (nested ones included)."""
-    return sum(
-        1 for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Call)
-    )
+_HERE = (__file__, sys.modules[NKIOp.__module__].__file__)
 
 
-def _assigned_names(func: Callable[..., Any]) -> list[str | None]:
-    """Per op call, in call order, the variable it is assigned to (None for a nested call).
+def _caller_position(code: Any) -> tuple[int, int, int, int] | None:
+    """The source position of the op call being traced when ``f_nkigym`` (``code``)
+    makes it itself, not through a helper: the call expression's (line, end line,
+    column, end column)."""
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_code.co_filename in _HERE:
+        frame = frame.f_back
+    if frame is None or frame.f_code is not code:
+        return None
+    return next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
 
-    ``x = Op2(...)(data=Op1(...)(data=y))`` calls Op1 first: it gets None (a
-    generated name), Op2 gets ``x``.
-    """
+
+def _assigned_names(func: Callable[..., Any]) -> dict[tuple[int, int, int, int], str]:
+    """``name = <call>`` statements of ``func``, by the call's source position (as
+    ``co_positions`` gives it): an op called there is that variable. Matching positions
+    at trace time names the op the statement assigns, not one a helper it calls makes
+    first (``h = add(rms(x), rms(r))``), and no op in a statement not run."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+        lines, start = inspect.getsourcelines(func)
+        src = "".join(lines)
+        indented = src[:1].isspace()
+        tree = ast.parse("if 1:\n" + src if indented else src)
     except (OSError, TypeError, SyntaxError):
-        return []
-    names: list[str | None] = []
+        return {}
+    shift = start - 1 - indented
+    names: dict[tuple[int, int, int, int], str] = {}
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Call)
         ):
-            names += [None] * (_op_calls(node.value) - 1) + [node.targets[0].id]
+            v = node.value
+            pos = (v.lineno + shift, (v.end_lineno or v.lineno) + shift)
+            names[(*pos, v.col_offset, v.end_col_offset or 0)] = node.targets[0].id
     return names
 
 
@@ -198,18 +241,18 @@ def trace(
             f"f_nkigym parameters {params} do not match INPUT_SPECS keys {list(input_specs)}"
             " (only a parameter with a default may be left out)"
         )
-    names = _assigned_names(f_nkigym)
-    given = [n for n in names if n is not None]
-    if len(set(given)) != len(given):
-        names = []  # reassigned names would collide as buffer names
     # A parameter assigned a result (w = silu(w)) keeps its name; the result gets another.
-    names = [None if n in params else n for n in names]
-    tracer = _Tracer(names, set(params))
+    names = {k: n for k, n in _assigned_names(f_nkigym).items() if n not in params}
+    code = getattr(inspect.unwrap(f_nkigym), "__code__", None)
+    tracer = _Tracer(names, code, set(params))
     tensors: list[TracedTensor] = []
     for p in params:
         shape, dtype = input_specs[p]
         if len(shape) != 2:
-            raise IRBuildError(f"INPUT_SPECS[{p!r}]: only 2-D tensors are supported, got {shape}")
+            hint = f": give a vector as a ({shape[0]}, 1) column" if len(shape) == 1 else ""
+            raise IRBuildError(
+                f"INPUT_SPECS[{p!r}]: only 2-D tensors are supported, got {shape}{hint}"
+            )
         if any(int(s) < 1 for s in shape):
             raise IRBuildError(f"INPUT_SPECS[{p!r}]: every dim must be at least 1, got {shape}")
         if str(dtype) not in DTYPES:
@@ -224,12 +267,33 @@ def trace(
         raise
     except Exception as exc:  # user code: report where it failed
         raise IRBuildError(f"tracing f_nkigym failed: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(result, TracedTensor):
-        raise IRBuildError(f"f_nkigym must return one traced tensor, got {type(result).__name__}")
+    result = _one_result(result)
     if not tracer.ops:
         raise IRBuildError("f_nkigym calls no op: there is nothing to compute")
     tr = Trace(tuple(tensors), tuple(tracer.ops), result, f_nkigym.__name__, tracer.axes.find)
     return widen_scale_columns(narrow_matmul_operands(tr))
+
+
+def _one_result(result: Any) -> TracedTensor:
+    """The tensor ``f_nkigym`` returns; ``return (out,)`` is that one tensor. Several
+    are refused with the reason and what to write instead."""
+    if isinstance(result, tuple | list) and len(result) == 1:
+        result = result[0]
+    if isinstance(result, TracedTensor):
+        return result
+    if isinstance(result, tuple | list):
+        raise IRBuildError(
+            f"f_nkigym returns {len(result)} values ({type(result).__name__}): a KernelIR "
+            "has one output tensor; write one workload per output, each f_nkigym (and "
+            "f_numpy) returning one of them"
+        )
+    if result is None:
+        raise IRBuildError(
+            "f_nkigym returned None: it must return its output tensor (is a return missing?)"
+        )
+    raise IRBuildError(
+        f"f_nkigym must return the tensor an op computed, got {type(result).__name__}"
+    )
 
 
 _ELEMENTWISE = ("tensor_scalar", "tensor_tensor", "activation", "reciprocal")
@@ -240,10 +304,11 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
     ``w``): nc_matmul takes one dtype, so the element-wise op that computes the fp32 side
     writes the 2-byte dtype instead (an engine casts on its write), as do the transposes
     between it and the matmul (a transposed fp32 input is cast by the copy out of PSUM).
-    When the fp32 side is an input read as is, a 2-byte side an element-wise op computes
-    is written in fp32. Inputs only read or transposed on the 2-byte side keep their
-    dtypes, and the rule ``isa_dtype`` reports them. Two narrow dtypes (fp16 beside
+    When the fp32 side is an input read as is, a 2-byte side an instruction writes (an
+    element-wise op, a transpose's copy out of PSUM) is written in fp32. Two inputs
+    read as is keep their dtypes, and the rule ``isa_dtype`` reports them. Two narrow dtypes (fp16 beside
     bf16): ``_one_of_two_narrow``."""
+    tr = _split_shared_operands(tr)
     ops = tr.ops
     producer = {op.output.name: op for op in ops}
     cast: dict[str, str] = {}
@@ -279,9 +344,10 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
         other_chain = chain(next(t for t in sides if t is not wide))
         if wide_chain:  # the fp32 side is written by an instruction: it writes 2 bytes
             cast.update({c.name: next(iter(narrow)) for c in wide_chain})
-        elif other_chain and producer[other_chain[-1].name].op.kind in _ELEMENTWISE:
-            # an fp32 input read as is: the 2-byte side an element-wise op writes is
-            # written in fp32 (an input only transposed stays as given)
+        elif other_chain:
+            # an fp32 input read as is: the 2-byte side an instruction writes (an
+            # element-wise op, or the copy out of PSUM of a transposed input) is written
+            # in fp32
             cast.update({c.name: "float32" for c in other_chain})
     if not cast:
         return tr
@@ -296,6 +362,58 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
         for op in ops
     )
     return dataclasses.replace(tr, ops=rebuilt, output=new(tr.output))
+
+
+def _written_chain(producer: dict[str, TracedOp], name: str) -> list[TracedOp]:
+    """The ops that write ``name`` as a matmul reads it: its transposes, back to the
+    element-wise op before them (if any); first written first."""
+    found: list[TracedOp] = []
+    while name in producer and producer[name].op.kind == "transpose":
+        found.append(producer[name])
+        name = producer[name].operands["data"].name
+    if name in producer and producer[name].op.kind in _ELEMENTWISE:
+        found.append(producer[name])
+    return found[::-1]
+
+
+def _split_shared_operands(tr: Trace) -> Trace:
+    """A tensor matmuls read beside partners of different dtypes (one normed x times a
+    bf16 ``w`` and an fp32 router) is written once per partner dtype: the ops that write
+    it are repeated for each dtype after the first, so that each copy can be cast to
+    its own matmul's (``narrow_matmul_operands``)."""
+    producer = {op.output.name: op for op in tr.ops}
+    partners: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    for i, op in enumerate(tr.ops):
+        if op.op.kind == "matmul":
+            for role, other in (("stationary", "moving"), ("moving", "stationary")):
+                kind = op.operands[other].dtype
+                partners.setdefault(op.operands[role].name, {}).setdefault(kind, []).append(
+                    (i, role)
+                )
+    made: list[str] = []
+    after: dict[str, list[TracedOp]] = {}  # an op's name -> the copies written after it
+    redirect: dict[tuple[int, str], TracedTensor] = {}
+    for name, by_kind in partners.items():
+        chain = _written_chain(producer, name)
+        for kind in list(by_kind)[1:] if chain else ():
+            renamed: dict[str, TracedTensor] = {}
+            for op in chain:
+                out = op.output
+                fresh = fresh_name(tr, f"{out.name}_{kind}", made)
+                made.append(fresh)
+                operands = {r: renamed.get(t.name, t) for r, t in op.operands.items()}
+                renamed[out.name] = dataclasses.replace(out, name=fresh)
+                clone = TracedOp(op.op, operands, op.attrs, renamed[out.name], op.labels)
+                after.setdefault(name, []).append(clone)
+            redirect.update({use: renamed[name] for use in by_kind[kind]})
+    if not made:
+        return tr
+    ops: list[TracedOp] = []
+    for i, op in enumerate(tr.ops):
+        moved = {r: redirect[(i, r)] for r in op.operands if (i, r) in redirect}
+        ops.append(dataclasses.replace(op, operands={**op.operands, **moved}) if moved else op)
+        ops += after.get(op.output.name, [])
+    return dataclasses.replace(tr, ops=tuple(ops))
 
 
 def _one_of_two_narrow(

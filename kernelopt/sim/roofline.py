@@ -79,6 +79,9 @@ class RooflineWork:
     fp32_matmul: bool = False
     fused_elementwise: tuple[tuple[int, int, int, int], ...] = ()
     fast_either_elements: int = 0
+    # Of ``tensor_macs``, those of fp32 matmuls, when known per matmul (a graph of an
+    # fp32 and a bf16 matmul); 0 with ``fp32_matmul`` counts every MAC at the fp32 rate.
+    fp32_macs: int = 0
 
     @classmethod
     def from_trace(cls, trace: Sequence[Instruction], mac_count: int | None = None) -> RooflineWork:
@@ -157,7 +160,8 @@ def roofline(work: RooflineWork, rates: PeakRates) -> Roofline:
     Of several ways to count that work (``RooflineWork.fused_elementwise``), the
     fastest binds.
     """
-    mac_rate = rates.tensor_macs_per_s / (rates.fp32_matmul_divisor if work.fp32_matmul else 1.0)
+    slow = work.fp32_macs or (work.tensor_macs if work.fp32_matmul else 0)
+    tensor_s = (work.tensor_macs + slow * (rates.fp32_matmul_divisor - 1)) / rates.tensor_macs_per_s
     counts = (
         (
             work.vector_elements,
@@ -168,7 +172,7 @@ def roofline(work: RooflineWork, rates: PeakRates) -> Roofline:
     )
     elementwise = min(_elementwise_s(*c, rates) for c in counts + work.fused_elementwise)
     return Roofline(
-        tensor_s=work.tensor_macs / mac_rate,
+        tensor_s=tensor_s,
         vector_scalar_s=elementwise,
         hbm_s=work.hbm_bytes / rates.hbm_bytes_per_s,
     )

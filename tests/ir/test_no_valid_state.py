@@ -1,7 +1,7 @@
 """A workload with no valid knob state: every command says which rule breaks.
 
-A matmul of a bf16 and an fp32 operand breaks a rule no knob changes (nc_matmul
-takes one dtype for both). The IR still builds and shows; sampling names the
+A matmul of a bf16 and an fp32 input, both read as is, breaks a rule no knob changes
+(nc_matmul takes one dtype for both, and no instruction writes either to cast it). The IR still builds and shows; sampling names the
 rule; ``ir init`` and ``kernelopt init`` stop with it and write nothing.
 """
 
@@ -16,18 +16,18 @@ from kernelopt.ir import build_ir
 from kernelopt.workload import load_workload
 
 MIXED = """
-from kernelopt.ir import NKIMatmul, NKITranspose
+from kernelopt.ir import NKIMatmul
 
 
-def f_nkigym(x, w):
-    return NKIMatmul()(stationary=NKITranspose()(data=x), moving=w)
+def f_nkigym(xT, w):
+    return NKIMatmul()(stationary=xT, moving=w)
 
 
-def f_numpy(x, w):
-    return x @ w
+def f_numpy(xT, w):
+    return xT.T @ w
 
 
-INPUT_SPECS = {"x": ((256, 256), "bfloat16"), "w": ((256, 512), "float32")}
+INPUT_SPECS = {"xT": ((256, 256), "bfloat16"), "w": ((256, 512), "float32")}
 """
 
 
@@ -41,7 +41,7 @@ def _mixed(tmp_path):
 def test_a_graph_with_no_valid_state_still_shows_and_says_which_rule_breaks(
     tmp_path, monkeypatch
 ) -> None:
-    """A matmul of a bf16 and an fp32 operand breaks a rule no knob changes. The IR
+    """A matmul of a bf16 and an fp32 input read as is breaks a rule no knob changes. The IR
     still builds and shows; sampling names the rule the draws break; init stops
     cleanly and writes nothing."""
     from click.testing import CliRunner
