@@ -510,10 +510,9 @@ CASES += (
 CASES += _sibling("cases_mamba_ladder").cases(Case)
 # Two public CS152 lab 6 conv2d kernels on Trn1 at the lab's shapes (cases_conv2d_cs152.py).
 CASES += _sibling("cases_conv2d_cs152").cases(Case)
-# The CS149 asst4 vector-add ladder on Trn1, seven timed versions (cases_vecadd_cs149.py).
+# The CS149 asst4 vector-add ladder: seven timed versions on Trn1 and its Fall 2025
+# rewrite's six on Trn2 (cases_vecadd_cs149.py).
 CASES += _sibling("cases_vecadd_cs149").cases(Case)
-# Its Fall 2025 rewrite on Trn2, six timed versions (cases_vecadd_cs149_trn2.py).
-CASES += _sibling("cases_vecadd_cs149_trn2").cases(Case)
 
 
 FAILURES: tuple[Failure, ...] = (
