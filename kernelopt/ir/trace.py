@@ -306,8 +306,8 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
     between it and the matmul (a transposed fp32 input is cast by the copy out of PSUM).
     When the fp32 side is an input read as is, a 2-byte side an instruction writes (an
     element-wise op, a transpose's copy out of PSUM) is written in fp32. Two inputs
-    read as is keep their dtypes, and the rule ``isa_dtype`` reports them. Two narrow dtypes (fp16 beside
-    bf16): ``_one_of_two_narrow``."""
+    read as is keep their dtypes, and the rule ``isa_dtype`` reports them. Two narrow
+    dtypes (fp16 beside bf16): ``_one_of_two_narrow``."""
     tr = _split_shared_operands(tr)
     ops = tr.ops
     producer = {op.output.name: op for op in ops}
@@ -318,13 +318,7 @@ def narrow_matmul_operands(tr: Trace) -> Trace:
 
     def chain(t: TracedTensor) -> list[TracedTensor]:
         """t and the transposes it is read through, back to an instruction that writes it."""
-        found = []
-        while t.name in producer and producer[t.name].op.kind == "transpose":
-            found.append(t)
-            t = producer[t.name].operands["data"]
-        if t.name in producer and producer[t.name].op.kind in _ELEMENTWISE:
-            found.append(t)
-        return found
+        return [op.output for op in _written_chain(producer, t.name)]
 
     for op in ops:
         if op.op.kind != "matmul":
